@@ -1,0 +1,51 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Strict settings every Swift module of `share` is built with.
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+/// A C library reached through pkg-config-less Debian headers: one module map
+/// and one shim header each, under `Sources/C/`.
+func cLibrary(_ name: String, _ apt: String) -> Target {
+    .systemLibrary(name: name, path: "Sources/C/\(name)", providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "share",
+    products: [
+        .library(name: "ShareWire", targets: ["ShareWire"]),
+        .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
+    ],
+    targets: [
+        // C libraries, each imported by exactly one Swift module.
+        cLibrary("CSRTP", "libsrtp2-dev"),
+        cLibrary("CX264", "libx264-dev"),
+        cLibrary("COpus", "libopus-dev"),
+        cLibrary("CYUV", "libyuv-dev"),
+        cLibrary("CXCB", "libxcb-shm0-dev"),
+        cLibrary("CLibAV", "libavformat-dev"),
+        cLibrary("CPulse", "libpulse-dev"),
+
+        // Wire formats: pure Swift, sans-IO, no Foundation.
+        .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
+        // SRTP/SRTCP contexts over libsrtp2.
+        .target(name: "ShareSRTP", dependencies: ["CSRTP"], path: "Sources/SRTP", swiftSettings: strict),
+
+        // Invariant checks shared by the libFuzzer targets and the corpus replay test.
+        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
+                swiftSettings: strict),
+
+        .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
+                    swiftSettings: strict),
+        .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
+                    swiftSettings: strict),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",
+                    swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,128 @@
+internal import CSRTP
+public import ShareWire
+
+/// One direction of an SRTP/SRTCP session (RFC 3711) over libsrtp2: an
+/// outbound context protects, an inbound one unprotects. Protection works in
+/// place, using the `PacketBuffer`'s tailroom for the trailer. Not thread
+/// safe: one context belongs to one sending or receiving loop.
+public final class SRTPContext {
+    public enum Direction: Sendable {
+        case outbound
+        case inbound
+    }
+
+    public let profile: SRTPProfile
+    public let direction: Direction
+    private let session: srtp_t
+
+    /// Replay window for inbound contexts: wide enough that packets
+    /// retransmitted after a NACK still fall inside it.
+    public static let defaultReplayWindow = 1024
+
+    public init(keying: SRTPKeyingMaterial, direction: Direction,
+                replayWindow: Int = SRTPContext.defaultReplayWindow) throws(SRTPError) {
+        try SRTPLibrary.ensureInitialized()
+        profile = keying.profile
+        self.direction = direction
+        var policy = srtp_policy_t()
+        switch keying.profile {
+        case .aes128CmHmacSha1_80:
+            // The _sha1_80 setter is a function-like macro for rtp_default.
+            srtp_crypto_policy_set_rtp_default(&policy.rtp)
+            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
+        case .aes128CmHmacSha1_32:
+            // RFC 4568 §6.2.1: SRTCP keeps the 80-bit tag with this suite.
+            srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp)
+            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
+        case .aeadAes128Gcm:
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
+        }
+        share_srtp_policy_set_ssrc_any(&policy, direction == .inbound ? 1 : 0)
+        policy.window_size = UInt(max(64, min(replayWindow, 0x7FFF)))
+        // Retransmissions reuse the original sequence number and payload.
+        policy.allow_repeat_tx = direction == .outbound ? 1 : 0
+        var key = keying.bytes
+        var created: srtp_t?
+        let status = key.withUnsafeMutableBufferPointer { buffer in
+            policy.key = buffer.baseAddress
+            return srtp_create(&created, &policy)
+        }
+        // Overwrite the copy handed to libsrtp (it derived its session keys).
+        for index in key.indices { key[index] = 0 }
+        guard status == srtp_err_status_ok, let created else {
+            throw SRTPLibrary.error(status, detail: "srtp_create")
+        }
+        session = created
+    }
+
+    deinit { srtp_dealloc(session) }
+
+    /// Encrypts and authenticates the RTP packet in `packet`, in place.
+    public func protect(_ packet: inout PacketBuffer) throws(SRTPError) {
+        try transform(&packet, minimum: RTPPacket.fixedHeaderSize, srtp_protect)
+    }
+
+    /// Verifies and decrypts the SRTP packet in `packet`, in place.
+    public func unprotect(_ packet: inout PacketBuffer) throws(SRTPError) {
+        try transform(&packet, minimum: RTPPacket.fixedHeaderSize + profile.rtpOverhead, srtp_unprotect)
+    }
+
+    /// Protects an RTCP compound packet (adds the SRTCP index and tag).
+    public func protectRTCP(_ packet: inout PacketBuffer) throws(SRTPError) {
+        try transform(&packet, minimum: 8, srtp_protect_rtcp)
+    }
+
+    /// Verifies and decrypts an SRTCP packet.
+    public func unprotectRTCP(_ packet: inout PacketBuffer) throws(SRTPError) {
+        // Header, sender SSRC, the 4-byte SRTCP index and at least a 10-byte tag.
+        try transform(&packet, minimum: 8 + 4 + 10, srtp_unprotect_rtcp)
+    }
+
+    private func transform(
+        _ packet: inout PacketBuffer, minimum: Int,
+        _ operation: (srtp_t?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?) -> srtp_err_status_t
+    ) throws(SRTPError) {
+        let length = packet.count
+        guard length >= minimum else {
+            throw SRTPError(.badLength, detail: "\(length) bytes, need at least \(minimum)")
+        }
+        guard length <= Int(Int32.max) - 256 else { throw SRTPError(.badLength, detail: "\(length) bytes") }
+        guard packet.capacity - length >= SRTPLibrary.trailerRoom else {
+            throw SRTPError(.noTailroom, detail: "\(packet.capacity - length) bytes after the packet")
+        }
+        let status: srtp_err_status_t = packet.withMutableStorage { storage, count in
+            var length32 = Int32(count)
+            let status = storage.withUnsafeMutableBytes { raw in operation(session, raw.baseAddress, &length32) }
+            if status == srtp_err_status_ok { count = Int(length32) }
+            return status
+        }
+        guard status == srtp_err_status_ok else { throw SRTPLibrary.error(status, detail: "") }
+    }
+}
+
+/// The process-wide libsrtp2 state and its status-code funnel.
+enum SRTPLibrary {
+    /// Bytes an in-place protect may write past the packet (SRTCP adds a
+    /// 4-byte index to the largest trailer).
+    static let trailerRoom = Int(share_srtp_max_trailer_len()) + 4
+
+    private static let initStatus: srtp_err_status_t = srtp_init()
+
+    static func ensureInitialized() throws(SRTPError) {
+        let status = initStatus
+        guard status == srtp_err_status_ok else { throw error(status, detail: "srtp_init") }
+    }
+
+    /// Maps a libsrtp2 status to an `SRTPError`, keeping the raw code.
+    static func error(_ status: srtp_err_status_t, detail: String) -> SRTPError {
+        let kind: SRTPError.Kind = switch status {
+        case srtp_err_status_auth_fail: .authenticationFailed
+        case srtp_err_status_replay_fail: .replayed
+        case srtp_err_status_replay_old: .tooOld
+        case srtp_err_status_bad_param, srtp_err_status_parse_err: .badLength
+        default: .library
+        }
+        return SRTPError(kind, libraryStatus: Int32(bitPattern: status.rawValue), detail: detail)
+    }
+}

@@ -1,0 +1,35 @@
+/// An SRTP failure. `kind` is what callers act on; `libraryStatus` keeps
+/// libsrtp2's raw `srtp_err_status_t` where it came from the library.
+public struct SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The authentication tag did not verify: forged, corrupted or wrong key.
+        case authenticationFailed
+        /// The packet index was already seen (replay window).
+        case replayed
+        /// The packet index is older than the replay window.
+        case tooOld
+        /// The packet is too short or too long to be SRTP/SRTCP.
+        case badLength
+        /// Key material of the wrong size or encoding.
+        case badKey
+        /// The buffer lacks room after the packet for the trailer.
+        case noTailroom
+        /// Any other libsrtp2 failure.
+        case library
+    }
+
+    public var kind: Kind
+    public var libraryStatus: Int32?
+    public var detail: String
+
+    public init(_ kind: Kind, libraryStatus: Int32? = nil, detail: String = "") {
+        self.kind = kind
+        self.libraryStatus = libraryStatus
+        self.detail = detail
+    }
+
+    public var description: String {
+        let status = libraryStatus.map { " (srtp_err_status \($0))" } ?? ""
+        return "SRTP \(kind)\(detail.isEmpty ? "" : ": " + detail)\(status)"
+    }
+}

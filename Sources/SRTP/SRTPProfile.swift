@@ -1,0 +1,95 @@
+internal import ShareWire
+
+/// The SRTP protection profiles `share` speaks (RFC 4568 §6.2 crypto-suite
+/// names; RFC 7714 for GCM).
+public enum SRTPProfile: String, CaseIterable, Sendable {
+    case aes128CmHmacSha1_80 = "AES_CM_128_HMAC_SHA1_80"
+    case aes128CmHmacSha1_32 = "AES_CM_128_HMAC_SHA1_32"
+    case aeadAes128Gcm = "AEAD_AES_128_GCM"
+
+    /// Master key length in bytes.
+    public var keyLength: Int { 16 }
+
+    /// Master salt length in bytes: 112 bits for AES-CM (RFC 3711 §8.2),
+    /// 96 bits for GCM (RFC 7714 §12).
+    public var saltLength: Int {
+        switch self {
+        case .aes128CmHmacSha1_80, .aes128CmHmacSha1_32: 14
+        case .aeadAes128Gcm: 12
+        }
+    }
+
+    /// Key and salt together, as carried by SDES `inline:`.
+    public var masterLength: Int { keyLength + saltLength }
+
+    /// Bytes SRTP adds to each RTP packet (the authentication tag).
+    public var rtpOverhead: Int {
+        switch self {
+        case .aes128CmHmacSha1_80: 10
+        case .aes128CmHmacSha1_32: 4
+        case .aeadAes128Gcm: 16
+        }
+    }
+
+    /// Parses an SDES crypto-suite name, case-insensitively.
+    public init?(name: some StringProtocol) {
+        guard let profile = Self.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+            return nil
+        }
+        self = profile
+    }
+}
+
+/// A master key and salt for one profile. Its `description`, debug
+/// description and mirror never show the key.
+public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    public let profile: SRTPProfile
+    /// Key followed by salt.
+    let bytes: [UInt8]
+
+    /// Wraps `bytes` (key then salt) after checking their length.
+    public init(profile: SRTPProfile, bytes: [UInt8]) throws(SRTPError) {
+        guard bytes.count == profile.masterLength else {
+            throw SRTPError(.badKey, detail: "\(profile.rawValue) needs \(profile.masterLength) bytes of key and salt, got \(bytes.count)")
+        }
+        self.profile = profile
+        self.bytes = bytes
+    }
+
+    /// Parses the base64 key-salt of an SDES `inline:` parameter (RFC 4568
+    /// §6.1); a `|lifetime` or `|MKI:length` suffix is accepted and ignored.
+    public init(profile: SRTPProfile, inline: some StringProtocol) throws(SRTPError) {
+        let text = inline.hasPrefix("inline:") ? inline.dropFirst("inline:".count) : inline[...]
+        let keySalt = text.split(separator: "|", omittingEmptySubsequences: false).first ?? ""
+        guard let decoded = Base64.decode(keySalt.trimmingWhitespace()) else {
+            throw SRTPError(.badKey, detail: "the key is not valid base64")
+        }
+        try self.init(profile: profile, bytes: decoded)
+    }
+
+    /// Fresh random keying material from the system's CSPRNG (getrandom).
+    public static func random(profile: SRTPProfile) -> SRTPKeyingMaterial {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<profile.masterLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return try! SRTPKeyingMaterial(profile: profile, bytes: bytes)
+    }
+
+    /// The base64 key-salt for writing an SDES `a=crypto` line or a key
+    /// file. The only way to get the key out, and never called by logging.
+    public func inlineKeySalt() -> String { Base64.encode(bytes) }
+
+    public var description: String { "SRTPKeyingMaterial(\(profile.rawValue), key redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["profile": profile]) }
+}
+
+extension StringProtocol {
+    func trimmingWhitespace() -> Substring {
+        var s = self[...]
+        while let c = s.first, c.isWhitespace { s = s.dropFirst() }
+        while let c = s.last, c.isWhitespace { s = s.dropLast() }
+        return Substring(s)
+    }
+}

@@ -1,0 +1,269 @@
+/// An H.264 access unit rebuilt from RTP packets.
+public struct AccessUnit: Sendable, Equatable {
+    /// RTP timestamp (90 kHz).
+    public var timestamp: UInt32
+    /// The NAL units in Annex B form with 4-byte start codes.
+    public var data: [UInt8]
+    /// Extended sequence numbers of the first and last packet.
+    public var sequenceRange: ClosedRange<Int64>
+    /// The first packet's header extension (carries the capture time).
+    public var headerExtension: RTPHeaderExtension?
+    /// When the last missing packet of the frame arrived.
+    public var completedAt: MonotonicTime
+
+    /// True when the unit holds an IDR slice.
+    public var isKeyframe: Bool {
+        var ranges: [Range<Int>] = []
+        AnnexB.nalUnits(in: data[...], into: &ranges)
+        return ranges.contains { H264NALType.type(of: data[$0.lowerBound]) == H264NALType.idr }
+    }
+}
+
+/// What the assembler gave up on.
+public struct FrameLoss: Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// Packets were missing for longer than the reorder delay, or the buffer was full.
+        case missingPackets
+        /// The packets were all there but did not form valid NAL units.
+        case malformed(H264DepacketizeError)
+    }
+
+    public var reason: Reason
+    /// Distinct RTP timestamps (frames) dropped, at least one.
+    public var frames: Int
+    /// Packets discarded with them.
+    public var packets: Int
+
+    public init(reason: Reason, frames: Int, packets: Int) {
+        self.reason = reason
+        self.frames = frames
+        self.packets = packets
+    }
+}
+
+/// Reorders RTP packets of one H.264 stream and rebuilds access units. A unit
+/// is emitted only when every packet from the end of the previous unit to its
+/// marker bit is present and depacketizes cleanly, so a decoder never sees a
+/// corrupt frame; units that cannot be completed within `maxDelay` (time for
+/// reordering and retransmission) are reported as lost. Duplicates and late
+/// packets are counted and dropped. Sans-IO: time comes in as `now`.
+public struct H264FrameAssembler: Sendable {
+    public enum Event: Sendable, Equatable {
+        case frame(AccessUnit)
+        case lost(FrameLoss)
+    }
+
+    public struct Counters: Sendable, Equatable {
+        public var packetsAccepted = 0
+        public var duplicates = 0
+        public var late = 0
+        public var overflowed = 0
+        public var framesEmitted = 0
+        public var framesLost = 0
+    }
+
+    private struct Stored: Sendable {
+        var timestamp: UInt32
+        var marker: Bool
+        var payload: [UInt8]
+        var headerExtension: RTPHeaderExtension?
+        var arrival: MonotonicTime
+    }
+
+    public let maxDelay: Duration
+    public let maxPackets: Int
+    public private(set) var counters = Counters()
+
+    private var unwrapper = SequenceUnwrapper()
+    private var stored: [Int64: Stored] = [:]
+    /// Extended sequence number the next unit starts at, once known.
+    private var next: Int64?
+    /// The lowest stored sequence, and whether a frame boundary must be found before emitting.
+    private var resyncing = false
+    /// Set once a unit has been emitted or dropped; earlier packets are late from then on.
+    private var started = false
+    private var gapDeadline: MonotonicTime?
+    private var depacketizer = H264Depacketizer()
+
+    public init(maxDelay: Duration = .milliseconds(80), maxPackets: Int = 4096) {
+        self.maxDelay = maxDelay
+        self.maxPackets = max(maxPackets, 16)
+    }
+
+    /// Accepts one packet and returns the units (and losses) it completes, in order.
+    public mutating func insert(_ packet: RTPPacket, now: MonotonicTime) -> [Event] {
+        let sequence = unwrapper.unwrap(packet.sequenceNumber)
+        if started, let next, sequence < next {
+            counters.late += 1
+            return []
+        }
+        if stored[sequence] != nil {
+            counters.duplicates += 1
+            return []
+        }
+        var events: [Event] = []
+        if stored.count >= maxPackets {
+            counters.overflowed += 1
+            giveUp(into: &events)
+            if stored.count >= maxPackets { dropOldest(into: &events) }
+        }
+        stored[sequence] = Stored(timestamp: packet.timestamp, marker: packet.marker, payload: Array(packet.payload),
+                                  headerExtension: packet.headerExtension, arrival: now)
+        counters.packetsAccepted += 1
+        if !started {
+            // Before the first unit, the earliest packet seen is the start.
+            next = min(next ?? sequence, sequence)
+        }
+        drain(now: now, into: &events)
+        return events
+    }
+
+    /// Gives up on gaps older than `maxDelay`; call it when no packet arrives.
+    public mutating func poll(now: MonotonicTime) -> [Event] {
+        var events: [Event] = []
+        drain(now: now, into: &events)
+        return events
+    }
+
+    /// When `poll` next needs to run, if a gap is being waited on.
+    public var deadline: MonotonicTime? { gapDeadline }
+
+    /// Packets held for reordering.
+    public var bufferedPackets: Int { stored.count }
+
+    private mutating func drain(now: MonotonicTime, into events: inout [Event]) {
+        while true {
+            if resyncing {
+                guard let boundary = findBoundary() else { return }
+                discard(below: boundary, reason: .missingPackets, into: &events)
+                next = boundary
+                resyncing = false
+            }
+            guard let start = next, let first = stored[start] else {
+                checkGap(holeAt: next, now: now, into: &events)
+                return
+            }
+            var sequence = start
+            var complete = false
+            while let packet = stored[sequence] {
+                if packet.timestamp != first.timestamp {
+                    // Sequence is contiguous but the timestamp changed with no
+                    // marker: the previous unit ended at sequence - 1.
+                    sequence -= 1
+                    complete = true
+                    break
+                }
+                if packet.marker {
+                    complete = true
+                    break
+                }
+                sequence += 1
+            }
+            guard complete else {
+                checkGap(holeAt: sequence, now: now, into: &events)
+                return
+            }
+            gapDeadline = nil
+            emit(start...sequence, now: now, into: &events)
+            next = sequence + 1
+        }
+    }
+
+    /// Waits for the hole at `holeAt` to fill. A hole matters once something
+    /// beyond it has arrived, and is given up when the oldest packet waiting
+    /// behind it has waited `maxDelay`.
+    private mutating func checkGap(holeAt: Int64?, now: MonotonicTime, into events: inout [Event]) {
+        guard let holeAt else {
+            gapDeadline = nil
+            return
+        }
+        var oldest: MonotonicTime?
+        for (sequence, packet) in stored where sequence > holeAt {
+            if oldest == nil || packet.arrival < oldest! { oldest = packet.arrival }
+        }
+        guard let oldest else {
+            gapDeadline = nil
+            return
+        }
+        gapDeadline = oldest + maxDelay
+        if now >= gapDeadline! {
+            giveUp(into: &events)
+            drain(now: now, into: &events)
+        }
+    }
+
+    /// Drops the unit being waited on and looks for the next clean start.
+    private mutating func giveUp(into events: inout [Event]) {
+        gapDeadline = nil
+        resyncing = true
+        if let boundary = findBoundary() {
+            discard(below: boundary, reason: .missingPackets, into: &events)
+            next = boundary
+            resyncing = false
+        }
+    }
+
+    /// The first stored sequence that provably starts a unit after `next`: its
+    /// predecessor is stored and carries the marker or another timestamp.
+    private func findBoundary() -> Int64? {
+        let floor = next ?? Int64.min
+        var best: Int64?
+        for (sequence, packet) in stored where sequence > floor {
+            guard let previous = stored[sequence - 1] else { continue }
+            if previous.marker || previous.timestamp != packet.timestamp {
+                if best == nil || sequence < best! { best = sequence }
+            }
+        }
+        return best
+    }
+
+    private mutating func dropOldest(into events: inout [Event]) {
+        guard let oldest = stored.keys.min() else { return }
+        discard(below: oldest + 1, reason: .missingPackets, into: &events)
+        next = oldest + 1
+        resyncing = true
+    }
+
+    private mutating func discard(below limit: Int64, reason: FrameLoss.Reason, into events: inout [Event]) {
+        let doomed = stored.keys.filter { $0 < limit }
+        guard !doomed.isEmpty else { return }
+        var timestamps = Set<UInt32>()
+        for sequence in doomed {
+            if let packet = stored.removeValue(forKey: sequence) { timestamps.insert(packet.timestamp) }
+        }
+        started = true
+        let frames = max(timestamps.count, 1)
+        counters.framesLost += frames
+        events.append(.lost(FrameLoss(reason: reason, frames: frames, packets: doomed.count)))
+    }
+
+    private mutating func emit(_ range: ClosedRange<Int64>, now: MonotonicTime, into events: inout [Event]) {
+        started = true
+        var data: [UInt8] = []
+        var failure: H264DepacketizeError?
+        depacketizer.reset()
+        var total = 0
+        for sequence in range { total += stored[sequence]?.payload.count ?? 0 }
+        data.reserveCapacity(total + 64)
+        let first = stored[range.lowerBound]!
+        for sequence in range {
+            guard let packet = stored.removeValue(forKey: sequence) else { continue }
+            if failure == nil {
+                do throws(H264DepacketizeError) {
+                    try depacketizer.append(payload: packet.payload[...], to: &data)
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        if failure == nil && depacketizer.inFragment { failure = .truncatedFragment }
+        if let failure {
+            counters.framesLost += 1
+            events.append(.lost(FrameLoss(reason: .malformed(failure), frames: 1, packets: range.count)))
+            return
+        }
+        counters.framesEmitted += 1
+        events.append(.frame(AccessUnit(timestamp: first.timestamp, data: data, sequenceRange: range,
+                                        headerExtension: first.headerExtension, completedAt: now)))
+    }
+}

@@ -1,0 +1,70 @@
+/// Why bytes are not a valid Opus packet (RFC 6716 §3.4 "R1"-"R7").
+public enum OpusPacketError: Error, Equatable, Sendable {
+    case empty
+    case truncated
+    case tooLong(samples: Int)
+    case badFrameCount
+}
+
+/// The facts of an Opus packet that RTP needs (RFC 6716 §3.1, the TOC byte):
+/// how many 48 kHz samples it covers, and whether it is stereo. RFC 7587 §4.2:
+/// the RTP payload is exactly one Opus packet; the RTP clock is always 48 kHz.
+public struct OpusPacketInfo: Equatable, Sendable {
+    /// The RTP clock rate for Opus whatever the coded bandwidth (RFC 7587 §4.1).
+    public static let clockRate: UInt32 = 48_000
+
+    public var configuration: UInt8
+    public var isStereo: Bool
+    public var frameCount: Int
+    /// Duration of one frame in 48 kHz samples.
+    public var samplesPerFrame: Int
+
+    /// Duration of the packet in 48 kHz samples: the RTP timestamp increment.
+    public var samples: Int { frameCount * samplesPerFrame }
+
+    public init(packet: ArraySlice<UInt8>) throws(OpusPacketError) {
+        guard let toc = packet.first else { throw .empty }
+        configuration = toc >> 3
+        isStereo = toc & 0x04 != 0
+        // RFC 6716 §3.1, Table 2: configs 0-11 SILK (10/20/40/60 ms), 12-15
+        // hybrid (10/20 ms), 16-31 CELT (2.5/5/10/20 ms).
+        let config = Int(configuration)
+        switch config {
+        case 0...11: samplesPerFrame = [480, 960, 1920, 2880][config % 4]
+        case 12...15: samplesPerFrame = [480, 960][config % 2]
+        default: samplesPerFrame = [120, 240, 480, 960][config % 4]
+        }
+        switch toc & 0x03 {
+        case 0: frameCount = 1
+        case 1, 2: frameCount = 2
+        default:
+            // Code 3: the second byte holds the frame count M in its low six bits.
+            guard packet.count >= 2 else { throw .truncated }
+            frameCount = Int(packet[packet.startIndex + 1] & 0x3F)
+            guard frameCount >= 1 else { throw .badFrameCount }
+        }
+        // RFC 6716 §3.4 [R5]: a packet covers at most 120 ms.
+        guard samples <= 5760 else { throw .tooLong(samples: samples) }
+    }
+}
+
+/// RFC 7587 payloading: checks each encoded packet and advances the 48 kHz
+/// timestamp by its duration. The RTP header itself is `RTPPacketizer`'s.
+public struct OpusPayloader: Sendable {
+    /// The RTP timestamp of the next packet.
+    public private(set) var nextTimestamp: UInt32
+
+    public init(initialTimestamp: UInt32) { nextTimestamp = initialTimestamp }
+
+    /// Returns the timestamp for `packet` and moves past it.
+    public mutating func timestamp(for packet: ArraySlice<UInt8>) throws(OpusPacketError) -> UInt32 {
+        let info = try OpusPacketInfo(packet: packet)
+        defer { nextTimestamp &+= UInt32(info.samples) }
+        return nextTimestamp
+    }
+
+    /// Skips `samples` of silence that were not sent (DTX), keeping the clock true.
+    public mutating func skip(samples: Int) {
+        nextTimestamp &+= UInt32(truncatingIfNeeded: samples)
+    }
+}

@@ -1,0 +1,153 @@
+import ShareWire
+import TestSupport
+import Testing
+
+@Suite("RTP packets (RFC 3550 §5.1, RFC 8285)")
+struct RTPPacketTests {
+    /// The plaintext packet of libsrtp's srtp_validate known-answer test:
+    /// V=2, PT=15, seq 0x1234, ts 0xdecafbad, SSRC 0xcafebabe, 16 bytes 0xab.
+    @Test func parsesLibsrtpReferencePacket() throws {
+        let bytes = hex("800f1234 decafbad cafebabe abababab abababab abababab abababab")
+        let packet = try RTPPacket(parsing: bytes)
+        #expect(packet.payloadType == 15)
+        #expect(!packet.marker)
+        #expect(packet.sequenceNumber == 0x1234)
+        #expect(packet.timestamp == 0xDECA_FBAD)
+        #expect(packet.ssrc == 0xCAFE_BABE)
+        #expect(packet.csrcs.isEmpty)
+        #expect(packet.headerExtension == nil)
+        #expect(Array(packet.payload) == [UInt8](repeating: 0xAB, count: 16))
+        #expect(packet.serialized() == bytes)
+    }
+
+    /// libsrtp's header-extension test packet (srtp_validate_encrypted_extensions_headers):
+    /// profile 0xBEDE, six words, one-byte elements ids 1 (8 bytes), 2 (3), 3 (1), 4 (7), one padding byte.
+    @Test func parsesOneByteExtensionElements() throws {
+        let bytes = hex("""
+            900f1234 decafbad cafebabe bede0006
+            17414273 a4752627 482200 00c8 308e 46 55996386 b395fb 00
+            abababab abababab abababab abababab
+            """)
+        let packet = try RTPPacket(parsing: bytes)
+        let ext = try #require(packet.headerExtension)
+        #expect(ext.profile == 0xBEDE)
+        #expect(ext.data.count == 24)
+        let elements = try ext.elements()
+        #expect(elements.map(\.id) == [1, 2, 3, 4])
+        #expect(elements.map(\.data.count) == [8, 3, 1, 7])
+        #expect(Array(elements[0].data) == hex("414273a475262748"))
+        #expect(Array(elements[2].data) == [0x8E])
+        #expect(packet.serialized() == bytes)
+        #expect(try RTPHeaderExtension(elements: elements).data == ext.data)
+    }
+
+    /// RFC 8285 §4.3: two-byte form, profile 0x100 + appbits, id and length bytes.
+    @Test func twoByteExtensionsRoundTrip() throws {
+        let elements = [
+            RTPExtensionElement(id: 1, data: []),
+            RTPExtensionElement(id: 200, data: [1, 2, 3]),
+            RTPExtensionElement(id: 15, data: ArraySlice(repeating: 7, count: 20)),
+        ]
+        let ext = try RTPHeaderExtension(elements: elements)
+        #expect(ext.profile == 0x1000)
+        #expect(ext.data.count % 4 == 0)
+        // id 1 len 0 | id 200 len 3 1 2 3 | id 15 len 20 ...
+        #expect(Array(ext.data.prefix(7)) == [1, 0, 200, 3, 1, 2, 3])
+        #expect(try ext.elements() == elements)
+    }
+
+    @Test func oneByteFormRejectsWhatItCannotCarry() {
+        #expect(throws: RTPExtensionError.unrepresentable(id: 15, length: 1)) {
+            try RTPHeaderExtension(elements: [RTPExtensionElement(id: 15, data: [0])], form: .oneByte)
+        }
+        #expect(throws: RTPExtensionError.unrepresentable(id: 1, length: 17)) {
+            try RTPHeaderExtension(elements: [RTPExtensionElement(id: 1, data: ArraySlice(repeating: 0, count: 17))],
+                                   form: .oneByte)
+        }
+    }
+
+    /// RFC 8285 §4.2: ID 15 stops processing of the remaining extension.
+    @Test func oneByteId15StopsParsing() throws {
+        let ext = RTPHeaderExtension(profile: 0xBEDE, data: [0x10, 0xAA, 0xF0, 0x10, 0xBB, 0, 0, 0][...])
+        #expect(try ext.elements() == [RTPExtensionElement(id: 1, data: [0xAA])])
+    }
+
+    @Test func csrcsMarkerAndPaddingRoundTrip() throws {
+        // CC=2, P=1, M=1, PT=96, padding of 4 bytes whose last says 4.
+        let bytes = hex("a2e00001 00000010 11111111 00000001 00000002 cafe 00000004")
+        let packet = try RTPPacket(parsing: bytes)
+        #expect(packet.csrcs == [1, 2])
+        #expect(packet.marker)
+        #expect(packet.payloadType == 96)
+        #expect(Array(packet.payload) == [0xCA, 0xFE])
+        #expect(Array(packet.padding) == [0, 0, 0, 4])
+        #expect(packet.serialized() == bytes)
+    }
+
+    @Test(arguments: [
+        ("", RTPParseError.tooShort(0)),
+        ("80", .tooShort(1)),
+        ("800f1234decafbadcafeba", .tooShort(11)),
+        ("400f1234decafbadcafebabe", .badVersion(1)),
+        ("830f1234decafbadcafebabe00000001", .truncatedCSRCList),
+        ("900f1234decafbadcafebabebede0002 00000000", .truncatedExtension),
+        ("a00f1234decafbadcafebabe 0000 05", .badPadding(5)),
+        ("a00f1234decafbadcafebabe", .badPadding(0)),
+        ("a00f1234decafbadcafebabe 00", .badPadding(0)),
+    ])
+    func rejectsMalformedPackets(input: String, error: RTPParseError) {
+        #expect(throws: error) { try RTPPacket(parsing: hex(input)) }
+    }
+
+    /// Seeded property: random headers survive serialize → parse → serialize.
+    @Test func randomPacketsRoundTrip() throws {
+        var rng = SeededGenerator(seed: 0x5EED_0001)
+        for _ in 0..<500 {
+            let elements = (0..<Int.random(in: 0...3, using: &rng)).map { i in
+                RTPExtensionElement(id: UInt8(i + 1), data: rng.bytes(Int.random(in: 1...16, using: &rng))[...])
+            }
+            let padCount = Int.random(in: 0...3, using: &rng)
+            var padding = [UInt8](repeating: 0, count: padCount)
+            if padCount > 0 { padding[padCount - 1] = UInt8(padCount) }
+            let packet = RTPPacket(
+                marker: Bool.random(using: &rng), payloadType: UInt8.random(in: 0...127, using: &rng),
+                sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &rng),
+                timestamp: UInt32.random(in: 0...UInt32.max, using: &rng),
+                ssrc: UInt32.random(in: 0...UInt32.max, using: &rng),
+                csrcs: (0..<Int.random(in: 0...15, using: &rng)).map { _ in UInt32.random(in: 0...UInt32.max, using: &rng) },
+                headerExtension: elements.isEmpty ? nil : try RTPHeaderExtension(elements: elements),
+                payload: rng.bytes(Int.random(in: 0...200, using: &rng))[...], padding: padding[...])
+            let bytes = packet.serialized()
+            let parsed = try RTPPacket(parsing: bytes)
+            #expect(parsed.serialized() == bytes)
+            #expect(parsed.headerSize == packet.headerSize)
+            if let ext = parsed.headerExtension { #expect(try ext.elements() == elements) }
+        }
+    }
+
+    @Test func packetizerWritesHeaderAndCounts() throws {
+        var packetizer = RTPPacketizer(ssrc: 0xCAFE_BABE, payloadType: 96, clockRate: 90_000,
+                                       initialSequenceNumber: 0xFFFF)
+        var buffer = PacketBuffer(capacity: 1500)
+        let ext = try RTPHeaderExtension(elements: [RTPExtensionElement(id: 3, data: [1, 2, 3, 4, 5, 6, 7, 8])])
+        #expect(packetizer.beginPacket(in: &buffer, timestamp: 90_000, marker: true, headerExtension: ext) == 0xFFFF)
+        buffer.append(contentsOf: [9, 9])
+        packetizer.didSend(payloadSize: 2)
+        let parsed = try RTPPacket(parsing: Array(buffer.bytes))
+        #expect(parsed.marker && parsed.payloadType == 96 && parsed.timestamp == 90_000)
+        #expect(parsed.headerExtension?.element(id: 3).map(Array.init) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(Array(parsed.payload) == [9, 9])
+        #expect(packetizer.beginPacket(in: &buffer, timestamp: 0, marker: false) == 0)  // wrapped
+        #expect(packetizer.packetCount == 1 && packetizer.octetCount == 2)
+    }
+
+    @Test func absCaptureTimeRoundTrips() throws {
+        let time = AbsoluteCaptureTime(ntpTimestamp: NTPTimestamp(unixNanoseconds: 1_700_000_000_123_456_789))
+        let parsed = try #require(AbsoluteCaptureTime(time.bytes[...]))
+        #expect(parsed == time)
+        // Q32.32 keeps about 0.23 ns of resolution.
+        let back = Int64(parsed.ntpTimestamp.unixNanoseconds) - 1_700_000_000_123_456_789
+        #expect(abs(back) <= 1)
+        #expect(AbsoluteCaptureTime([1, 2, 3][...]) == nil)
+    }
+}
