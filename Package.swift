@@ -34,12 +34,15 @@ let package = Package(
         // Wire formats: pure Swift, sans-IO, no Foundation.
         .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
         // SRTP/SRTCP contexts over libsrtp2.
-        .target(name: "ShareSRTP", dependencies: ["CSRTP"], path: "Sources/SRTP", swiftSettings: strict),
+        .target(name: "ShareSRTP", dependencies: ["CSRTP", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
 
+        // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.
+        .executableTarget(name: "share-fuzz", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/Driver",
+                          swiftSettings: strict),
         .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),

@@ -60,27 +60,28 @@ public final class SRTPContext {
 
     /// Encrypts and authenticates the RTP packet in `packet`, in place.
     public func protect(_ packet: inout PacketBuffer) throws(SRTPError) {
-        try transform(&packet, minimum: RTPPacket.fixedHeaderSize, srtp_protect)
+        try transform(&packet, minimum: RTPPacket.fixedHeaderSize, protecting: true, srtp_protect)
     }
 
     /// Verifies and decrypts the SRTP packet in `packet`, in place.
     public func unprotect(_ packet: inout PacketBuffer) throws(SRTPError) {
-        try transform(&packet, minimum: RTPPacket.fixedHeaderSize + profile.rtpOverhead, srtp_unprotect)
+        try transform(&packet, minimum: RTPPacket.fixedHeaderSize + profile.rtpOverhead, protecting: false,
+                      srtp_unprotect)
     }
 
     /// Protects an RTCP compound packet (adds the SRTCP index and tag).
     public func protectRTCP(_ packet: inout PacketBuffer) throws(SRTPError) {
-        try transform(&packet, minimum: 8, srtp_protect_rtcp)
+        try transform(&packet, minimum: 8, protecting: true, srtp_protect_rtcp)
     }
 
     /// Verifies and decrypts an SRTCP packet.
     public func unprotectRTCP(_ packet: inout PacketBuffer) throws(SRTPError) {
         // Header, sender SSRC, the 4-byte SRTCP index and at least a 10-byte tag.
-        try transform(&packet, minimum: 8 + 4 + 10, srtp_unprotect_rtcp)
+        try transform(&packet, minimum: 8 + 4 + 10, protecting: false, srtp_unprotect_rtcp)
     }
 
     private func transform(
-        _ packet: inout PacketBuffer, minimum: Int,
+        _ packet: inout PacketBuffer, minimum: Int, protecting: Bool,
         _ operation: (srtp_t?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?) -> srtp_err_status_t
     ) throws(SRTPError) {
         let length = packet.count
@@ -88,7 +89,7 @@ public final class SRTPContext {
             throw SRTPError(.badLength, detail: "\(length) bytes, need at least \(minimum)")
         }
         guard length <= Int(Int32.max) - 256 else { throw SRTPError(.badLength, detail: "\(length) bytes") }
-        guard packet.capacity - length >= SRTPLibrary.trailerRoom else {
+        guard !protecting || packet.capacity - length >= SRTPLibrary.trailerRoom else {
             throw SRTPError(.noTailroom, detail: "\(packet.capacity - length) bytes after the packet")
         }
         let status: srtp_err_status_t = packet.withMutableStorage { storage, count in
@@ -97,7 +98,18 @@ public final class SRTPContext {
             if status == srtp_err_status_ok { count = Int(length32) }
             return status
         }
-        guard status == srtp_err_status_ok else { throw SRTPLibrary.error(status, detail: "") }
+        guard status == srtp_err_status_ok else {
+            var error = SRTPLibrary.error(status, detail: "")
+            if !protecting && error.kind == .badLength {
+                // The packet is long enough, but its header (CSRC count,
+                // extension length) claims more than it holds, so libsrtp
+                // stops before the tag. A genuine packet never does this: it
+                // is as unauthenticated as a forged one.
+                error.kind = .authenticationFailed
+                error.detail = "header inconsistent with packet length; tag not verifiable"
+            }
+            throw error
+        }
     }
 }
 

@@ -135,11 +135,32 @@ struct H264DepacketizerTests {
         ([0x79, 1, 2], .unsupportedPacketType(25)),
         ([0x7D, 1, 2], .unsupportedPacketType(29)),
         ([0x60, 1], .unsupportedPacketType(0)),
+        // Units no encoder emits: an embedded start code, forbidden bit, trailing zero (H.264 §7.4.1).
+        ([0x41, 5, 0, 0, 1, 7], .invalidNALUnit),
+        ([0x41, 5, 0, 0, 0, 7], .invalidNALUnit),
+        ([0xC1, 5], .invalidNALUnit),
+        ([0x41, 5, 0], .invalidNALUnit),
+        ([0x78, 0, 4, 0x41, 0, 0, 2], .invalidNALUnit),
     ])
     func rejects(payload: [UInt8], error: H264DepacketizeError) {
         var depacketizer = H264Depacketizer()
         var out: [UInt8] = []
         #expect(throws: error) { try depacketizer.append(payload: payload[...], to: &out) }
+    }
+
+    /// 0x000003 is emulation prevention itself and is valid inside a unit.
+    @Test func emulationPreventionIsAccepted() throws {
+        #expect(try H264Depacketizer.nalUnits(of: [0x41, 0, 0, 3, 1, 0, 0, 3][...]) == [0, 0, 0, 1, 0x41, 0, 0, 3, 1, 0, 0, 3])
+    }
+
+    /// A fragmented unit is validated whole, across fragment boundaries.
+    @Test func startCodeSplitAcrossFragmentsIsCaught() throws {
+        var depacketizer = H264Depacketizer()
+        var out: [UInt8] = []
+        try depacketizer.append(payload: [0x7C, 0x81, 9, 0, 0][...], to: &out)
+        #expect(throws: H264DepacketizeError.invalidNALUnit) {
+            try depacketizer.append(payload: [0x7C, 0x41, 1, 9][...], to: &out)
+        }
     }
 
     @Test func newUnitInsideOpenFragmentIsAnError() throws {

@@ -11,6 +11,9 @@ public enum H264DepacketizeError: Error, Equatable, Sendable {
     case unfinishedFragment
     /// A FU-A header with both S and E set, or with a nonsense type.
     case malformedFragment
+    /// A unit that no encoder could have produced: forbidden bit set, a type
+    /// outside 1-23, an embedded start code, or a trailing zero byte.
+    case invalidNALUnit
 }
 
 /// Reverses `H264Payloader`: appends each payload's NAL units to an Annex B
@@ -19,6 +22,8 @@ public struct H264Depacketizer: Sendable {
     /// True while a FU-A unit has started and not ended.
     public private(set) var inFragment = false
     private var fragmentType: UInt8 = 0
+    /// Where the open FU-A unit begins in the output, to validate it whole.
+    private var fragmentStart = 0
 
     public init() {}
 
@@ -30,6 +35,7 @@ public struct H264Depacketizer: Sendable {
         switch type {
         case 1...23:
             guard !inFragment else { throw .unfinishedFragment }
+            guard Self.isValidUnit(payload) else { throw .invalidNALUnit }
             output.append(contentsOf: AnnexB.startCode)
             output.append(contentsOf: payload)
         case H264NALType.stapA:
@@ -43,6 +49,10 @@ public struct H264Depacketizer: Sendable {
                 guard let size = reader.readUInt16(), size > 0, let unit = reader.readSlice(Int(size)) else {
                     output.removeSubrange(mark...)
                     throw .truncatedAggregate
+                }
+                guard Self.isValidUnit(unit) else {
+                    output.removeSubrange(mark...)
+                    throw .invalidNALUnit
                 }
                 output.append(contentsOf: AnnexB.startCode)
                 output.append(contentsOf: unit)
@@ -61,19 +71,43 @@ public struct H264Depacketizer: Sendable {
             let data = payload.dropFirst(2)
             if start {
                 guard !inFragment else { throw .unfinishedFragment }
+                guard first & 0x80 == 0 else { throw .invalidNALUnit }
                 inFragment = true
                 fragmentType = unitType
                 output.append(contentsOf: AnnexB.startCode)
+                fragmentStart = output.count
                 output.append(first & 0xE0 | unitType)
             } else {
                 guard inFragment else { throw .fragmentWithoutStart }
                 guard unitType == fragmentType else { throw .malformedFragment }
             }
             output.append(contentsOf: data)
-            if end { inFragment = false }
+            if end {
+                inFragment = false
+                guard Self.isValidUnit(output[fragmentStart...]) else { throw .invalidNALUnit }
+            }
         default:
             throw .unsupportedPacketType(type)
         }
+    }
+
+    /// ITU-T H.264 §7.4.1: forbidden_zero_bit is 0; §7.4.1 and Annex B:
+    /// emulation prevention guarantees that 0x000000, 0x000001 and 0x000002
+    /// never occur inside a unit, and a unit never ends in a zero byte.
+    static func isValidUnit(_ unit: ArraySlice<UInt8>) -> Bool {
+        guard let header = unit.first, header & 0x80 == 0, (1...23).contains(header & 0x1F),
+              unit.last != 0 else { return false }
+        var zeros = 0
+        for byte in unit.dropFirst() {
+            if byte == 0 {
+                zeros += 1
+            } else {
+                if zeros >= 2 && byte <= 2 { return false }
+                zeros = 0
+            }
+            if zeros >= 3 { return false }
+        }
+        return true
     }
 
     /// The NAL units of one payload as an Annex B buffer, for a payload that

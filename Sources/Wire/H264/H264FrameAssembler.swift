@@ -93,19 +93,21 @@ public struct H264FrameAssembler: Sendable {
     /// Accepts one packet and returns the units (and losses) it completes, in order.
     public mutating func insert(_ packet: RTPPacket, now: MonotonicTime) -> [Event] {
         let sequence = unwrapper.unwrap(packet.sequenceNumber)
-        if started, let next, sequence < next {
-            counters.late += 1
-            return []
-        }
-        if stored[sequence] != nil {
-            counters.duplicates += 1
-            return []
-        }
         var events: [Event] = []
-        if stored.count >= maxPackets {
+        if stored.count >= maxPackets && stored[sequence] == nil {
+            // Full: give up the unit being waited on before taking more. This
+            // may move `next` past `sequence`, so lateness is checked after.
             counters.overflowed += 1
             giveUp(into: &events)
             if stored.count >= maxPackets { dropOldest(into: &events) }
+        }
+        if started, let next, sequence < next {
+            counters.late += 1
+            return events
+        }
+        if stored[sequence] != nil {
+            counters.duplicates += 1
+            return events
         }
         stored[sequence] = Stored(timestamp: packet.timestamp, marker: packet.marker, payload: Array(packet.payload),
                                   headerExtension: packet.headerExtension, arrival: now)

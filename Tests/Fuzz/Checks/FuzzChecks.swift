@@ -1,0 +1,87 @@
+import ShareSRTP
+import ShareWire
+
+/// The invariants each fuzz target checks on arbitrary bytes. A violated
+/// invariant traps (so libFuzzer records the input); a parser that traps on
+/// its own is a bug of the same kind. Shared by the libFuzzer driver and the
+/// corpus replay test.
+public enum FuzzChecks {
+    public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
+        "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp,
+    ]
+
+    /// RTP: a parsed packet serializes back to exactly the input; its
+    /// extension elements, when readable, rebuild the same data.
+    public static func rtp(_ bytes: [UInt8]) {
+        guard let packet = try? RTPPacket(parsing: bytes) else { return }
+        precondition(packet.serialized() == bytes, "RTP round trip changed the bytes")
+        precondition(packet.headerSize + packet.payload.count + packet.padding.count == bytes.count)
+        if let ext = packet.headerExtension, let elements = try? ext.elements() {
+            for element in elements { precondition(element.data.count <= ext.data.count) }
+        }
+    }
+
+    /// RTCP: after one parse/serialize the form is canonical, so a second
+    /// round trip is the identity.
+    public static func rtcp(_ bytes: [UInt8]) {
+        guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+        let once = RTCPPacket.serializeCompound(packets)
+        precondition(once.count % 4 == 0, "RTCP serialized to a length that is not a multiple of 4")
+        guard let again = try? RTCPPacket.parseCompound(once) else {
+            preconditionFailure("RTCP re-parse of our own output failed")
+        }
+        precondition(RTCPPacket.serializeCompound(again) == once, "RTCP not canonical after one round trip")
+    }
+
+    /// H.264: the input is a stream of packets (a length byte, a flags byte
+    /// with marker and sequence step, then the payload) fed to the
+    /// depacketizer and the frame assembler. The assembler stays bounded and
+    /// every unit it emits is a well-formed Annex B stream of non-empty units.
+    public static func h264(_ bytes: [UInt8]) {
+        var assembler = H264FrameAssembler(maxDelay: .milliseconds(5), maxPackets: 32)
+        var index = 0
+        var sequence: UInt16 = 0
+        var timestamp: UInt32 = 0
+        var now = MonotonicTime.zero
+        while index + 2 <= bytes.count {
+            let length = Int(bytes[index])
+            let flags = bytes[index + 1]
+            index += 2
+            let end = min(index + length, bytes.count)
+            let payload = bytes[index..<end]
+            index = end
+            _ = try? H264Depacketizer.nalUnits(of: payload)
+            sequence &+= UInt16(flags & 0x07)
+            if flags & 0x08 != 0 { timestamp &+= 3000 }
+            now = now + .milliseconds(Int64(flags >> 4))
+            let packet = RTPPacket(marker: flags & 0x80 != 0, payloadType: 96, sequenceNumber: sequence,
+                                   timestamp: timestamp, ssrc: 1, payload: payload)
+            check(assembler.insert(packet, now: now))
+            precondition(assembler.bufferedPackets <= 32, "assembler grew past its bound")
+        }
+        check(assembler.poll(now: now + .seconds(1)))
+    }
+
+    private static func check(_ events: [H264FrameAssembler.Event]) {
+        for case .frame(let unit) in events {
+            var ranges: [Range<Int>] = []
+            AnnexB.nalUnits(in: unit.data[...], into: &ranges)
+            precondition(!ranges.isEmpty, "emitted an access unit with no NAL unit")
+            precondition(unit.data.starts(with: AnnexB.startCode), "access unit does not start with a start code")
+        }
+    }
+
+    /// SRTP: unprotecting arbitrary bytes with a fixed key never succeeds
+    /// (the tag is 80 bits) and never traps; SRTCP likewise.
+    public static func srtp(_ bytes: [UInt8]) {
+        var rtp = PacketBuffer(bytes)
+        var rtcp = rtp
+        precondition((try? receiver.unprotect(&rtp)) == nil, "forged SRTP packet accepted")
+        precondition((try? receiver.unprotectRTCP(&rtcp)) == nil, "forged SRTCP packet accepted")
+    }
+
+    nonisolated(unsafe) private static let receiver: SRTPContext = {
+        let keying = try! SRTPKeyingMaterial(profile: .aes128CmHmacSha1_80, bytes: Array(0..<30))
+        return try! SRTPContext(keying: keying, direction: .inbound)
+    }()
+}
