@@ -36,6 +36,16 @@ let package = Package(
         // SRTP/SRTCP contexts over libsrtp2.
         .target(name: "ShareSRTP", dependencies: ["CSRTP", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
 
+        // Colour conversion and scaling (libyuv), for the sender and the receiver window.
+        .target(name: "ShareColor", dependencies: ["CYUV"], path: "Sources/Color", swiftSettings: strict),
+        // H.264 encoding (x264): sender only.
+        .target(name: "ShareVideo", dependencies: ["CX264", "ShareColor"], path: "Sources/Video",
+                swiftSettings: strict),
+
+        // H.264 decoding and crash-safe recording (libavcodec, libavformat): receiver only.
+        .target(name: "ShareDecode", dependencies: ["CLibAV", "ShareColor"], path: "Sources/Decode",
+                swiftSettings: strict),
+
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
@@ -46,6 +56,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),
+        .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareWire", "TestSupport"],
+                    path: "Tests/CodecTests", swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

@@ -1,0 +1,25 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so embedders of `share` never pull in
+// package-benchmark. Run: `make bench` (or `swift package benchmark` here).
+let package = Package(
+    name: "share-benchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "share", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "WireBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ShareWire", package: "share"),
+                .product(name: "ShareSRTP", package: "share"),
+            ],
+            path: "Benchmarks/WireBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

@@ -1,0 +1,62 @@
+# The two commands of the README: `make demo` and `make test`. Both install
+# the Debian packages they need first (idempotent, quiet when present).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+# Build-time libraries, and the real peers and servers the tests run.
+APT_BUILD := libsrtp2-dev libx264-dev libopus-dev libyuv-dev libxcb1-dev libxcb-shm0-dev \
+	libxcb-xfixes0-dev libxcb-damage0-dev libxcb-randr0-dev libavcodec-dev libavformat-dev \
+	libavutil-dev libpulse-dev
+APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-plugins-base \
+	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SWIFT_FLAGS ?=
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := rtp rtcp h264 srtp
+
+.PHONY: deps build test demo fuzz bench clean
+
+## deps: install missing Debian packages (nothing to do when all are present)
+deps:
+	@missing=""; for p in $(APT_BUILD) $(APT_RUNTIME); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	swift build $(SWIFT_FLAGS)
+
+## test: every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer
+test: deps
+	swift build --build-tests $(SWIFT_FLAGS)
+	swift test --skip-build $(SWIFT_FLAGS)
+
+## demo: the main job on an embedded default (virtual X display, loopback peer)
+demo: deps
+	swift build -c release --product share $(SWIFT_FLAGS)
+	examples/demo.sh
+
+## fuzz: each libFuzzer target for FUZZ_SECONDS; a crash is saved under Tests/Fuzz/Crashes
+fuzz: deps
+	swift build -c release --sanitize fuzzer -Xswiftc -DFUZZING --product share-fuzz --scratch-path .build/fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		work=.build/fuzz-corpus/$$t; mkdir -p $$work Tests/Fuzz/Crashes/$$t; cp -n Tests/Fuzz/Corpus/$$t/* $$work/ 2>/dev/null || true; \
+		echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \
+		SWIFT_BACKTRACE=enable=no SHARE_FUZZ_TARGET=$$t .build/fuzz/release/share-fuzz \
+			-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=Tests/Fuzz/Crashes/$$t/ $$work 2>.build/fuzz-$$t.log \
+			|| { echo "crash in $$t: see .build/fuzz-$$t.log and Tests/Fuzz/Crashes/$$t/"; exit 1; }; \
+		grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log || true; \
+	done
+
+## bench: the package-benchmark suite in Benchmarks/
+bench: deps
+	cd Benchmarks && swift package --allow-writing-to-directory .benchmarkBaselines benchmark
+
+clean:
+	rm -rf .build Benchmarks/.build

@@ -1,0 +1,120 @@
+public import ShareColor
+internal import CLibAV
+
+/// A decoded picture, still owned by the decoder until the next decode call.
+public struct DecodedPicture: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+}
+
+/// H.264 decoding through libavcodec, set for low delay: one output per
+/// input access unit, slice threads only (frame threads add a frame of delay).
+public final class H264Decoder {
+    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let packet: UnsafeMutablePointer<AVPacket>
+    private let frame: UnsafeMutablePointer<AVFrame>
+    /// Receives into here: avcodec_receive_frame clears its frame even when it returns EAGAIN.
+    private let incoming: UnsafeMutablePointer<AVFrame>
+    /// Access units that failed to decode (corrupt or missing references).
+    public private(set) var errors = 0
+    public private(set) var decoded = 0
+
+    /// - Parameter parameterSets: SPS/PPS from SDP (sprop-parameter-sets), if any.
+    public init(parameterSets: [[UInt8]] = [], threads: Int = 2) throws(LibAVError) {
+        _ = LibAVLogging.configured
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
+            throw LibAVError(operation: "avcodec_find_decoder", code: -1, message: "no H.264 decoder in libavcodec")
+        }
+        guard let context = avcodec_alloc_context3(codec) else {
+            throw LibAVError(operation: "avcodec_alloc_context3", code: -1, message: "out of memory")
+        }
+        context.pointee.flags |= Int32(AV_CODEC_FLAG_LOW_DELAY)
+        context.pointee.thread_count = Int32(threads)
+        context.pointee.thread_type = FF_THREAD_SLICE
+        if !parameterSets.isEmpty {
+            let annexB: [UInt8] = parameterSets.flatMap { [0, 0, 0, 1] + $0 }
+            let size = annexB.count
+            if let extradata = av_mallocz(size + Int(AV_INPUT_BUFFER_PADDING_SIZE))?.assumingMemoryBound(to: UInt8.self) {
+                annexB.withUnsafeBufferPointer { extradata.update(from: $0.baseAddress!, count: size) }
+                context.pointee.extradata = extradata
+                context.pointee.extradata_size = Int32(size)
+            }
+        }
+        var ctx: UnsafeMutablePointer<AVCodecContext>? = context
+        let status = avcodec_open2(context, codec, nil)
+        guard status >= 0, let packet = av_packet_alloc(), let frame = av_frame_alloc(),
+              let incoming = av_frame_alloc() else {
+            avcodec_free_context(&ctx)
+            throw LibAVError(operation: "avcodec_open2", code: status, message: LibAVError.describe(status))
+        }
+        self.context = context
+        self.packet = packet
+        self.frame = frame
+        self.incoming = incoming
+    }
+
+    deinit {
+        var ctx: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&ctx)
+        var pkt: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&pkt)
+        var frm: UnsafeMutablePointer<AVFrame>? = frame
+        av_frame_free(&frm)
+        var inc: UnsafeMutablePointer<AVFrame>? = incoming
+        av_frame_free(&inc)
+    }
+
+    /// Decodes one Annex B access unit. Returns the picture it produced, or
+    /// nil when the decoder produced none (needs a keyframe, or failed).
+    public func decode(_ accessUnit: [UInt8]) -> DecodedPicture? {
+        guard !accessUnit.isEmpty, av_new_packet(packet, Int32(accessUnit.count)) >= 0 else { return nil }
+        defer { av_packet_unref(packet) }
+        accessUnit.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
+        let sent = avcodec_send_packet(context, packet)
+        guard sent >= 0 else {
+            errors += 1
+            return nil
+        }
+        var picture: DecodedPicture?
+        while true {
+            let received = avcodec_receive_frame(context, incoming)
+            if received < 0 { break }
+            av_frame_unref(frame)
+            av_frame_move_ref(frame, incoming)
+            // decode_error_flags marks pictures concealed from missing data.
+            if frame.pointee.decode_error_flags != 0 {
+                errors += 1
+            }
+            decoded += 1
+            picture = DecodedPicture(width: Int(frame.pointee.width), height: Int(frame.pointee.height))
+        }
+        if picture == nil { errors += 1 }
+        return picture
+    }
+
+    /// Lends the last decoded picture's planes (YUV 4:2:0) to `body`.
+    package func withLastPicture<R>(
+        _ body: (_ y: UnsafePointer<UInt8>, _ yStride: Int, _ u: UnsafePointer<UInt8>, _ uStride: Int,
+                 _ v: UnsafePointer<UInt8>, _ vStride: Int, _ width: Int, _ height: Int) -> R
+    ) -> R? {
+        let f = frame.pointee
+        guard let y = f.data.0, let u = f.data.1, let v = f.data.2, f.width > 0 else { return nil }
+        return body(y, Int(f.linesize.0), u, Int(f.linesize.1), v, Int(f.linesize.2), Int(f.width), Int(f.height))
+    }
+
+    /// The last decoded picture as an owned I420 image (tests, probes).
+    public func lastPicture() -> I420Image? {
+        withLastPicture { y, ys, u, us, v, vs, width, height in
+            var image = I420Image(width: width, height: height)
+            let (cw, ch, cs) = ((width + 1) / 2, (height + 1) / 2, image.chromaStride)
+            image.withMutablePlanes { dy, du, dv in
+                for row in 0..<height { (dy + row * width).update(from: y + row * ys, count: width) }
+                for row in 0..<ch {
+                    (du + row * cs).update(from: u + row * us, count: cw)
+                    (dv + row * cs).update(from: v + row * vs, count: cw)
+                }
+            }
+            return image
+        }
+    }
+}
