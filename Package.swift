@@ -46,6 +46,9 @@ let package = Package(
         .target(name: "ShareDecode", dependencies: ["CLibAV", "ShareColor"], path: "Sources/Decode",
                 swiftSettings: strict),
 
+        // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
+        .target(name: "ShareX11", dependencies: ["CXCB"], path: "Sources/X11", swiftSettings: strict),
+
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
@@ -58,6 +61,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareWire", "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
+        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "TestSupport"], path: "Tests/X11Tests",
+                    swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

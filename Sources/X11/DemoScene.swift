@@ -1,0 +1,122 @@
+internal import CXCB
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Moving content drawn on a window that covers the whole screen, like a
+/// real desktop: a scrolling page of text, moving shapes, a ticking clock
+/// bar. Used by `make demo`, the benchmark harness and the tests.
+public final class DemoScene {
+    private let connection: X11Connection
+    private let window: xcb_window_t
+    private let gc: xcb_gcontext_t
+    private var font: xcb_font_t?
+    public let width: Int
+    public let height: Int
+
+    public init(display: String? = nil) throws(X11Error) {
+        let connection = try X11Connection(display: display)
+        let c = connection.connection
+        let window = xcb_generate_id(c)
+        // Override-redirect: no window manager decorates or moves it.
+        let mask = XCB_CW_BACK_PIXEL.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue
+        var values: [UInt32] = [connection.screen.black_pixel, 1]
+        try connection.check(
+            xcb_create_window_checked(c, UInt8(XCB_COPY_FROM_PARENT), window, connection.root, 0, 0,
+                                      UInt16(connection.width), UInt16(connection.height), 0,
+                                      UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), connection.screen.root_visual,
+                                      mask, &values),
+            "create the scene window")
+        let gc = xcb_generate_id(c)
+        var gcValues: [UInt32] = [connection.screen.white_pixel, 0]
+        xcb_create_gc(c, gc, window, XCB_GC_FOREGROUND.rawValue | XCB_GC_GRAPHICS_EXPOSURES.rawValue, &gcValues)
+        let font = xcb_generate_id(c)
+        let name = "fixed"
+        let fontOpened = (try? connection.check(xcb_open_font_checked(c, font, UInt16(name.utf8.count), name),
+                                                "open font")) != nil
+        if fontOpened { xcb_change_gc(c, gc, XCB_GC_FONT.rawValue, [font]) }
+        xcb_map_window(c, window)
+        self.connection = connection
+        self.window = window
+        self.gc = gc
+        self.font = fontOpened ? font : nil
+        width = connection.width
+        height = connection.height
+        sync()
+    }
+
+    deinit {
+        let c = connection.connection
+        if let font { xcb_close_font(c, font) }
+        xcb_free_gc(c, gc)
+        xcb_destroy_window(c, window)
+        connection.flush()
+    }
+
+    /// Fills a rectangle with a 0xRRGGBB colour (TrueColor visuals).
+    public func fill(x: Int, y: Int, width: Int, height: Int, rgb: UInt32) {
+        let c = connection.connection
+        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue, [rgb])
+        var rect = xcb_rectangle_t(x: Int16(clamping: x), y: Int16(clamping: y), width: UInt16(clamping: max(width, 0)),
+                                   height: UInt16(clamping: max(height, 0)))
+        xcb_poly_fill_rectangle(c, window, gc, 1, &rect)
+    }
+
+    /// Draws `text` with its baseline at (x, y) in the given colour.
+    public func text(_ text: String, x: Int, y: Int, rgb: UInt32) {
+        guard font != nil else {
+            // No core font on this server: draw the text as blocks of ink.
+            fill(x: x, y: y - 9, width: text.count * 6, height: 9, rgb: rgb)
+            return
+        }
+        let c = connection.connection
+        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue, [rgb, 0x10_1820])
+        let bytes = Array(text.utf8.prefix(255))
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                _ = xcb_image_text_8(c, UInt8($0.count), window, gc, Int16(clamping: x), Int16(clamping: y), $0.baseAddress)
+            }
+        }
+    }
+
+    /// Draws frame `number` of the moving scene.
+    public func draw(frame number: Int) {
+        let (w, h) = (width, height)
+        fill(x: 0, y: 0, width: w, height: h, rgb: 0x10_1820)
+        // A page of text scrolling up two pixels a frame.
+        let lineHeight = 14
+        let scroll = (number * 2) % lineHeight
+        let firstLine = (number * 2) / lineHeight
+        var y = 40 - scroll
+        var line = firstLine
+        while y < h - 20 {
+            let text = "\(String(repeating: " ", count: line % 7))line \(line): the quick brown fox jumps over the lazy dog \(line * 7919 % 10007)"
+            self.text(text, x: 20, y: y, rgb: 0xD0_D8E0)
+            y += lineHeight
+            line += 1
+        }
+        // Shapes bouncing across the screen.
+        let colours: [UInt32] = [0xE0_4040, 0x40_C060, 0x40_80F0, 0xF0_C030, 0xC0_50D0]
+        for (index, colour) in colours.enumerated() {
+            let size = 40 + index * 15
+            let px = bounce(number * (3 + index), span: max(1, w - size))
+            let py = bounce(number * (2 + index) + index * 97, span: max(1, h - size))
+            fill(x: px, y: py, width: size, height: size, rgb: colour)
+        }
+        // A progress bar that sweeps once a second at 30 fps.
+        fill(x: 0, y: 0, width: w * (number % 30 + 1) / 30, height: 8, rgb: 0xFF_FFFF)
+        sync()
+    }
+
+    private func bounce(_ value: Int, span: Int) -> Int {
+        let period = 2 * span
+        let position = value % period
+        return position < span ? position : period - position
+    }
+
+    /// Waits until the server has executed every drawing request.
+    public func sync() {
+        let c = connection.connection
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
+    }
+}

@@ -1,0 +1,193 @@
+internal import CXCB
+import Synchronization
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// When a frame was captured: a monotonic instant for pacing and RTP
+/// timestamps, and the wall clock for the capture-time header extension.
+public struct CaptureTime: Sendable, Equatable {
+    public var monotonicNanoseconds: UInt64
+    public var unixNanoseconds: UInt64
+
+    public static func now() -> CaptureTime {
+        var mono = timespec()
+        var wall = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &mono)
+        clock_gettime(CLOCK_REALTIME, &wall)
+        return CaptureTime(monotonicNanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec),
+                           unixNanoseconds: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec))
+    }
+}
+
+/// A fixed set of capture buffers (MIT-SHM segments when the server offers
+/// them). Slots are handed out as `FrameLease`s and come back when a lease
+/// ends; the pool never grows.
+final class SlotPool: Sendable {
+    struct Slot: @unchecked Sendable {
+        let pixels: UnsafeMutableRawPointer
+        let segment: xcb_shm_seg_t?
+    }
+
+    let slots: [Slot]
+    private let free: Mutex<[Int]>
+    /// Keeps segments (or heap buffers) alive while any lease exists.
+    private let owners: [any AnyObject & Sendable]
+
+    init(slots: [Slot], owners: [any AnyObject & Sendable]) {
+        self.slots = slots
+        self.owners = owners
+        free = Mutex(Array(slots.indices))
+    }
+
+    func acquire() -> Int? { free.withLock { $0.popLast() } }
+    func release(_ index: Int) { free.withLock { $0.append(index) } }
+    var available: Int { free.withLock { $0.count } }
+}
+
+/// A captured screen image in a pool slot. It cannot be copied, so nothing
+/// downstream can keep a capture buffer: the slot goes back to the pool the
+/// moment the lease is consumed or dropped (after colour conversion).
+public struct FrameLease: ~Copyable, Sendable {
+    private let pool: SlotPool
+    private let slot: Int
+    public let width: Int
+    public let height: Int
+    /// Bytes per row.
+    public let stride: Int
+    public let time: CaptureTime
+    /// Frame number from the capturer, counting dropped frames too.
+    public let sequence: UInt64
+
+    init(pool: SlotPool, slot: Int, width: Int, height: Int, stride: Int, time: CaptureTime, sequence: UInt64) {
+        self.pool = pool
+        self.slot = slot
+        self.width = width
+        self.height = height
+        self.stride = stride
+        self.time = time
+        self.sequence = sequence
+    }
+
+    /// Lends the BGRX pixels (X11 ZPixmap, 32 bits per pixel) to `body`.
+    package func withPixels<R>(_ body: (UnsafeRawPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawPointer(pool.slots[slot].pixels))
+    }
+
+    /// The B, G, R bytes at (x, y): for tests and probes.
+    public func pixel(x: Int, y: Int) -> (blue: UInt8, green: UInt8, red: UInt8) {
+        let p = pool.slots[slot].pixels.assumingMemoryBound(to: UInt8.self) + y * stride + x * 4
+        return (p[0], p[1], p[2])
+    }
+
+    deinit { pool.release(slot) }
+}
+
+/// Captures the root window of an X display into a small fixed pool of
+/// MIT-SHM slots (or heap slots through GetImage when the server has no
+/// MIT-SHM, as over a network). One capturing thread; leases may end on any.
+public final class ScreenCapturer: @unchecked Sendable {
+    public let width: Int
+    public let height: Int
+    public let usesSharedMemory: Bool
+    private let connection: X11Connection
+    private let pool: SlotPool
+    private var sequence: UInt64 = 0
+    /// Captures refused because every slot was leased out.
+    public private(set) var droppedForPool = 0
+    public private(set) var captured = 0
+
+    public static let defaultSlots = 3
+
+    public init(display: String? = nil, slots: Int = ScreenCapturer.defaultSlots) throws(X11Error) {
+        let connection = try X11Connection(display: display)
+        guard connection.bitsPerPixel == 32 else {
+            throw X11Error("the screen's depth \(connection.screen.root_depth) is not stored in 32 bits per pixel")
+        }
+        let (width, height) = (connection.width, connection.height)
+        let size = width * height * 4
+        var poolSlots: [SlotPool.Slot] = []
+        var owners: [any AnyObject & Sendable] = []
+        let shm = connection.hasSharedMemory
+        for _ in 0..<max(1, slots) {
+            if shm {
+                let segment = try SharedMemorySegment(connection: connection, size: size)
+                poolSlots.append(.init(pixels: segment.address, segment: segment.segment))
+                owners.append(SendableBox(segment))
+            } else {
+                let buffer = HeapBuffer(size: size)
+                poolSlots.append(.init(pixels: buffer.address, segment: nil))
+                owners.append(buffer)
+            }
+        }
+        self.connection = connection
+        self.width = width
+        self.height = height
+        self.usesSharedMemory = shm
+        self.pool = SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
+    }
+
+    /// Slots not leased out right now.
+    public var freeSlots: Int { pool.available }
+    public var slotCount: Int { pool.slots.count }
+
+    /// Grabs the screen into a free slot. Returns nil, counting a drop, when
+    /// every slot is still leased: capture never waits for the consumer.
+    public func capture() throws(X11Error) -> FrameLease? {
+        sequence += 1
+        guard let slot = pool.acquire() else {
+            droppedForPool += 1
+            return nil
+        }
+        let time = CaptureTime.now()
+        do {
+            try grab(into: pool.slots[slot])
+        } catch {
+            pool.release(slot)
+            throw error
+        }
+        captured += 1
+        return FrameLease(pool: pool, slot: slot, width: width, height: height, stride: width * 4, time: time,
+                          sequence: sequence)
+    }
+
+    private func grab(into slot: SlotPool.Slot) throws(X11Error) {
+        let c = connection.connection
+        var error: UnsafeMutablePointer<xcb_generic_error_t>?
+        let format = UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue)
+        if let segment = slot.segment {
+            let cookie = xcb_shm_get_image_unchecked(c, connection.root, 0, 0, UInt16(width), UInt16(height), ~0,
+                                                     format, segment, 0)
+            let reply = xcb_shm_get_image_reply(c, cookie, &error)
+            free(reply)
+        } else {
+            let cookie = xcb_get_image_unchecked(c, format, connection.root, 0, 0, UInt16(width), UInt16(height), ~0)
+            if let reply = xcb_get_image_reply(c, cookie, &error) {
+                let length = Int(xcb_get_image_data_length(reply))
+                if let data = xcb_get_image_data(reply) {
+                    slot.pixels.copyMemory(from: data, byteCount: min(length, width * height * 4))
+                }
+                free(reply)
+            }
+        }
+        if let error {
+            let code = error.pointee.error_code
+            free(error)
+            throw X11Error("GetImage of the root window failed", code: code)
+        }
+        if xcb_connection_has_error(c) != 0 { throw X11Error("the X connection was lost") }
+    }
+}
+
+/// Heap memory for capture slots when MIT-SHM is not available.
+final class HeapBuffer: @unchecked Sendable {
+    let address: UnsafeMutableRawPointer
+    init(size: Int) { address = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64) }
+    deinit { address.deallocate() }
+}
+
+/// Carries an owner whose only use after creation is its deinit.
+final class SendableBox<T: AnyObject>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

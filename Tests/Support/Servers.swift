@@ -1,0 +1,115 @@
+public import Foundation
+
+/// A child process started by a test with posix_spawn, its output going to
+/// a log file, and stopped by its PID (waitpid) on deinit.
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
+    public let name: String
+    public let logPath: String
+    private var exitStatus: Int32?
+
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        let path = executable.hasPrefix("/") ? executable : try which(executable)
+        name = (path as NSString).lastPathComponent
+        logPath = NSTemporaryDirectory() + "share-\(name)-\(UUID().uuidString.prefix(8)).log"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = env.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        // The test runner blocks some signals; a child must start with none
+        // blocked and default handlers, or it would ignore our SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var child: pid_t = 0
+        let status = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        guard status == 0 else { throw TestEnvironmentError("cannot start \(path): errno \(status)") }
+        pid = child
+    }
+
+    /// True until the child has exited (and been reaped).
+    public var isRunning: Bool {
+        if exitStatus != nil { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid {
+            exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            return false
+        }
+        return true
+    }
+
+    /// Sends `signal`, waits up to `timeout` for the exit, then SIGKILLs.
+    public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 5) {
+        guard isRunning else { return }
+        kill(pid, signal)
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { usleep(5_000) }
+        if isRunning {
+            kill(pid, SIGKILL)
+            while isRunning { usleep(5_000) }
+        }
+    }
+
+    /// Waits for the exit (SIGTERM, then SIGKILL, after `timeout`) and returns
+    /// the status and everything the child printed.
+    public func wait(timeout: TimeInterval = 60) -> (status: Int32, output: String) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { usleep(10_000) }
+        if isRunning { stop() }
+        return (exitStatus ?? -1, output)
+    }
+
+    /// Everything printed so far.
+    public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    deinit {
+        stop(signal: SIGKILL, timeout: 1)
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
+}
+
+/// An Xvfb server on a free display number, for tests that need a real X server.
+public final class VirtualDisplay: @unchecked Sendable {
+    public let display: String
+    public let width: Int
+    public let height: Int
+    private let server: ChildProcess
+
+    public init(width: Int = 1280, height: Int = 720) throws {
+        var number = 90 + Int(getpid() % 200)
+        // A display is free when neither its socket nor its lock file exists.
+        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)")
+                || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
+            number += 1
+        }
+        display = ":\(number)"
+        self.width = width
+        self.height = height
+        server = try ChildProcess("Xvfb", [display, "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp",
+                                           "-noreset", "+extension", "MIT-SHM"])
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
+            guard Date() < deadline, server.isRunning else {
+                server.stop()
+                throw TestEnvironmentError("Xvfb did not start on \(display)")
+            }
+            usleep(20_000)
+        }
+        usleep(100_000)
+    }
+
+    deinit { server.stop() }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import ShareX11
+import TestSupport
+import Testing
+
+@Suite("X11 capture, scene and window under Xvfb", .serialized)
+struct X11Tests {
+    @Test func captureReturnsThePixelsThatWereDrawn() throws {
+        let xvfb = try VirtualDisplay(width: 640, height: 480)
+        let scene = try DemoScene(display: xvfb.display)
+        let capturer = try ScreenCapturer(display: xvfb.display)
+        #expect(capturer.width == 640 && capturer.height == 480)
+        #expect(capturer.usesSharedMemory)
+        let colours: [(x: Int, y: Int, rgb: UInt32)] = [(0, 0, 0xFF0000), (320, 0, 0x00FF00), (0, 240, 0x0000FF),
+                                                        (320, 240, 0x123456)]
+        for c in colours { scene.fill(x: c.x, y: c.y, width: 320, height: 240, rgb: c.rgb) }
+        scene.sync()
+        guard let lease = try capturer.capture() else { Issue.record("no frame"); return }
+        for c in colours {
+            let pixel = lease.pixel(x: c.x + 100, y: c.y + 100)
+            #expect(UInt32(pixel.red) << 16 | UInt32(pixel.green) << 8 | UInt32(pixel.blue) == c.rgb)
+        }
+        // The scene moves: two frames differ.
+        scene.draw(frame: 1)
+        guard let first = try capturer.capture() else { Issue.record("no frame"); return }
+        scene.draw(frame: 40)
+        guard let second = try capturer.capture() else { Issue.record("no frame"); return }
+        var differing = 0
+        for y in stride(from: 0, to: 480, by: 8) {
+            for x in stride(from: 0, to: 640, by: 8) where first.pixel(x: x, y: y) != second.pixel(x: x, y: y) {
+                differing += 1
+            }
+        }
+        #expect(differing > 100)
+    }
+
+    /// A consumer that holds every lease (a deliberately stuck encoder): the
+    /// pool never grows, captures beyond it are dropped and counted, and
+    /// capturing resumes the moment a lease ends.
+    @Test func poolNeverGrowsAndDropsWhenExhausted() throws {
+        let xvfb = try VirtualDisplay(width: 320, height: 240)
+        let capturer = try ScreenCapturer(display: xvfb.display, slots: 3)
+        // Leases cannot go in an array (they are ~Copyable), so three bindings hold them.
+        guard let a = try capturer.capture(), let b = try capturer.capture() else { Issue.record("no frame"); return }
+        var c = try capturer.capture()
+        let gotThird = c != nil
+        #expect(gotThird)
+        #expect(capturer.freeSlots == 0)
+        for _ in 0..<10 {
+            let refused = try capturer.capture() == nil
+            #expect(refused)
+        }
+        #expect(capturer.droppedForPool == 10)
+        c = nil  // the consumer finishes one frame
+        #expect(capturer.freeSlots == 1)
+        guard let again = try capturer.capture() else { Issue.record("capture did not resume"); return }
+        #expect(again.sequence == 14)
+        #expect(capturer.slotCount == 3)
+        _ = (a.sequence, b.sequence)
+    }
+
+    @Test func windowShowsThePicture() throws {
+        let xvfb = try VirtualDisplay(width: 640, height: 480)
+        let window = try VideoWindow(display: xvfb.display, title: "share test", width: 200, height: 100)
+        var pixels = [UInt8](repeating: 0, count: 200 * 100 * 4)
+        for i in stride(from: 0, to: pixels.count, by: 4) { pixels[i] = 0x33; pixels[i + 1] = 0x99; pixels[i + 2] = 0xEE }
+        pixels.withUnsafeBytes { window.show(width: 200, height: 100, stride: 800, pixels: $0.baseAddress!) }
+        usleep(100_000)
+        let capturer = try ScreenCapturer(display: xvfb.display)
+        guard let lease = try capturer.capture() else { Issue.record("no frame"); return }
+        let pixel = lease.pixel(x: 100, y: 50)
+        #expect(pixel.red == 0xEE && pixel.green == 0x99 && pixel.blue == 0x33)
+        #expect(window.framesShown == 1)
+    }
+
+    @Test func missingDisplayIsAClearError() {
+        #expect(throws: X11Error.self) { try ScreenCapturer(display: ":4999") }
+    }
+}
