@@ -18,8 +18,14 @@ func cLibrary(_ name: String, _ apt: String) -> Target {
 let package = Package(
     name: "share",
     products: [
+        .executable(name: "share", targets: ["share"]),
         .library(name: "ShareWire", targets: ["ShareWire"]),
         .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
+        .library(name: "ShareSender", targets: ["ShareSender"]),
+        .library(name: "ShareReceiver", targets: ["ShareReceiver"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module.
@@ -48,6 +54,30 @@ let package = Package(
 
         // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
         .target(name: "ShareX11", dependencies: ["CXCB"], path: "Sources/X11", swiftSettings: strict),
+
+        // RTP sessions, sans-IO: streams, RTCP feedback, retransmission, jitter buffer.
+        .target(name: "ShareSession", dependencies: ["ShareWire", "ShareSRTP"], path: "Sources/Session",
+                swiftSettings: strict),
+        // UDP sockets: the only module that owns them.
+        .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
+
+        // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
+        .target(name: "ShareSender",
+                dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareWire", "ShareSRTP", "ShareSession",
+                               "ShareTransport"],
+                path: "Sources/Sender", swiftSettings: strict),
+
+        // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
+        .target(name: "ShareReceiver",
+                dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareWire", "ShareSRTP", "ShareSession",
+                               "ShareTransport"],
+                path: "Sources/Receiver", swiftSettings: strict),
+
+        // The `share` command: parses arguments and prints; no pipeline logic.
+        .executableTarget(name: "share",
+                          dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareSession", "ShareWire",
+                                         "ShareX11", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/CLI"),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",

@@ -1,0 +1,66 @@
+import Foundation
+import ShareSRTP
+
+/// The `--key-file` format: one line, `[SUITE ]inline:BASE64` or just the
+/// base64 key-salt (SDES inline form, RFC 4568). The file must not be
+/// readable by group or others; keys are never taken on the command line.
+enum KeyFile {
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func read(_ path: String) throws -> SRTPKeyingMaterial {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw Problem(description: "cannot read key file \(path): \(String(cString: strerror(errno)))")
+        }
+        let mode = info.st_mode & 0o777
+        if mode & 0o077 != 0 {
+            throw Problem(description: "key file \(path) is readable by group or others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
+        }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let fields = text.split(whereSeparator: { $0.isWhitespace })
+        guard let last = fields.last else { throw Problem(description: "key file \(path) is empty") }
+        let profile: SRTPProfile
+        if fields.count >= 2 {
+            guard let named = SRTPProfile(name: fields[fields.count - 2]) else {
+                throw Problem(description: "key file \(path): unknown suite \(fields[fields.count - 2]); use one of \(SRTPProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            profile = named
+        } else {
+            profile = .aes128CmHmacSha1_80
+        }
+        do {
+            return try SRTPKeyingMaterial(profile: profile, inline: last)
+        } catch {
+            throw Problem(description: "key file \(path): \(error)")
+        }
+    }
+
+    /// Writes fresh keying material with mode 0600, refusing to overwrite.
+    static func create(_ path: String, profile: SRTPProfile) throws {
+        let keying = SRTPKeyingMaterial.random(profile: profile)
+        let line = "\(profile.rawValue) inline:\(keying.inlineKeySalt())\n"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            throw Problem(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        let bytes = Array(line.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else {
+            throw Problem(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes text that contains a key (an SDP) with mode 0600.
+    static func writeSecret(_ text: String, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { throw Problem(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        fchmod(fd, 0o600)
+        let bytes = Array(text.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else {
+            throw Problem(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import ShareReceiver
+import ShareSRTP
+import ShareSession
+import ShareWire
+
+struct Receive: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "recv", abstract: "Receive a shared screen: show it, record it, or both.")
+
+    @Option(help: "UDP port to listen on (default 5004, or the SDP's).") var port: Int?
+    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") var keyFile: String?
+    @Option(help: "Receive what this SDP describes (another sender's stream, key included).") var sdp: String?
+    @Option(help: "Show the picture on this X display (default: $DISPLAY).") var display: String?
+    @Flag(help: "Do not open a window.") var noWindow = false
+    @Option(help: "Record to this file without re-encoding (.mkv or .mp4; stays playable if interrupted).")
+    var record: String?
+    @Option(help: "Stop after this many seconds.") var duration: Double?
+    @Option(help: "Write the final counters and latency percentiles as JSON.") var statsJson: String?
+
+    func run() throws {
+        var keying: SRTPKeyingMaterial?
+        var configuration: ReceiverConfiguration
+        var sdpPort: Int?
+        if let keyFile {
+            do { keying = try KeyFile.read(keyFile) } catch { fail("\(error)") }
+        }
+        var description: SessionDescription?
+        if let sdp {
+            do {
+                description = try SessionDescription(parsing: String(contentsOfFile: sdp, encoding: .utf8))
+            } catch {
+                fail("cannot use SDP \(sdp): \(error)")
+            }
+        }
+        let video = description?.video
+        if let video {
+            guard video.codec.uppercased() == "H264" else { fail("SDP \(sdp!): video codec \(video.codec) is not H264") }
+            sdpPort = video.port
+            if keying == nil {
+                guard let crypto = video.crypto else { fail("SDP \(sdp!) has no a=crypto line and no --key-file was given") }
+                guard let profile = SRTPProfile(name: crypto.suite) else { fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite)") }
+                do { keying = try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
+            }
+        } else if description != nil {
+            fail("SDP \(sdp!) has no video stream")
+        }
+        guard let keying else { fail("give --key-file (or an --sdp with a=crypto): share only receives SRTP") }
+        configuration = ReceiverConfiguration(keying: keying)
+        configuration.port = port ?? sdpPort ?? 5004
+        configuration.display = display
+        configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
+        configuration.recordPath = record
+        if let video {
+            configuration.videoPayloadType = video.payloadType
+            configuration.parameterSets = video.parameterSets
+            configuration.captureTimeExtensionID = video.extensionID(AbsoluteCaptureTime.uri).map { UInt8(clamping: $0) }
+        }
+        if !noWindow && !configuration.showWindow { note("no display: receiving without a window") }
+        let receiver: ScreenReceiver
+        do { receiver = try ScreenReceiver(configuration: configuration) } catch { fail("\(error)") }
+        let stop = StopSignal(duration: duration)
+        receiver.start { event in
+            switch event {
+            case .listening(let port): note("listening on UDP port \(port)")
+            case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
+            case .senderLeft: note("the sender ended the stream")
+            case .finished(let error):
+                if let error { note("\(error)") }
+                stop.fire("finished")
+            }
+        }
+        let status = StatusLine()
+        status.start {
+            let s = receiver.statistics
+            return String(format: "%.1f fps  %.0f kbit/s  lost %d  latency p50 %@", s.fps, s.bitrateKbps, s.framesLost,
+                          s.captureToDisplay.p50.map { String(format: "%.1f ms", $0) } ?? "-")
+        }
+        stop.wait()
+        status.stop()
+        receiver.stop()
+        let s = receiver.statistics
+        print("""
+            received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded) in \
+            \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
+            \(String(format: "%.0f", s.bitrateKbps)) kbit/s
+            lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests
+            refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed
+            capture to display: \(s.captureToDisplay.text)
+            """)
+        if let statsJson { writeJSON(s, to: statsJson) }
+        if let error = receiver.error { fail("\(error)") }
+    }
+}

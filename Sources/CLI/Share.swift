@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct Share: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "share",
+        abstract: "Share a Linux screen over standard RTP, encrypted with SRTP.",
+        discussion: """
+            On the viewing machine:   share keygen share.key && share recv --key-file share.key
+            On the sharing machine:   share send <viewer-host> --key-file share.key
+            (copy share.key to both machines over a channel you trust; it stays mode 0600)
+            """,
+        subcommands: [Send.self, Receive.self, KeyGen.self, Scene.self])
+}

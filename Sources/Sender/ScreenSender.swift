@@ -1,0 +1,373 @@
+import Dispatch
+internal import ShareColor
+internal import ShareSRTP
+internal import ShareSession
+internal import ShareTransport
+internal import ShareVideo
+internal import ShareWire
+internal import ShareX11
+import Synchronization
+
+/// The embeddable screen sender: captures an X display, encodes H.264 and
+/// sends it as SRTP to one receiver. Three threads: capture (never waits on
+/// anything downstream), encode+send, and network (RTCP feedback). The host
+/// drives it with `start`, `pause`, `resume` and `stop`.
+public final class ScreenSender: @unchecked Sendable {
+    public let configuration: SenderConfiguration
+    public let setup: SenderSetup
+
+    private let capturer: ScreenCapturer
+    private let encoder: H264Encoder
+    private let socket: UDPSocket
+    private let stream: Mutex<VideoSendStream>
+    private let mailbox = Mutex<FrameLease?>(nil)
+    private let frameReady = DispatchSemaphore(value: 0)
+    private let state = Atomic<Int>(State.idle.rawValue)
+    private let keyframeRequested = Atomic<Bool>(true)
+    private let stats = Mutex(SenderStatistics())
+    private let group = DispatchGroup()
+    private let failure = Mutex<SenderError?>(nil)
+    private var events: (@Sendable (SenderEvent) -> Void)?
+    private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
+    private let startTime = Mutex<(mono: UInt64, cpu: Duration)>((0, .zero))
+
+    private enum State: Int {
+        case idle, running, paused, stopping, finished
+    }
+
+    public init(configuration: SenderConfiguration) throws(SenderError) {
+        guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
+        guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
+        self.configuration = configuration
+        let destination: SocketAddress
+        do {
+            destination = try SocketAddress(host: configuration.host, port: configuration.port)
+            socket = try UDPSocket(connectedTo: destination)
+        } catch {
+            throw .transport(error.description)
+        }
+        do {
+            capturer = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots)
+        } catch {
+            throw .capture(error.description)
+        }
+        let source = VideoSize(width: capturer.width, height: capturer.height)
+        let encoded = (configuration.size ?? source).even
+        do {
+            encoder = try H264Encoder(.init(width: encoded.width, height: encoded.height, fps: configuration.fps,
+                                            bitrateKbps: configuration.bitrateKbps,
+                                            keyframeInterval: configuration.keyframeInterval,
+                                            threads: configuration.encoderThreads))
+        } catch {
+            throw .encoder(error.description)
+        }
+        var streamConfiguration = VideoSendStream.Configuration(ssrc: UInt32.random(in: 1...UInt32.max),
+                                                                cname: configuration.cname)
+        streamConfiguration.mtu = configuration.mtu
+        streamConfiguration.payloadType = configuration.payloadType
+        do {
+            stream = Mutex(try VideoSendStream(configuration: streamConfiguration, keying: configuration.keying))
+        } catch {
+            throw .encryption(error.description)
+        }
+        let description = Self.describe(encoder: encoder, configuration: configuration, destination: destination)
+        setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
+                            bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
+                            sessionDescription: description)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The SDP for a receiver of this stream: H.264 packetization-mode 1
+    /// with the parameter sets, rtcp-mux, capture-time extension, SDES key.
+    static func describe(encoder: H264Encoder, configuration: SenderConfiguration,
+                         destination: SocketAddress) -> SessionDescription {
+        let sets = encoder.parameterSets()
+        var fmtp: [(String, String)] = [("packetization-mode", "1")]
+        if let sps = sets.first(where: { $0.first.map { $0 & 0x1F == 7 } ?? false }), sps.count >= 4 {
+            // RFC 6184 §8.1: profile_idc, constraint flags and level_idc from the SPS.
+            let hex = sps[1...3].map { byte in
+                let digits = Array("0123456789abcdef")
+                return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+            }.joined()
+            fmtp.append(("profile-level-id", hex))
+        }
+        if !sets.isEmpty {
+            fmtp.append(("sprop-parameter-sets", sets.map { Base64.encode($0) }.joined(separator: ",")))
+        }
+        let video = MediaDescription(
+            kind: .video, port: configuration.port, payloadType: configuration.payloadType, codec: "H264",
+            clockRate: 90_000, formatParameters: fmtp,
+            crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+            extensions: [(1, AbsoluteCaptureTime.uri)])
+        return SessionDescription(connectionAddress: destination.host, media: [video])
+    }
+
+    /// Starts capturing and sending; `events` hears the lifecycle.
+    public func start(events: @escaping @Sendable (SenderEvent) -> Void = { _ in }) {
+        guard state.compareExchange(expected: State.idle.rawValue, desired: State.running.rawValue,
+                                    ordering: .sequentiallyConsistent).exchanged else { return }
+        self.events = events
+        startTime.withLock { $0 = (Clock.monotonic(), ProcessFootprint.cpuTime()) }
+        for (label, body) in [("capture", captureLoop), ("encode", encodeLoop), ("network", networkLoop)] {
+            group.enter()
+            DispatchQueue(label: "share.sender.\(label)", qos: .userInteractive).async { [self] in
+                body()
+                group.leave()
+            }
+        }
+        events(.started(setup))
+    }
+
+    /// Stops capturing until `resume`; the stream stays open.
+    public func pause() {
+        if state.compareExchange(expected: State.running.rawValue, desired: State.paused.rawValue,
+                                 ordering: .sequentiallyConsistent).exchanged {
+            events?(.paused)
+        }
+    }
+
+    public func resume() {
+        if state.compareExchange(expected: State.paused.rawValue, desired: State.running.rawValue,
+                                 ordering: .sequentiallyConsistent).exchanged {
+            keyframeRequested.store(true, ordering: .relaxed)
+            events?(.resumed)
+        }
+    }
+
+    /// Stops the threads, sends RTCP BYE and reports `finished`.
+    public func stop() {
+        finish(with: nil)
+        group.wait()
+    }
+
+    /// Blocks until the sender has finished (after `stop` or an error).
+    public func waitUntilFinished() { group.wait() }
+
+    /// The error that ended the sender, if one did.
+    public var error: SenderError? { failure.withLock { $0 } }
+
+    private var isActive: Bool {
+        let current = state.load(ordering: .relaxed)
+        return current == State.running.rawValue || current == State.paused.rawValue
+    }
+
+    private func finish(with error: SenderError?) {
+        while true {
+            let current = state.load(ordering: .sequentiallyConsistent)
+            guard current == State.running.rawValue || current == State.paused.rawValue else { return }
+            if state.compareExchange(expected: current, desired: State.stopping.rawValue,
+                                     ordering: .sequentiallyConsistent).exchanged { break }
+        }
+        failure.withLock { $0 = error }
+        frameReady.signal()
+        DispatchQueue.global().async { [self] in
+            group.wait()
+            let reason = error.map { "error: \($0)" } ?? "sender stopped"
+            stream.withLock { $0.goodbye(reason: String(reason.prefix(200))) { socket.send($0) } }
+            updateStatistics()
+            state.store(State.finished.rawValue, ordering: .sequentiallyConsistent)
+            events?(.finished(error))
+        }
+    }
+
+    // MARK: capture thread
+
+    private func captureLoop() {
+        let interval = UInt64(1_000_000_000 / configuration.fps)
+        var next = Clock.monotonic()
+        while isActive {
+            next += interval
+            if state.load(ordering: .relaxed) == State.running.rawValue {
+                do {
+                    var incoming = try capturer.capture()
+                    if incoming != nil {
+                        // Newest frame wins: a frame the encoder has not taken yet is dropped.
+                        let replaced = mailbox.withLock { slot -> Bool in
+                            let old = slot.take()
+                            slot = incoming.take()
+                            return old != nil
+                        }
+                        if replaced { stats.withLock { $0.framesDroppedEncoderBusy += 1 } }
+                        frameReady.signal()
+                    }
+                } catch {
+                    finish(with: .capture(error.description))
+                    return
+                }
+            }
+            let now = Clock.monotonic()
+            // Fell behind (a stall): skip ahead instead of bursting to catch up.
+            if next + interval < now { next = now }
+            Clock.sleep(until: next)
+        }
+    }
+
+    // MARK: encode thread
+
+    private func encodeLoop() {
+        var image = I420Image(width: setup.encodedSize.width, height: setup.encodedSize.height)
+        var scratch: I420Image?
+        var accessUnit: [UInt8] = []
+        accessUnit.reserveCapacity(256 * 1024)
+        var pacer = Pacer(bitrateKbps: encoder.configuration.bitrateKbps)
+        var captureToSend = LatencyRecorder()
+        var encodeTime = LatencyRecorder()
+        var frames = 0
+        while isActive {
+            _ = frameReady.wait(timeout: .now() + .milliseconds(100))
+            guard let lease = mailbox.withLock({ $0.take() }) else { continue }
+            let captured = lease.time
+            let began = Clock.monotonic()
+            Self.convert(lease, into: &image, scratch: &scratch)
+            let forceKeyframe = keyframeRequested.exchange(false, ordering: .relaxed)
+            let info: EncodedFrameInfo?
+            do {
+                info = try encoder.encode(image, forceKeyframe: forceKeyframe, into: &accessUnit)
+            } catch {
+                finish(with: .encoder(error.description))
+                return
+            }
+            let encoded = Clock.monotonic()
+            guard let info else { continue }
+            let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
+            let now = MonotonicTime(nanoseconds: encoded)
+            do {
+                pacer.beginFrame(now: encoded)
+                try stream.withLock { stream throws(SRTPError) in
+                    try stream.send(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp,
+                                    captureTime: NTPTimestamp(unixNanoseconds: captured.unixNanoseconds),
+                                    isKeyframe: info.isKeyframe, now: now) { datagram in
+                        pacer.wait(forBytes: datagram.count)
+                        socket.send(datagram)
+                    }
+                }
+            } catch {
+                finish(with: .encryption(error.description))
+                return
+            }
+            let sent = Clock.monotonic()
+            captureToSend.record(milliseconds: Double(sent &- captured.monotonicNanoseconds) / 1e6)
+            encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
+            frames += 1
+            let sampleMemory = frames % 15 == 1
+            stats.withLock { s in
+                s.framesEncoded += 1
+                if info.isKeyframe { s.keyframes += 1 }
+                if sampleMemory || frames < 15 {
+                    s.captureToSend = captureToSend.summary
+                    s.encodeMilliseconds = encodeTime.summary
+                }
+            }
+            if sampleMemory { updateStatistics() }
+        }
+        stats.withLock { s in
+            s.captureToSend = captureToSend.summary
+            s.encodeMilliseconds = encodeTime.summary
+        }
+    }
+
+    /// Converts the captured frame and ends its lease: the slot goes back to
+    /// the pool before encoding starts.
+    private static func convert(_ lease: consuming FrameLease, into image: inout I420Image, scratch: inout I420Image?) {
+        let (width, height, stride) = (lease.width, lease.height, lease.stride)
+        lease.withPixels { pixels in
+            ColorConversion.convertBGRA(pixels, stride: stride, width: width, height: height, into: &image,
+                                        scratch: &scratch)
+        }
+    }
+
+    // MARK: network thread
+
+    private func networkLoop() {
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var count = 0
+        while isActive {
+            let now = MonotonicTime(nanoseconds: Clock.monotonic())
+            do {
+                if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 50) != nil {
+                    var datagram = PacketBuffer(buffer[0..<count])
+                    let feedback = stream.withLock { $0.handle(datagram: &datagram, now: now) { socket.send($0) } }
+                    for item in feedback {
+                        if case .keyframeRequested = item { keyframeRequested.store(true, ordering: .relaxed) }
+                    }
+                }
+            } catch {
+                finish(with: .transport(error.description))
+                return
+            }
+            let wall = NTPTimestamp(unixNanoseconds: Clock.wall())
+            stream.withLock { _ = $0.poll(now: MonotonicTime(nanoseconds: Clock.monotonic()), wallClock: wall) { socket.send($0) } }
+        }
+    }
+
+    // MARK: statistics
+
+    /// A snapshot of the counters (footprint sampled now).
+    public var statistics: SenderStatistics {
+        updateStatistics()
+        return stats.withLock { $0 }
+    }
+
+    private func updateStatistics() {
+        let memory = ProcessFootprint.current()
+        let (began, cpuAtStart) = startTime.withLock { $0 }
+        let cpu = ProcessFootprint.cpuTime() - cpuAtStart
+        let streamStats = stream.withLock { $0.statistics }
+        let (captured, droppedPool) = (capturer.captured, capturer.droppedForPool)
+        let drops = socket.sendDrops
+        stats.withLock { s in
+            s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
+            s.cpuSeconds = cpu.seconds
+            s.framesCaptured = captured
+            s.framesDroppedPoolExhausted = droppedPool
+            s.packetsSent = streamStats.packets
+            s.bytesSent = streamStats.bytes
+            s.packetsRetransmitted = streamStats.retransmitted
+            s.keyframeRequests = streamStats.keyframeRequests
+            s.roundTripMilliseconds = streamStats.roundTrip.map { $0.seconds * 1000 }
+            s.receiverLossFraction = streamStats.fractionLost
+            s.sendDrops = drops
+            s.footprintBytes = memory.footprintBytes
+            s.residentBytes = memory.residentBytes
+            s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes)
+            s.peakResidentBytes = max(s.peakResidentBytes, memory.residentBytes)
+        }
+    }
+}
+
+/// Spreads a frame's packets so a keyframe does not leave as one burst: a
+/// token bucket of 32 KB refilled at eight times the video bitrate (at least
+/// 20 Mbit/s), so ordinary frames go out at once and large ones within a few
+/// milliseconds.
+struct Pacer {
+    private let bytesPerSecond: Double
+    private let depth: Double = 32 * 1024
+    private var tokens: Double
+    private var last: UInt64 = 0
+
+    init(bitrateKbps: Int) {
+        bytesPerSecond = max(Double(bitrateKbps) * 1000 * 8 / 8, 20_000_000 / 8)
+        tokens = depth
+    }
+
+    mutating func beginFrame(now: UInt64) { refill(now: now) }
+
+    mutating func wait(forBytes bytes: Int) {
+        refill(now: Clock.monotonic())
+        if tokens < Double(bytes) {
+            let deficit = Double(bytes) - tokens
+            let wake = last + UInt64(deficit / bytesPerSecond * 1e9)
+            Clock.sleep(until: wake)
+            refill(now: Clock.monotonic())
+        }
+        tokens -= Double(bytes)
+    }
+
+    private mutating func refill(now: UInt64) {
+        if last != 0 { tokens = min(depth, tokens + Double(now &- last) / 1e9 * bytesPerSecond) }
+        last = now
+    }
+}

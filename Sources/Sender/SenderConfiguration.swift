@@ -1,0 +1,128 @@
+public import ShareSRTP
+public import ShareSession
+public import ShareWire
+
+/// A picture size.
+public struct VideoSize: Sendable, Equatable, Codable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// Parses "1280x720".
+    public init?(_ text: String) {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w >= 16, h >= 16, w <= 8192, h <= 8192
+        else { return nil }
+        self.init(width: w, height: h)
+    }
+
+    /// Rounded down to even dimensions, as 4:2:0 needs.
+    public var even: VideoSize { VideoSize(width: width & ~1, height: height & ~1) }
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// Everything a sender needs to start.
+public struct SenderConfiguration: Sendable {
+    public var host: String
+    public var port: Int = 5004
+    /// X display to capture; nil means $DISPLAY.
+    public var display: String?
+    public var fps: Int = 30
+    /// Target bitrate; nil sizes it to the resolution.
+    public var bitrateKbps: Int?
+    /// Frames between IDR frames; nil means five seconds' worth.
+    public var keyframeInterval: Int?
+    /// Scale the picture to this size before encoding; nil keeps the screen's size.
+    public var size: VideoSize?
+    /// Largest UDP payload.
+    public var mtu: Int = 1200
+    public var keying: SRTPKeyingMaterial
+    /// Capture slots (MIT-SHM segments) in the frame pool.
+    public var captureSlots: Int = 3
+    /// x264 threads; 0 lets x264 choose.
+    public var encoderThreads: Int = 0
+    public var cname: String = "share"
+    public var payloadType: UInt8 = 96
+
+    public init(host: String, keying: SRTPKeyingMaterial) {
+        self.host = host
+        self.keying = keying
+    }
+}
+
+/// What the host learns when the sender starts (ReplayKit's setup info).
+public struct SenderSetup: Sendable, Equatable {
+    public var sourceSize: VideoSize
+    public var encodedSize: VideoSize
+    public var fps: Int
+    public var bitrateKbps: Int
+    public var destination: String
+    /// The SDP a third-party receiver (ffmpeg, ffplay, GStreamer, VLC) can use.
+    public var sessionDescription: SessionDescription
+}
+
+/// The sender's lifecycle, as the host sees it.
+public enum SenderEvent: Sendable {
+    case started(SenderSetup)
+    case paused
+    case resumed
+    /// The sender stopped: nil after `stop()`, or the error that ended it.
+    case finished(SenderError?)
+}
+
+/// Why the sender could not start or had to stop.
+public enum SenderError: Error, Sendable, CustomStringConvertible {
+    case configuration(String)
+    case capture(String)
+    case encoder(String)
+    case transport(String)
+    case encryption(String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let m): "configuration: \(m)"
+        case .capture(let m): "screen capture: \(m)"
+        case .encoder(let m): "encoder: \(m)"
+        case .transport(let m): "network: \(m)"
+        case .encryption(let m): "encryption: \(m)"
+        }
+    }
+}
+
+/// Counters and measurements of a running or finished sender.
+public struct SenderStatistics: Sendable, Codable, Equatable {
+    public var elapsedSeconds = 0.0
+    public var framesCaptured = 0
+    /// Frames not captured because every pool slot was still leased.
+    public var framesDroppedPoolExhausted = 0
+    /// Frames captured but replaced by a newer one before the encoder got to them.
+    public var framesDroppedEncoderBusy = 0
+    public var framesEncoded = 0
+    public var keyframes = 0
+    public var packetsSent = 0
+    public var bytesSent = 0
+    public var packetsRetransmitted = 0
+    public var keyframeRequests = 0
+    public var sendDrops = 0
+    public var cpuSeconds = 0.0
+    public var footprintBytes = 0
+    public var peakFootprintBytes = 0
+    public var residentBytes = 0
+    public var peakResidentBytes = 0
+    public var roundTripMilliseconds: Double?
+    public var receiverLossFraction = 0.0
+    /// Capture instant to the frame's last packet handed to the kernel.
+    public var captureToSend: LatencySummary = LatencySummary(samples: 0)
+    /// Colour conversion + encode per frame.
+    public var encodeMilliseconds: LatencySummary = LatencySummary(samples: 0)
+
+    public init() {}
+
+    public var fps: Double { elapsedSeconds > 0 ? Double(framesEncoded) / elapsedSeconds : 0 }
+    public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytesSent) * 8 / elapsedSeconds / 1000 : 0 }
+    public var cpuMillisecondsPerFrame: Double { framesEncoded > 0 ? cpuSeconds * 1000 / Double(framesEncoded) : 0 }
+}

@@ -1,0 +1,64 @@
+/// Latency samples in milliseconds with percentiles. Keeps the most recent
+/// `capacity` samples (a ring), so memory stays fixed on long runs.
+public struct LatencyRecorder: Sendable {
+    private var samples: [Double] = []
+    private var next = 0
+    public let capacity: Int
+    public private(set) var count = 0
+
+    public init(capacity: Int = 65_536) {
+        self.capacity = capacity
+        samples.reserveCapacity(min(capacity, 4096))
+    }
+
+    public mutating func record(milliseconds: Double) {
+        guard milliseconds.isFinite else { return }
+        count += 1
+        if samples.count < capacity {
+            samples.append(milliseconds)
+        } else {
+            samples[next] = milliseconds
+            next = (next + 1) % capacity
+        }
+    }
+
+    /// The p-th percentile (0...100) by nearest rank, nil with no samples.
+    public func percentile(_ p: Double) -> Double? {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.sorted()
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+
+    public var summary: LatencySummary {
+        LatencySummary(samples: count, p50: percentile(50), p95: percentile(95), p99: percentile(99),
+                       max: samples.max())
+    }
+}
+
+/// Percentiles of a latency distribution, in milliseconds.
+public struct LatencySummary: Sendable, Equatable, Codable {
+    public var samples: Int
+    public var p50: Double?
+    public var p95: Double?
+    public var p99: Double?
+    public var max: Double?
+
+    public init(samples: Int = 0, p50: Double? = nil, p95: Double? = nil, p99: Double? = nil, max: Double? = nil) {
+        self.samples = samples
+        self.p50 = p50
+        self.p95 = p95
+        self.p99 = p99
+        self.max = max
+    }
+
+    public var text: String {
+        guard let p50, let p95, let p99 else { return "no samples" }
+        return String(format1(p50)) + " / " + format1(p95) + " / " + format1(p99) + " ms (p50/p95/p99)"
+    }
+
+    private func format1(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return "\(tenths / 10).\(abs(tenths % 10))"
+    }
+}

@@ -1,0 +1,222 @@
+public import ShareSRTP
+public import ShareWire
+
+/// What the receiving session produced from input or time.
+public enum ReceiveEvent: Sendable {
+    /// A complete, well-formed H.264 access unit.
+    case videoFrame(AccessUnit)
+    /// Frames the jitter buffer gave up on (a keyframe is requested).
+    case videoLoss(FrameLoss)
+    /// An RTP packet of another stream (audio), already authenticated.
+    case otherPacket(RTPPacket)
+    case senderReport(ssrc: UInt32, SenderReport)
+    case goodbye(ssrc: UInt32)
+}
+
+/// Counters of everything that came in, including what was refused.
+public struct ReceiveStatistics: Sendable, Equatable {
+    public var datagrams = 0
+    public var bytes = 0
+    public var rtpPackets = 0
+    public var rtcpPackets = 0
+    /// Failed SRTP/SRTCP authentication: a wrong key, a stranger or corruption.
+    public var authenticationFailures = 0
+    public var replays = 0
+    /// Too short, not RTP/RTCP, unparsable.
+    public var malformed = 0
+    public var nacksSent = 0
+    public var nackedPackets = 0
+    public var plisSent = 0
+    public var reportsSent = 0
+    public var duplicates = 0
+    public var late = 0
+    public var framesLost = 0
+}
+
+/// The receiving side of an RTP/SAVP session on one port (rtcp-mux),
+/// sans-IO: unprotects and demultiplexes datagrams, rebuilds video frames
+/// through the jitter buffer, and writes the RTCP the sender needs
+/// (receiver reports, NACK, PLI). Hostile input is counted and dropped.
+public final class ReceiveSession {
+    public struct Configuration: Sendable {
+        public var ssrc: UInt32
+        public var cname: String
+        /// Video payload type; nil accepts the first dynamic one seen (96-127).
+        public var videoPayloadType: UInt8?
+        public var reorderDelay: Duration = .milliseconds(100)
+        public var keyframeRequestInterval: Duration = .milliseconds(300)
+        public var reportInterval: Duration = .seconds(1)
+        public var nack = true
+
+        public init(ssrc: UInt32, cname: String, videoPayloadType: UInt8? = nil) {
+            self.ssrc = ssrc
+            self.cname = cname
+            self.videoPayloadType = videoPayloadType
+        }
+    }
+
+    public let configuration: Configuration
+    public private(set) var statistics = ReceiveStatistics()
+    private let srtp: SRTPContext
+    private let outbound: SRTPContext
+    private var assembler: H264FrameAssembler
+    private var nack: NACKTracker
+    private var videoSSRC: UInt32?
+    private var videoPayloadType: UInt8?
+    private var unwrapper = SequenceUnwrapper()
+    private var reception: ReceptionStatistics?
+    private var lastKeyframeRequest: MonotonicTime?
+    private var nextReport: MonotonicTime?
+
+    public init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
+        self.configuration = configuration
+        srtp = try SRTPContext(keying: keying, direction: .inbound)
+        outbound = try SRTPContext(keying: keying, direction: .outbound)
+        assembler = H264FrameAssembler(maxDelay: configuration.reorderDelay)
+        nack = NACKTracker(maxAge: configuration.reorderDelay)
+        videoPayloadType = configuration.videoPayloadType
+    }
+
+    /// The sender's SSRC once video arrived.
+    public var senderSSRC: UInt32? { videoSSRC }
+
+    /// Handles one datagram. `emit` sends RTCP feedback back to the sender.
+    public func handle(datagram: inout PacketBuffer, now: MonotonicTime,
+                       emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        statistics.datagrams += 1
+        statistics.bytes += datagram.count
+        guard datagram.count >= 12, datagram.bytes.first.map({ $0 >> 6 == 2 }) == true else {
+            statistics.malformed += 1
+            return []
+        }
+        let second = datagram.bytes[datagram.bytes.startIndex + 1]
+        // RFC 5761 §4: with rtcp-mux, packet types 192-223 are RTCP.
+        if RTCPPacket.isRTCP(payloadTypeByte: second) {
+            return handleRTCP(&datagram, now: now)
+        }
+        do {
+            try srtp.unprotect(&datagram)
+        } catch {
+            switch error.kind {
+            case .replayed, .tooOld: statistics.replays += 1
+            case .badLength: statistics.malformed += 1
+            default: statistics.authenticationFailures += 1
+            }
+            return []
+        }
+        guard let packet = try? RTPPacket(parsing: datagram.bytes) else {
+            statistics.malformed += 1
+            return []
+        }
+        statistics.rtpPackets += 1
+        if videoSSRC == nil, packet.payloadType == (videoPayloadType ?? packet.payloadType),
+           (96...127).contains(packet.payloadType) || videoPayloadType != nil {
+            videoSSRC = packet.ssrc
+            videoPayloadType = packet.payloadType
+            reception = ReceptionStatistics(ssrc: packet.ssrc, clockRate: 90_000)
+        }
+        guard packet.ssrc == videoSSRC, packet.payloadType == videoPayloadType else {
+            return [.otherPacket(packet)]
+        }
+        reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
+        if configuration.nack { nack.received(unwrapper.unwrap(packet.sequenceNumber), now: now) }
+        let before = assembler.counters
+        var events = convert(assembler.insert(packet, now: now), now: now, emit: emit)
+        statistics.duplicates += assembler.counters.duplicates - before.duplicates
+        statistics.late += assembler.counters.late - before.late
+        events += poll(now: now, emit: emit)
+        return events
+    }
+
+    private func handleRTCP(_ datagram: inout PacketBuffer, now: MonotonicTime) -> [ReceiveEvent] {
+        do {
+            try srtp.unprotectRTCP(&datagram)
+        } catch {
+            if error.kind == .replayed || error.kind == .tooOld { statistics.replays += 1 } else {
+                statistics.authenticationFailures += 1
+            }
+            return []
+        }
+        guard let packets = try? RTCPPacket.parseCompound(datagram.bytes) else {
+            statistics.malformed += 1
+            return []
+        }
+        statistics.rtcpPackets += 1
+        var events: [ReceiveEvent] = []
+        for packet in packets {
+            switch packet {
+            case .senderReport(let sr):
+                if sr.ssrc == videoSSRC { reception?.didReceive(senderReport: sr, at: now) }
+                events.append(.senderReport(ssrc: sr.ssrc, sr))
+            case .goodbye(let bye):
+                events += bye.sources.map { .goodbye(ssrc: $0) }
+            default:
+                continue
+            }
+        }
+        return events
+    }
+
+    /// Runs timers: gives up on old gaps, sends NACKs and periodic reports.
+    /// Call it at least every `pollInterval` when no datagram arrives.
+    public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        let events = convert(assembler.poll(now: now), now: now, emit: emit)
+        if let ssrc = videoSSRC, configuration.nack {
+            let lost = nack.due(now: now)
+            if !lost.isEmpty {
+                statistics.nacksSent += 1
+                statistics.nackedPackets += lost.count
+                sendRTCP([.nack(GenericNACK(senderSSRC: configuration.ssrc, mediaSSRC: ssrc, lost: lost))], emit: emit)
+            }
+        }
+        if nextReport == nil || now >= nextReport!, var reception {
+            nextReport = now + configuration.reportInterval
+            let report = reception.makeReport(now: now)
+            self.reception = reception
+            statistics.reportsSent += 1
+            sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc, reports: [report])),
+                      .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname))],
+                     emit: emit)
+        }
+        return events
+    }
+
+    /// How long until `poll` has work, at most.
+    public static let pollInterval: Duration = .milliseconds(10)
+
+    private func convert(_ assembled: [H264FrameAssembler.Event], now: MonotonicTime,
+                         emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        var events: [ReceiveEvent] = []
+        for event in assembled {
+            switch event {
+            case .frame(let unit): events.append(.videoFrame(unit))
+            case .lost(let loss):
+                statistics.framesLost += loss.frames
+                events.append(.videoLoss(loss))
+                requestKeyframe(now: now, emit: emit)
+            }
+        }
+        return events
+    }
+
+    /// Sends a PLI (RFC 4585 §6.3.1), at most once per `keyframeRequestInterval`.
+    /// Returns whether one was sent.
+    @discardableResult
+    public func requestKeyframe(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> Bool {
+        guard let ssrc = videoSSRC else { return false }
+        if let last = lastKeyframeRequest, now.since(last) < configuration.keyframeRequestInterval { return false }
+        lastKeyframeRequest = now
+        statistics.plisSent += 1
+        sendRTCP([.pictureLoss(PictureLossIndication(senderSSRC: configuration.ssrc, mediaSSRC: ssrc))], emit: emit)
+        return true
+    }
+
+    private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
+        var rtcp = PacketBuffer(RTCPPacket.serializeCompound(packets))
+        guard (try? outbound.protectRTCP(&rtcp)) != nil else { return }
+        emit(rtcp.bytes)
+    }
+
+    /// Packets lost so far per RFC 3550 §A.3 (negative with duplicates).
+    public var cumulativeLost: Int64 { reception?.cumulativeLost ?? 0 }
+}

@@ -1,0 +1,37 @@
+/// The most recent protected packets of one stream by sequence number, for
+/// answering NACKs (RFC 4585 §6.2.1) by resending the exact bytes. A fixed
+/// ring: slots are allocated once and reused.
+public struct RetransmissionHistory: Sendable {
+    private var slots: [(sequence: UInt16, bytes: [UInt8])?]
+    public let capacity: Int
+
+    public init(capacity: Int) {
+        self.capacity = max(16, capacity)
+        slots = Array(repeating: nil, count: self.capacity)
+    }
+
+    public mutating func remember(sequence: UInt16, bytes: ArraySlice<UInt8>) {
+        let index = Int(sequence) % capacity
+        if var slot = slots[index] {
+            slots[index] = nil  // keep the array uniquely referenced while reusing it
+            slot.sequence = sequence
+            slot.bytes.removeAll(keepingCapacity: true)
+            slot.bytes.append(contentsOf: bytes)
+            slots[index] = slot
+        } else {
+            var storage = [UInt8]()
+            storage.reserveCapacity(1500)
+            storage.append(contentsOf: bytes)
+            slots[index] = (sequence, storage)
+        }
+    }
+
+    /// The stored packet with `sequence`, if it is still in the ring.
+    public func packet(_ sequence: UInt16) -> ArraySlice<UInt8>? {
+        guard let slot = slots[Int(sequence) % capacity], slot.sequence == sequence else { return nil }
+        return slot.bytes[...]
+    }
+
+    /// Bytes held (for memory accounting).
+    public var retainedBytes: Int { slots.reduce(0) { $0 + ($1?.bytes.capacity ?? 0) } }
+}

@@ -1,0 +1,218 @@
+public import ShareSRTP
+public import ShareWire
+
+/// What the receiver asked of the sender through RTCP.
+public enum SenderFeedback: Sendable, Equatable {
+    /// PLI or FIR: send a keyframe (already rate-limited here).
+    case keyframeRequested
+    /// NACKed packets were resent (count), or were too old to resend (missed).
+    case retransmitted(count: Int, missed: Int)
+    /// A receiver report: loss fraction (0-1) and round-trip time if measurable.
+    case receiverReport(fractionLost: Double, roundTrip: Duration?)
+    case goodbye
+}
+
+/// Counters of a sending stream.
+public struct SendStatistics: Sendable, Equatable {
+    public var frames = 0
+    public var keyframes = 0
+    public var packets = 0
+    public var bytes = 0
+    public var retransmitted = 0
+    public var nacksReceived = 0
+    public var keyframeRequests = 0
+    public var rtcpRejected = 0
+    public var roundTrip: Duration?
+    public var fractionLost = 0.0
+}
+
+/// The sending side of one H.264 stream, sans-IO: turns access units into
+/// protected RTP datagrams, keeps them for retransmission, writes RTCP
+/// sender reports and answers feedback. The caller owns the socket and the
+/// clock and hands both in (`emit`, `now`).
+public final class VideoSendStream {
+    public struct Configuration: Sendable {
+        public var ssrc: UInt32
+        public var payloadType: UInt8 = 96
+        /// Largest UDP payload to send (IP + UDP headers excluded).
+        public var mtu: Int = 1200
+        public var cname: String
+        /// One-byte header extension id for abs-capture-time; nil to omit it.
+        public var captureTimeExtensionID: UInt8? = 1
+        public var historyPackets = 1024
+        /// Minimum time between honoured keyframe requests.
+        public var keyframeRequestInterval: Duration = .milliseconds(200)
+        public var reportInterval: Duration = .seconds(1)
+
+        public init(ssrc: UInt32, cname: String) {
+            self.ssrc = ssrc
+            self.cname = cname
+        }
+    }
+
+    public let configuration: Configuration
+    public private(set) var statistics = SendStatistics()
+    private let srtp: SRTPContext
+    private let inbound: SRTPContext
+    private var packetizer: RTPPacketizer
+    private var payloader: H264Payloader
+    private var history: RetransmissionHistory
+    private var buffer: PacketBuffer
+    private var lastKeyframeRequest: MonotonicTime?
+    private var nextReport: MonotonicTime?
+    /// The newest frame's RTP timestamp and capture time, for SR timing.
+    private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
+    private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
+
+    public init(configuration: Configuration, keying: SRTPKeyingMaterial,
+                initialSequenceNumber: UInt16 = UInt16.random(in: 0...UInt16.max)) throws(SRTPError) {
+        self.configuration = configuration
+        srtp = try SRTPContext(keying: keying, direction: .outbound)
+        inbound = try SRTPContext(keying: keying, direction: .inbound)
+        packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType, clockRate: 90_000,
+                                   initialSequenceNumber: initialSequenceNumber)
+        let extensionBytes = configuration.captureTimeExtensionID == nil ? 0 : 4 + 12
+        payloader = H264Payloader(maxPayloadSize: configuration.mtu - RTPPacket.fixedHeaderSize - extensionBytes
+                                  - keying.profile.rtpOverhead)
+        history = RetransmissionHistory(capacity: configuration.historyPackets)
+        buffer = PacketBuffer(capacity: max(configuration.mtu, 1500))
+    }
+
+    /// Sends one Annex B access unit: every packet carries the frame's
+    /// capture time; the last has the marker bit. `emit` gets each protected
+    /// datagram in order (it may pace them).
+    public func send(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
+                     now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
+        var headerExtension: RTPHeaderExtension?
+        if let id = configuration.captureTimeExtensionID {
+            let element = RTPExtensionElement(id: id, data: AbsoluteCaptureTime(ntpTimestamp: captureTime).bytes[...])
+            headerExtension = try? RTPHeaderExtension(elements: [element], form: .oneByte)
+        }
+        let count = payloader.prepare(accessUnit: accessUnit[...])
+        for index in 0..<count {
+            let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: index == count - 1,
+                                                  headerExtension: headerExtension)
+            let headerSize = buffer.count
+            payloader.writePayload(index, of: accessUnit[...], into: &buffer)
+            packetizer.didSend(payloadSize: buffer.count - headerSize)
+            try srtp.protect(&buffer)
+            history.remember(sequence: sequence, bytes: buffer.bytes)
+            statistics.packets += 1
+            statistics.bytes += buffer.count
+            emit(buffer.bytes)
+        }
+        statistics.frames += 1
+        if isKeyframe { statistics.keyframes += 1 }
+        clockAnchor = (rtpTimestamp, captureTime, now)
+    }
+
+    /// Handles a datagram from the receiver (SRTCP; anything else is counted
+    /// and dropped). Retransmissions are emitted at once.
+    public func handle(datagram: inout PacketBuffer, now: MonotonicTime,
+                       emit: (ArraySlice<UInt8>) -> Void) -> [SenderFeedback] {
+        guard datagram.count >= 2, RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1])
+        else {
+            statistics.rtcpRejected += 1
+            return []
+        }
+        do {
+            try inbound.unprotectRTCP(&datagram)
+        } catch {
+            statistics.rtcpRejected += 1
+            return []
+        }
+        guard let packets = try? RTCPPacket.parseCompound(datagram.bytes) else {
+            statistics.rtcpRejected += 1
+            return []
+        }
+        var feedback: [SenderFeedback] = []
+        for packet in packets {
+            switch packet {
+            case .nack(let nack) where nack.mediaSSRC == configuration.ssrc:
+                statistics.nacksReceived += 1
+                var sent = 0
+                var missed = 0
+                for sequence in nack.lostSequenceNumbers {
+                    if let bytes = history.packet(sequence) {
+                        emit(bytes)
+                        sent += 1
+                    } else {
+                        missed += 1
+                    }
+                }
+                statistics.retransmitted += sent
+                feedback.append(.retransmitted(count: sent, missed: missed))
+            case .pictureLoss(let pli) where pli.mediaSSRC == configuration.ssrc:
+                if requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
+            case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == configuration.ssrc }):
+                if requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
+            case .receiverReport(let rr):
+                if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
+                    feedback.append(receiverReport(report, now: now))
+                }
+            case .senderReport(let sr):
+                if let report = sr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
+                    feedback.append(receiverReport(report, now: now))
+                }
+            case .goodbye:
+                feedback.append(.goodbye)
+            default:
+                continue
+            }
+        }
+        return feedback
+    }
+
+    private func requestKeyframe(now: MonotonicTime) -> Bool {
+        if let last = lastKeyframeRequest, now.since(last) < configuration.keyframeRequestInterval { return false }
+        lastKeyframeRequest = now
+        statistics.keyframeRequests += 1
+        return true
+    }
+
+    /// RFC 3550 §6.4.1: RTT = arrival - LSR - DLSR, in 1/65536 s, using the
+    /// time we sent the SR whose middle NTP bits the report echoes.
+    private func receiverReport(_ report: ReceptionReport, now: MonotonicTime) -> SenderFeedback {
+        statistics.fractionLost = Double(report.fractionLost) / 256
+        var roundTrip: Duration?
+        if report.lastSenderReport != 0, let sent = sentReports.first(where: { $0.middle == report.lastSenderReport }) {
+            let elapsed = now.since(sent.at)
+            let delay = Duration.nanoseconds(Int64(report.delaySinceLastSenderReport) * 1_000_000_000 / 65536)
+            roundTrip = elapsed > delay ? elapsed - delay : .zero
+            statistics.roundTrip = roundTrip
+        }
+        return .receiverReport(fractionLost: statistics.fractionLost, roundTrip: roundTrip)
+    }
+
+    /// Sends a sender report with SDES when one is due; returns when the next is.
+    @discardableResult
+    public func poll(now: MonotonicTime, wallClock: NTPTimestamp, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
+        if let due = nextReport, now < due { return due }
+        nextReport = now + configuration.reportInterval
+        guard let anchor = clockAnchor else { return nextReport! }
+        // Extrapolate the RTP clock from the last frame to now (90 kHz).
+        let elapsed = now.since(anchor.at)
+        let rtpNow = anchor.rtp &+ UInt32(truncatingIfNeeded: elapsed.nanoseconds * 90 / 1_000_000)
+        let report = SenderReport(ssrc: configuration.ssrc, ntpTimestamp: wallClock, rtpTimestamp: rtpNow,
+                                  packetCount: packetizer.packetCount, octetCount: packetizer.octetCount)
+        sentReports.append((wallClock.middle32, now))
+        if sentReports.count > 8 { sentReports.removeFirst() }
+        sendRTCP([.senderReport(report), .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname))],
+                 emit: emit)
+        return nextReport!
+    }
+
+    /// RTCP BYE (RFC 3550 §6.6), sent when the stream ends.
+    public func goodbye(reason: String, emit: (ArraySlice<UInt8>) -> Void) {
+        sendRTCP([.goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
+    }
+
+    private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
+        var rtcp = PacketBuffer(RTCPPacket.serializeCompound(packets))
+        guard (try? srtp.protectRTCP(&rtcp)) != nil else { return }
+        emit(rtcp.bytes)
+    }
+
+    /// Bytes held by the retransmission history.
+    public var historyBytes: Int { history.retainedBytes }
+}

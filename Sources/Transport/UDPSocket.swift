@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// A socket failure: what was attempted and the errno it ended with.
+public struct TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var errno: Int32
+    public var description: String {
+        let reason = errno == 0 ? "" : ": " + String(cString: strerror(errno))
+        return "\(operation)\(reason)"
+    }
+    public init(_ operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+}
+
+/// An IPv4 or IPv6 UDP endpoint.
+public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
+    var storage: sockaddr_storage
+    var length: socklen_t
+
+    /// Resolves `host` (a name or a literal) and `port` with getaddrinfo,
+    /// preferring IPv4.
+    public init(host: String, port: Int) throws(TransportError) {
+        guard (1...65535).contains(port) else { throw TransportError("port \(port) outside 1-65535", errno: 0) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw TransportError("cannot resolve \(host): \(String(cString: gai_strerror(status)))", errno: 0)
+        }
+        defer { freeaddrinfo(result) }
+        var chosen = first
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if entry.pointee.ai_family == AF_INET { chosen = entry; break }
+            cursor = entry.pointee.ai_next
+        }
+        storage = sockaddr_storage()
+        length = chosen.pointee.ai_addrlen
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: chosen.pointee.ai_addr, count: Int(length)))
+        }
+    }
+
+    init(storage: sockaddr_storage, length: socklen_t) {
+        self.storage = storage
+        self.length = length
+    }
+
+    var family: Int32 { Int32(storage.ss_family) }
+    public var isIPv6: Bool { family == AF_INET6 }
+
+    public var port: Int {
+        withUnsafeBytes(of: storage) { raw in
+            // sin_port and sin6_port both sit at offset 2, in network order.
+            Int(UInt16(bigEndian: raw.load(fromByteOffset: 2, as: UInt16.self)))
+        }
+    }
+
+    public var host: String {
+        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var copy = storage
+        let status = withUnsafePointer(to: &copy) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
+            }
+        }
+        return status == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    }
+
+    public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        guard a.length == b.length else { return false }
+        return withUnsafeBytes(of: a.storage) { x in
+            withUnsafeBytes(of: b.storage) { y in memcmp(x.baseAddress!, y.baseAddress!, Int(a.length)) == 0 }
+        }
+    }
+}
+
+/// A UDP socket. The one place that turns errno into `TransportError` and
+/// retries EINTR. Sends never block the caller for long (a full send buffer
+/// drops the datagram, counted); receives wait with a timeout.
+public final class UDPSocket: @unchecked Sendable {
+    private let descriptor: Int32
+    let family: Int32
+    /// Datagrams the kernel refused because its buffer was full.
+    public private(set) var sendDrops = 0
+
+    /// A socket bound to `port` on every local address (0 picks a free port).
+    public init(bindingPort port: Int, ipv6: Bool = false, receiveBuffer: Int = 4 << 20) throws(TransportError) {
+        let family = ipv6 ? AF_INET6 : AF_INET
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TransportError("socket", errno: errno) }
+        descriptor = fd
+        self.family = family
+        var size = Int32(receiveBuffer)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var sendSize = Int32(4 << 20)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendSize, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_storage()
+        var length: socklen_t
+        if family == AF_INET6 {
+            var v6 = sockaddr_in6()
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = UInt16(port).bigEndian
+            v6.sin6_addr = in6addr_any
+            var off: Int32 = 0
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size))
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            withUnsafeMutableBytes(of: &address) { $0.storeBytes(of: v6, as: sockaddr_in6.self) }
+        } else {
+            var v4 = sockaddr_in()
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = UInt16(port).bigEndian
+            v4.sin_addr.s_addr = INADDR_ANY
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutableBytes(of: &address) { $0.storeBytes(of: v4, as: sockaddr_in.self) }
+        }
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard status == 0 else {
+            let error = errno
+            close(fd)
+            throw TransportError("bind UDP port \(port)", errno: error)
+        }
+    }
+
+    /// A socket on an ephemeral port, connected to `peer`: it sends there and
+    /// receives only from there.
+    public convenience init(connectedTo peer: SocketAddress) throws(TransportError) {
+        try self.init(bindingPort: 0, ipv6: peer.family == AF_INET6)
+        var storage = peer.storage
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, peer.length) }
+        }
+        guard status == 0 else { throw TransportError("connect to \(peer)", errno: errno) }
+    }
+
+    deinit { close(descriptor) }
+
+    /// The local port the socket is bound to.
+    public var localPort: Int {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        return SocketAddress(storage: address, length: length).port
+    }
+
+    /// Sends a datagram to the connected peer, or to `destination`.
+    /// Returns false when the kernel dropped it (buffer full or no route).
+    @discardableResult
+    public func send(_ bytes: ArraySlice<UInt8>, to destination: SocketAddress? = nil) -> Bool {
+        let result: Int = bytes.withUnsafeBytes { raw in
+            while true {
+                let sent: Int
+                if var target = destination?.storage, let length = destination?.length {
+                    sent = withUnsafePointer(to: &target) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            sendto(descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT), $0, length)
+                        }
+                    }
+                } else {
+                    sent = Glibc.send(descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT))
+                }
+                if sent < 0 && errno == EINTR { continue }
+                return sent
+            }
+        }
+        if result < 0 { sendDrops += 1 }
+        return result >= 0
+    }
+
+    /// Waits up to `timeoutMilliseconds` for a datagram and copies it into
+    /// `buffer` (count set to its length). Returns the sender, or nil on timeout.
+    public func receive(into buffer: inout [UInt8], count: inout Int,
+                        timeoutMilliseconds: Int32) throws(TransportError) -> SocketAddress? {
+        var pollfd = Glibc.pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&pollfd, 1, timeoutMilliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { throw TransportError("poll", errno: errno) }
+            if ready == 0 { return nil }
+            break
+        }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        while true {
+            let received = buffer.withUnsafeMutableBytes { raw in
+                withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT), $0, &length)
+                    }
+                }
+            }
+            if received < 0 && errno == EINTR { continue }
+            if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return nil }
+            // ICMP port unreachable from an earlier send surfaces here: not fatal.
+            if received < 0 && errno == ECONNREFUSED { return nil }
+            if received < 0 { throw TransportError("recvfrom", errno: errno) }
+            count = received
+            return SocketAddress(storage: address, length: length)
+        }
+    }
+}

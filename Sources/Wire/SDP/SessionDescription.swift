@@ -1,0 +1,213 @@
+/// Why an SDP could not be used.
+public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
+    case noMediaSection
+    case malformedLine(String)
+    case unsupportedCodec(String)
+    case missingCrypto
+    case badCrypto(String)
+
+    public var description: String {
+        switch self {
+        case .noMediaSection: "the SDP has no m=video or m=audio section"
+        case .malformedLine(let line): "malformed SDP line: \(line)"
+        case .unsupportedCodec(let codec): "unsupported codec \(codec) (share receives H264 and opus)"
+        case .missingCrypto: "the SDP has no a=crypto line: share only receives SRTP"
+        case .badCrypto(let line): "unusable a=crypto line: \(line)"
+        }
+    }
+}
+
+/// One m= section of an SDP (RFC 8866) as far as RTP/SAVP streaming needs.
+public struct MediaDescription: Sendable, Equatable {
+    public enum Kind: String, Sendable { case video, audio }
+
+    public var kind: Kind
+    public var port: Int
+    /// RTP/SAVP, or RTP/AVP for an unencrypted description.
+    public var transport: String
+    public var payloadType: UInt8
+    /// Encoding name as in a=rtpmap (H264, opus).
+    public var codec: String
+    public var clockRate: Int
+    public var channels: Int?
+    /// a=fmtp parameters in order.
+    public var formatParameters: [(String, String)]
+    /// a=crypto: suite name and the base64 key-salt of its inline: key.
+    public var crypto: (suite: String, keySalt: String)?
+    /// a=extmap: id → URI.
+    public var extensions: [(id: Int, uri: String)]
+    public var rtcpMux: Bool
+
+    public init(kind: Kind, port: Int, transport: String = "RTP/SAVP", payloadType: UInt8, codec: String,
+                clockRate: Int, channels: Int? = nil, formatParameters: [(String, String)] = [],
+                crypto: (suite: String, keySalt: String)? = nil, extensions: [(id: Int, uri: String)] = [],
+                rtcpMux: Bool = true) {
+        self.kind = kind
+        self.port = port
+        self.transport = transport
+        self.payloadType = payloadType
+        self.codec = codec
+        self.clockRate = clockRate
+        self.channels = channels
+        self.formatParameters = formatParameters
+        self.crypto = crypto
+        self.extensions = extensions
+        self.rtcpMux = rtcpMux
+    }
+
+    public func parameter(_ name: String) -> String? {
+        formatParameters.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    /// SPS and PPS from sprop-parameter-sets (RFC 6184 §8.1).
+    public var parameterSets: [[UInt8]] {
+        guard let sets = parameter("sprop-parameter-sets") else { return [] }
+        return sets.split(separator: ",").compactMap { Base64.decode($0) }.filter { !$0.isEmpty }
+    }
+
+    /// The id of the extension with `uri`, if negotiated.
+    public func extensionID(_ uri: String) -> Int? { extensions.first { $0.uri == uri }?.id }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.kind == b.kind && a.port == b.port && a.transport == b.transport && a.payloadType == b.payloadType
+            && a.codec == b.codec && a.clockRate == b.clockRate && a.channels == b.channels
+            && a.formatParameters.elementsEqual(b.formatParameters) { $0 == $1 }
+            && a.crypto?.suite == b.crypto?.suite && a.crypto?.keySalt == b.crypto?.keySalt
+            && a.extensions.elementsEqual(b.extensions) { $0 == $1 } && a.rtcpMux == b.rtcpMux
+    }
+}
+
+/// A session description: the connection address and the media sections.
+public struct SessionDescription: Sendable, Equatable {
+    public var sessionName: String
+    /// c= address of the session (where the media goes).
+    public var connectionAddress: String
+    public var media: [MediaDescription]
+
+    public init(sessionName: String = "share", connectionAddress: String, media: [MediaDescription]) {
+        self.sessionName = sessionName
+        self.connectionAddress = connectionAddress
+        self.media = media
+    }
+
+    public var video: MediaDescription? { media.first { $0.kind == .video } }
+    public var audio: [MediaDescription] { media.filter { $0.kind == .audio } }
+
+    /// The SDP text, CRLF line endings (RFC 8866 §5).
+    public func serialized(sessionID: UInt64 = 1) -> String {
+        let ipVersion = connectionAddress.contains(":") ? "IP6" : "IP4"
+        var lines = [
+            "v=0",
+            "o=- \(sessionID) 1 IN \(ipVersion) \(connectionAddress)",
+            "s=\(sessionName)",
+            "c=IN \(ipVersion) \(connectionAddress)",
+            "t=0 0",
+        ]
+        for m in media {
+            lines.append("m=\(m.kind.rawValue) \(m.port) \(m.transport) \(m.payloadType)")
+            lines.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)\(m.channels.map { "/\($0)" } ?? "")")
+            if !m.formatParameters.isEmpty {
+                lines.append("a=fmtp:\(m.payloadType) " + m.formatParameters.map { "\($0.0)=\($0.1)" }.joined(separator: ";"))
+            }
+            if m.rtcpMux { lines.append("a=rtcp-mux") }
+            for ext in m.extensions { lines.append("a=extmap:\(ext.id) \(ext.uri)") }
+            if let crypto = m.crypto { lines.append("a=crypto:1 \(crypto.suite) inline:\(crypto.keySalt)") }
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// Parses what ffmpeg, GStreamer and `share` write. Unknown lines are ignored.
+    public init(parsing text: String) throws(SDPError) {
+        var name = "-"
+        var sessionAddress = ""
+        var media: [MediaDescription] = []
+        for rawLine in text.split(whereSeparator: \.isNewline) {
+            let line = rawLine.trimmingCharacters()
+            guard line.count >= 2, line.dropFirst().first == "=" else {
+                if line.isEmpty { continue }
+                throw .malformedLine(line)
+            }
+            let value = String(line.dropFirst(2))
+            switch line.first {
+            case "s": name = value
+            case "c":
+                let parts = value.split(separator: " ")
+                guard parts.count >= 3 else { throw .malformedLine(line) }
+                // Multicast addresses may carry /ttl.
+                let address = String(parts[2].split(separator: "/").first ?? "")
+                if media.isEmpty { sessionAddress = address }
+            case "m":
+                let parts = value.split(separator: " ")
+                guard parts.count >= 4, let kind = MediaDescription.Kind(rawValue: String(parts[0])),
+                      let port = Int(parts[1]), let pt = UInt8(parts[3])
+                else {
+                    // A media kind we do not handle (application, text): skip its section.
+                    media.append(MediaDescription(kind: .video, port: -1, payloadType: 0, codec: "", clockRate: 0))
+                    continue
+                }
+                media.append(MediaDescription(kind: kind, port: port, transport: String(parts[2]), payloadType: pt,
+                                              codec: "", clockRate: 0, rtcpMux: false))
+            case "a":
+                guard !media.isEmpty else { continue }
+                try Self.apply(attribute: value, line: line, to: &media[media.count - 1])
+            default:
+                continue
+            }
+        }
+        media.removeAll { $0.port < 0 }
+        guard !media.isEmpty else { throw .noMediaSection }
+        self.init(sessionName: name, connectionAddress: sessionAddress, media: media)
+    }
+
+    private static func apply(attribute: String, line: String, to m: inout MediaDescription) throws(SDPError) {
+        let (key, rest) = attribute.splitOnce(":")
+        switch key {
+        case "rtpmap":
+            let (pt, encoding) = rest.splitOnce(" ")
+            guard UInt8(pt) == m.payloadType else { return }
+            let fields = encoding.split(separator: "/")
+            guard fields.count >= 2, let rate = Int(fields[1]) else { throw .malformedLine(line) }
+            m.codec = String(fields[0])
+            m.clockRate = rate
+            m.channels = fields.count > 2 ? Int(fields[2]) : nil
+        case "fmtp":
+            let (pt, parameters) = rest.splitOnce(" ")
+            guard UInt8(pt) == m.payloadType else { return }
+            m.formatParameters = parameters.split(separator: ";").map {
+                let (k, v) = String($0).trimmingCharacters().splitOnce("=")
+                return (k, v)
+            }
+        case "rtcp-mux":
+            m.rtcpMux = true
+        case "extmap":
+            let (id, uri) = rest.splitOnce(" ")
+            if let number = Int(id.split(separator: "/").first ?? "") {
+                m.extensions.append((number, String(uri.split(separator: " ").first ?? "")))
+            }
+        case "crypto":
+            // RFC 4568 §9.1: a=crypto:<tag> <suite> inline:<key||salt>[|lifetime][|MKI:len]
+            let fields = rest.split(separator: " ")
+            guard fields.count >= 3, fields[2].hasPrefix("inline:") else { throw .badCrypto(line) }
+            guard m.crypto == nil else { return }  // first offer wins
+            let keySalt = fields[2].dropFirst("inline:".count).split(separator: "|").first ?? ""
+            m.crypto = (String(fields[1]), String(keySalt))
+        default:
+            return
+        }
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters() -> String {
+        var s = self[...]
+        while let c = s.first, c.isWhitespace { s = s.dropFirst() }
+        while let c = s.last, c.isWhitespace { s = s.dropLast() }
+        return String(s)
+    }
+
+    /// Splits at the first `separator`: ("a:b:c", ":") → ("a", "b:c").
+    func splitOnce(_ separator: Character) -> (String, String) {
+        guard let index = firstIndex(of: separator) else { return (String(self), "") }
+        return (String(self[..<index]), String(self[self.index(after: index)...]))
+    }
+}
