@@ -93,6 +93,8 @@ let package = Package(
                     path: "Tests/CodecTests", swiftSettings: strict),
         .testTarget(name: "X11Tests", dependencies: ["ShareX11", "TestSupport"], path: "Tests/X11Tests",
                     swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests",
+                    swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

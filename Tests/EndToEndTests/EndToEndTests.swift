@@ -1,0 +1,210 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The real thing: an Xvfb display with moving content, the `share` binary,
+/// real UDP on loopback, and ffmpeg and GStreamer as third-party peers.
+@Suite("End to end: share, ffmpeg and GStreamer over SRTP", .serialized)
+struct EndToEndTests {
+    /// A display of `width` x `height` with the demo scene moving on it.
+    final class Screen {
+        let display: VirtualDisplay
+        let scene: ChildProcess
+        init(width: Int = 1280, height: Int = 720) throws {
+            display = try VirtualDisplay(width: width, height: height)
+            scene = try ShareBinary.start(["scene", "--display", display.display])
+            usleep(200_000)
+        }
+        var name: String { display.display }
+    }
+
+    @Test func shareToShareAt720p30ShowsEveryFrameAndRecords() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try Screen()
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let port = freeUDPPort()
+        let recording = dir.path("out.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
+                                              "--record", recording, "--duration", "13", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                          key, "--duration", "10", "--stats-json", dir.path("send.json")])
+        #expect(sender.status == 0, "\(sender.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let sent = try readStats(dir.path("send.json"))
+        let got = try readStats(dir.path("recv.json"))
+        let framesSent = sent["framesEncoded"] as? Int ?? 0
+        let shown = got["framesShown"] as? Int ?? 0
+        #expect(framesSent >= 280, "the sender kept 30 fps: \(sent)")
+        #expect(Double(shown) >= 0.99 * Double(framesSent), "shown \(shown) of \(framesSent)")
+        #expect(got["decodeErrors"] as? Int == 0)
+        let latency = got["captureToDisplay"] as? [String: Any]
+        #expect((latency?["p50"] as? Double ?? 1e9) < 100, "latency \(String(describing: latency))")
+        let probe = try probeVideo(recording)
+        #expect(probe.width == 1280 && probe.height == 720)
+        #expect(probe.videoFrames == got["framesRecorded"] as? Int, "ffprobe reads every recorded frame")
+        #expect(Double(probe.videoFrames) >= 0.99 * Double(framesSent))
+    }
+
+    @Test func ffmpegReceivesOurStreamFromOurSDP() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try Screen()
+        let port = freeUDPPort()
+        let sdp = dir.path("stream.sdp")
+        // Write the SDP first (a short run to a port nobody reads yet), then start ffmpeg, then the real stream.
+        _ = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                 key, "--duration", "0.2", "--sdp", sdp])
+        let md5 = dir.path("frames.md5")
+        let ffmpeg = try ChildProcess("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error",
+                                                 "-protocol_whitelist", "file,udp,rtp,srtp,crypto", "-i", sdp,
+                                                 "-f", "framemd5", "-y", md5])
+        usleep(800_000)
+        let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                          key, "--duration", "10", "--stats-json", dir.path("send.json")])
+        #expect(sender.status == 0, "\(sender.output)")
+        let result = ffmpeg.wait(timeout: 8)  // ffmpeg ends on our RTCP BYE
+        let decoded = (try? String(contentsOfFile: md5, encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("0,") }.count ?? 0
+        let framesSent = try readStats(dir.path("send.json"))["framesEncoded"] as? Int ?? 0
+        #expect(framesSent >= 280)
+        #expect(Double(decoded) >= 0.95 * Double(framesSent), "ffmpeg decoded \(decoded) of \(framesSent)")
+        #expect(!result.output.lowercased().contains("error"), "ffmpeg reported: \(result.output)")
+    }
+
+    @Test(arguments: ["mkv", "mp4"])
+    func gstreamerSendsToShare(container: String) throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let inline = try ShareBinary.inlineKey(key)
+        let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+        let port = freeUDPPort()
+        let sdp = dir.path("gst.sdp")
+        try """
+            v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=gstreamer\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
+            m=video \(port) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
+            a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(inline)\r\n
+            """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        let recording = dir.path("gst.\(container)")
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "14",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let gst = try ChildProcess("gst-launch-1.0", [
+            "-q", "videotestsrc", "num-buffers=300", "is-live=true", "pattern=ball", "!",
+            "video/x-raw,width=1280,height=720,framerate=30/1", "!",
+            "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=60", "!",
+            "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
+            "application/x-rtp,ssrc=(uint)4242", "!",
+            "srtpenc", "key=\(hexKey)", "rtp-cipher=aes-128-icm", "rtp-auth=hmac-sha1-80",
+            "rtcp-cipher=aes-128-icm", "rtcp-auth=hmac-sha1-80", "!",
+            "udpsink", "host=127.0.0.1", "port=\(port)",
+        ])
+        let sent = gst.wait(timeout: 30)
+        #expect(sent.status == 0, "gst-launch: \(sent.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        #expect((stats["framesDecoded"] as? Int ?? 0) >= 285, "\(stats)")
+        #expect(stats["decodeErrors"] as? Int == 0)
+        let probe = try probeVideo(recording)
+        #expect(probe.videoFrames >= 285 && probe.codec == "h264", "\(probe.errors)")
+    }
+
+    @Test func ffmpegSendsToShare() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let inline = try ShareBinary.inlineKey(key)
+        let port = freeUDPPort()
+        let sdp = dir.path("ffmpeg.sdp")
+        let ffmpegArguments = ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
+                               "-i", "testsrc=size=1280x720:rate=30", "-t", "8", "-c:v", "libx264", "-preset", "ultrafast",
+                               "-tune", "zerolatency", "-g", "60", "-f", "rtp", "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80",
+                               "-srtp_out_params", inline, "-sdp_file", sdp, "srtp://127.0.0.1:\(port)"]
+        // ffmpeg writes its SDP as it starts; the receiver then uses it.
+        let probeRun = try ChildProcess("ffmpeg", ffmpegArguments.map { $0 == "8" ? "0.1" : $0 })
+        _ = probeRun.wait(timeout: 10)
+        let recording = dir.path("ffmpeg.mkv")
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "11",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ChildProcess("ffmpeg", ffmpegArguments).wait(timeout: 30)
+        #expect(sender.status == 0, "ffmpeg: \(sender.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        #expect((stats["framesDecoded"] as? Int ?? 0) >= 228, "\(stats)")  // 95% of 240
+        #expect(stats["decodeErrors"] as? Int == 0)
+        let probe = try probeVideo(recording)
+        #expect(probe.videoFrames >= 228, "\(probe.errors)")
+    }
+
+    @Test(arguments: ["mkv", "mp4"])
+    func recordingStaysPlayableAfterKillDashNine(container: String) throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let recording = dir.path("killed.\(container)")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window",
+                                              "--record", recording])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                            "--key-file", key, "--duration", "8"])
+        sleep(4)
+        kill(receiver.pid, SIGKILL)
+        _ = receiver.wait(timeout: 5)
+        sender.stop()
+        let probe = try probeVideo(recording)
+        // About 4 s at 30 fps were written before the kill.
+        #expect(probe.videoFrames >= 90, "ffprobe read \(probe.videoFrames) frames: \(probe.errors)")
+        #expect(probe.width == 640 && probe.height == 480)
+        // Every frame in the file decodes: ffmpeg reports no error reading it to the end.
+        let decode = try run("ffmpeg", ["-v", "error", "-i", recording, "-f", "null", "-"])
+        #expect(decode.status == 0, "\(decode.stderr)")
+    }
+
+    @Test func wrongKeyAndStrangersAreDroppedAndCounted() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir, name: "right.key")
+        let wrong = try ShareBinary.keyFile(in: dir, name: "wrong.key")
+        let screen = try Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "9",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        // A sender with the wrong key: nothing of it may be shown.
+        let impostor = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                            "--key-file", wrong, "--duration", "2"])
+        #expect(impostor.status == 0)
+        // Then the right sender, with a stranger spraying garbage at the same port.
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                            "--key-file", key, "--duration", "4", "--stats-json", dir.path("send.json")])
+        sendGarbage(to: port, count: 500, seed: 7)
+        _ = sender.wait(timeout: 15)
+        let received = receiver.wait(timeout: 15)
+        #expect(received.status == 0, "the receiver survived: \(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        let framesSent = try readStats(dir.path("send.json"))["framesEncoded"] as? Int ?? 0
+        let decoded = stats["framesDecoded"] as? Int ?? 0
+        // Only the right sender's frames are decoded, all of them.
+        #expect(decoded <= framesSent)
+        #expect(Double(decoded) >= 0.95 * Double(framesSent), "decoded \(decoded) of \(framesSent)")
+        #expect((stats["authenticationFailures"] as? Int ?? 0) >= 55, "the impostor's 2 s were refused: \(stats)")
+        let refused = (stats["authenticationFailures"] as? Int ?? 0) + (stats["malformed"] as? Int ?? 0)
+        #expect(refused >= 500, "garbage counted: \(stats)")
+    }
+
+    @Test func keyFileReadableByOthersIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        chmod(key, 0o644)
+        let result = try ShareBinary.run(["send", "127.0.0.1", "--key-file", key, "--duration", "1"])
+        #expect(result.status != 0)
+        #expect(result.output.contains("readable by group or others"))
+        // keygen never overwrites an existing key.
+        chmod(key, 0o600)
+        let again = try ShareBinary.run(["keygen", key])
+        #expect(again.status != 0)
+    }
+}

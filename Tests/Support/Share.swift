@@ -1,0 +1,90 @@
+public import Foundation
+
+/// The `share` binary built by `swift build` (make test builds it first).
+public enum ShareBinary {
+    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    public static func path() throws -> String {
+        for configuration in ["debug", "release"] {
+            let path = packageRoot.appendingPathComponent(".build/\(configuration)/share").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw TestEnvironmentError("the share binary is not built: run `swift build` (make test does)")
+    }
+
+    /// Starts `share` with `arguments`.
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(try path(), arguments, environment: environment)
+    }
+
+    /// Runs `share` to completion.
+    public static func run(_ arguments: [String], timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
+        try start(arguments).wait(timeout: timeout)
+    }
+
+    /// A fresh key file (mode 0600) in `directory`.
+    public static func keyFile(in directory: TemporaryDirectory, name: String = "share.key",
+                               profile: String = "AES_CM_128_HMAC_SHA1_80") throws -> String {
+        let path = directory.path(name)
+        let result = try run(["keygen", path, "--profile", profile])
+        guard result.status == 0 else { throw TestEnvironmentError("keygen failed: \(result.output)") }
+        return path
+    }
+
+    /// The base64 key-salt in a key file.
+    public static func inlineKey(_ keyFile: String) throws -> String {
+        let text = try String(contentsOfFile: keyFile, encoding: .utf8)
+        return String(text.split(separator: " ").last!.dropFirst("inline:".count)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// Reads a `--stats-json` file.
+public func readStats(_ path: String) throws -> [String: Any] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        throw TestEnvironmentError("\(path) is not a JSON object")
+    }
+    return object
+}
+
+/// A free UDP port on loopback.
+public func freeUDPPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+            bind(fd, pointer, length)
+            return getsockname(fd, pointer, &length)
+        }
+    }
+    // Even ports are the RTP convention; the next one stays free for peers that use port+1.
+    return Int(UInt16(bigEndian: address.sin_port)) & ~1
+}
+
+/// Sends `count` datagrams of random bytes to a local port: a stranger's traffic.
+public func sendGarbage(to port: Int, count: Int, seed: UInt64) {
+    var rng = SeededGenerator(seed: seed)
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    for i in 0..<count {
+        var bytes = rng.bytes(Int.random(in: 1...1400, using: &rng))
+        // Half of them look like RTP or RTCP (version 2) to get past the first check.
+        if i % 2 == 0 { bytes[0] = 0x80 | (bytes[0] & 0x3F) }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        usleep(2_000)
+    }
+}
