@@ -33,12 +33,13 @@ build: deps
 
 ## test: every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer
 test: deps
+	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
 	swift test --skip-build $(SWIFT_FLAGS)
 
 ## demo: the main job on an embedded default (virtual X display, loopback peer)
 demo: deps
-	swift build -c release --product share $(SWIFT_FLAGS)
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	examples/demo.sh
 
 ## fuzz: each libFuzzer target for FUZZ_SECONDS; a crash is saved under Tests/Fuzz/Crashes

@@ -19,6 +19,8 @@ let package = Package(
     name: "share",
     products: [
         .executable(name: "share", targets: ["share"]),
+        .executable(name: "share-send", targets: ["share-send"]),
+        .executable(name: "share-recv", targets: ["share-recv"]),
         .library(name: "ShareWire", targets: ["ShareWire"]),
         .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
         .library(name: "ShareSender", targets: ["ShareSender"]),
@@ -73,11 +75,23 @@ let package = Package(
                                "ShareTransport"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
-        // The `share` command: parses arguments and prints; no pipeline logic.
-        .executableTarget(name: "share",
-                          dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareSession", "ShareWire",
-                                         "ShareX11", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-                          path: "Sources/CLI"),
+        // The command line. `share` parses and dispatches; `share-send` and
+        // `share-recv` do the work, so the sender never loads the receiver's
+        // decoder libraries. None holds pipeline logic.
+        .target(name: "ShareCommands",
+                dependencies: ["ShareSRTP", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Sources/CLI/Commands"),
+        .executableTarget(name: "share", dependencies: ["ShareCommands",
+                                                        .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/CLI/Dispatcher"),
+        .executableTarget(name: "share-send",
+                          dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/CLI/SendTool"),
+        .executableTarget(name: "share-recv",
+                          dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareWire",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/CLI/ReceiveTool"),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
@@ -95,6 +109,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests",
                     swiftSettings: strict),
+        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareSRTP", "ShareWire", "TestSupport"],
+                    path: "Tests/SessionTests", swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

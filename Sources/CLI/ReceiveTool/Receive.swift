@@ -1,24 +1,25 @@
 import ArgumentParser
 import Foundation
+import ShareCommands
 import ShareReceiver
 import ShareSRTP
 import ShareSession
 import ShareWire
 
-struct Receive: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "recv", abstract: "Receive a shared screen: show it, record it, or both.")
+/// `share-recv`: the receiving half of `share`.
+@main
+struct ShareReceive: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "share-recv", subcommands: [Receive.self])
+}
 
-    @Option(help: "UDP port to listen on (default 5004, or the SDP's).") var port: Int?
-    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") var keyFile: String?
-    @Option(help: "Receive what this SDP describes (another sender's stream, key included).") var sdp: String?
-    @Option(help: "Show the picture on this X display (default: $DISPLAY).") var display: String?
-    @Flag(help: "Do not open a window.") var noWindow = false
-    @Option(help: "Record to this file without re-encoding (.mkv or .mp4; stays playable if interrupted).")
-    var record: String?
-    @Option(help: "Stop after this many seconds.") var duration: Double?
-    @Option(help: "Write the final counters and latency percentiles as JSON.") var statsJson: String?
+struct Receive: ParsableCommand {
+    static let configuration = CommandText.receive
+    @OptionGroup var options: ReceiveOptions
 
     func run() throws {
+        let o = options
+        let (port, keyFile, sdp, display, noWindow, record, duration, statsJson) =
+            (o.port, o.keyFile, o.sdp, o.display, o.noWindow, o.record, o.duration, o.statsJson)
         var keying: SRTPKeyingMaterial?
         var configuration: ReceiverConfiguration
         var sdpPort: Int?

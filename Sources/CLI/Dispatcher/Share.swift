@@ -1,4 +1,5 @@
 import ArgumentParser
+import ShareCommands
 
 @main
 struct Share: ParsableCommand {
@@ -11,4 +12,22 @@ struct Share: ParsableCommand {
             (copy share.key to both machines over a channel you trust; it stays mode 0600)
             """,
         subcommands: [Send.self, Receive.self, KeyGen.self, Scene.self])
+}
+
+struct Send: ParsableCommand {
+    static let configuration = CommandText.send
+    @OptionGroup var options: SendOptions
+    func run() throws { execTool("share-send") }
+}
+
+struct Receive: ParsableCommand {
+    static let configuration = CommandText.receive
+    @OptionGroup var options: ReceiveOptions
+    func run() throws { execTool("share-recv") }
+}
+
+struct Scene: ParsableCommand {
+    static let configuration = CommandText.scene
+    @OptionGroup var options: SceneOptions
+    func run() throws { execTool("share-send") }
 }

@@ -2,13 +2,13 @@ import Dispatch
 import Foundation
 
 /// Waits for the first of: SIGINT/SIGTERM, the duration elapsing, or `finished`.
-final class StopSignal: @unchecked Sendable {
+public final class StopSignal: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private var sources: [any DispatchSourceSignal] = []
     private(set) var reason = "finished"
     private let lock = NSLock()
 
-    init(duration: Double?) {
+    public init(duration: Double?) {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -21,22 +21,24 @@ final class StopSignal: @unchecked Sendable {
         }
     }
 
-    func fire(_ why: String) {
+    public func fire(_ why: String) {
         lock.lock()
         defer { lock.unlock() }
         if reason == "finished" { reason = why }
         semaphore.signal()
     }
 
-    func wait() { semaphore.wait() }
+    public func wait() { semaphore.wait() }
 }
 
 /// A one-line status on a terminal, rewritten each second; silent otherwise.
-final class StatusLine: @unchecked Sendable {
+public final class StatusLine: @unchecked Sendable {
     private var timer: (any DispatchSourceTimer)?
     let enabled = isatty(STDERR_FILENO) == 1
 
-    func start(_ render: @escaping @Sendable () -> String) {
+    public init() {}
+
+    public func start(_ render: @escaping @Sendable () -> String) {
         guard enabled else { return }
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 1, repeating: 1)
@@ -45,25 +47,25 @@ final class StatusLine: @unchecked Sendable {
         self.timer = timer
     }
 
-    func stop() {
+    public func stop() {
         timer?.cancel()
         if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }
 
-func fail(_ message: String) -> Never {
+public func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("share: \(message)\n".utf8))
     exit(1)
 }
 
-func note(_ message: String) {
+public func note(_ message: String) {
     FileHandle.standardError.write(Data("share: \(message)\n".utf8))
 }
 
-func megabytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+public func megabytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 
 /// Writes `value` as pretty JSON to `path`.
-func writeJSON(_ value: some Encodable, to path: String) {
+public func writeJSON(_ value: some Encodable, to path: String) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     do {

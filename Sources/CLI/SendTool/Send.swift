@@ -1,27 +1,24 @@
 import ArgumentParser
 import Foundation
+import ShareCommands
 import ShareSender
 import ShareSession
 import ShareSRTP
 
-struct Send: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Capture this X display and send it to a receiver.")
+/// `share-send`: the sending half of `share` (send, scene).
+@main
+struct ShareSend: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "share-send", subcommands: [Send.self, Scene.self])
+}
 
-    @Argument(help: "The receiver's host name or address.") var host: String
-    @Option(help: "The receiver's UDP port (RTP and RTCP share it).") var port = 5004
-    @Option(help: "The X display to capture (default: $DISPLAY).") var display: String?
-    @Option(help: "Frames per second.") var fps = 30
-    @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") var bitrate: Int?
-    @Option(help: "Frames between keyframes (default: 5 seconds' worth).") var keyint: Int?
-    @Option(help: "Scale to this size before encoding, e.g. 1280x720.") var size: String?
-    @Option(help: "Largest UDP payload in bytes.") var mtu = 1200
-    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") var keyFile: String
-    @Option(help: "Write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600, it holds the key).")
-    var sdp: String?
-    @Option(help: "Stop after this many seconds.") var duration: Double?
-    @Option(help: "Write the final counters and latency percentiles as JSON.") var statsJson: String?
+struct Send: ParsableCommand {
+    static let configuration = CommandText.send
+    @OptionGroup var options: SendOptions
 
     func run() throws {
+        let o = options
+        let (host, port, display, fps, bitrate, keyint, size, mtu, keyFile, sdp, duration, statsJson) =
+            (o.host, o.port, o.display, o.fps, o.bitrate, o.keyint, o.size, o.mtu, o.keyFile, o.sdp, o.duration, o.statsJson)
         let keying: SRTPKeyingMaterial
         do { keying = try KeyFile.read(keyFile) } catch { fail("\(error)") }
         var configuration = SenderConfiguration(host: host, keying: keying)

@@ -1,15 +1,15 @@
 import Foundation
-import ShareSRTP
+public import ShareSRTP
 
 /// The `--key-file` format: one line, `[SUITE ]inline:BASE64` or just the
 /// base64 key-salt (SDES inline form, RFC 4568). The file must not be
 /// readable by group or others; keys are never taken on the command line.
-enum KeyFile {
-    struct Problem: Error, CustomStringConvertible {
-        var description: String
+public enum KeyFile {
+    public struct Problem: Error, CustomStringConvertible {
+        public var description: String
     }
 
-    static func read(_ path: String) throws -> SRTPKeyingMaterial {
+    public static func read(_ path: String) throws -> SRTPKeyingMaterial {
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw Problem(description: "cannot read key file \(path): \(String(cString: strerror(errno)))")
@@ -38,7 +38,7 @@ enum KeyFile {
     }
 
     /// Writes fresh keying material with mode 0600, refusing to overwrite.
-    static func create(_ path: String, profile: SRTPProfile) throws {
+    public static func create(_ path: String, profile: SRTPProfile) throws {
         let keying = SRTPKeyingMaterial.random(profile: profile)
         let line = "\(profile.rawValue) inline:\(keying.inlineKeySalt())\n"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -53,7 +53,7 @@ enum KeyFile {
     }
 
     /// Writes text that contains a key (an SDP) with mode 0600.
-    static func writeSecret(_ text: String, to path: String) throws {
+    public static func writeSecret(_ text: String, to path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw Problem(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

@@ -1,0 +1,54 @@
+public import ArgumentParser
+
+/// Options of `share send`, parsed by the `share` dispatcher (to fail fast
+/// and print help) and again by `share-send`, which does the work.
+public struct SendOptions: ParsableArguments {
+    @Argument(help: "The receiver's host name or address.") public var host: String
+    @Option(help: "The receiver's UDP port (RTP and RTCP share it).") public var port = 5004
+    @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
+    @Option(help: "Frames per second.") public var fps = 30
+    @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
+    @Option(help: "Frames between keyframes (default: 5 seconds' worth).") public var keyint: Int?
+    @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
+    @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
+    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String
+    @Option(help: "Write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key).")
+    public var sdp: String?
+    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+
+    public init() {}
+}
+
+/// Options of `share recv`.
+public struct ReceiveOptions: ParsableArguments {
+    @Option(help: "UDP port to listen on (default 5004, or the SDP's).") public var port: Int?
+    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String?
+    @Option(help: "Receive what this SDP describes (another sender's stream, key included).") public var sdp: String?
+    @Option(help: "Show the picture on this X display (default: $DISPLAY).") public var display: String?
+    @Flag(help: "Do not open a window.") public var noWindow = false
+    @Option(help: "Record to this file without re-encoding (.mkv or .mp4; stays playable if interrupted).")
+    public var record: String?
+    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+
+    public init() {}
+}
+
+/// Options of `share scene`.
+public struct SceneOptions: ParsableArguments {
+    @Option(help: "The X display to draw on (default: $DISPLAY).") public var display: String?
+    @Option(help: "Frames per second.") public var fps = 30
+    @Option(help: "Stop after this many seconds.") public var duration: Double?
+
+    public init() {}
+}
+
+/// Command descriptions shared by the dispatcher and the tools.
+public enum CommandText {
+    public static let send = CommandConfiguration(commandName: "send", abstract: "Capture this X display and send it to a receiver.")
+    public static let receive = CommandConfiguration(commandName: "recv",
+                                                     abstract: "Receive a shared screen: show it, record it, or both.")
+    public static let scene = CommandConfiguration(
+        commandName: "scene", abstract: "Draw moving content (scrolling text, moving shapes) on a display, for demos and benchmarks.")
+}

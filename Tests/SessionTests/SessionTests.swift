@@ -1,0 +1,224 @@
+import ShareSRTP
+import ShareSession
+import ShareWire
+import TestSupport
+import Testing
+
+/// A synthetic H.264 access unit of `size` bytes (keyframes carry SPS/PPS).
+func accessUnit(_ n: Int, size: Int, keyframe: Bool) -> [UInt8] {
+    var au: [UInt8] = []
+    if keyframe { au += [0, 0, 0, 1, 0x67, 0x42, 0xC0, 0x1F, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80] }
+    au += [0, 0, 0, 1, keyframe ? 0x65 : 0x41]
+    au += (0..<size).map { UInt8(truncatingIfNeeded: ($0 &* 31 &+ n) % 250 + 4) }
+    return au
+}
+
+/// Sender and receiver sessions joined by an in-memory channel with a clock.
+final class Link {
+    let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+    let sender: VideoSendStream
+    let receiver: ReceiveSession
+    var now = MonotonicTime(nanoseconds: 1_000_000_000)
+    var toReceiver: [[UInt8]] = []
+    var toSender: [[UInt8]] = []
+    var frames: [AccessUnit] = []
+    var losses = 0
+    var feedback: [SenderFeedback] = []
+
+    init() throws {
+        sender = try VideoSendStream(configuration: .init(ssrc: 0xAAAA, cname: "sender"), keying: keying,
+                                     initialSequenceNumber: 65_500)
+        receiver = try ReceiveSession(configuration: .init(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96),
+                                      keying: keying)
+    }
+
+    func send(_ n: Int, size: Int = 5000, keyframe: Bool = false) throws {
+        try sender.send(accessUnit: accessUnit(n, size: size, keyframe: keyframe), rtpTimestamp: UInt32(n * 3000),
+                        captureTime: NTPTimestamp(unixNanoseconds: 1_700_000_000_000_000_000 + UInt64(n) * 33_000_000),
+                        isKeyframe: keyframe, now: now) { toReceiver.append(Array($0)) }
+    }
+
+    /// Delivers queued datagrams both ways, dropping those `drop` selects.
+    func deliver(drop: (Int, [UInt8]) -> Bool = { _, _ in false }) {
+        let batch = toReceiver
+        toReceiver.removeAll()
+        for (index, bytes) in batch.enumerated() where !drop(index, bytes) {
+            var datagram = PacketBuffer(bytes)
+            record(receiver.handle(datagram: &datagram, now: now) { toSender.append(Array($0)) })
+        }
+        record(receiver.poll(now: now) { toSender.append(Array($0)) })
+        let replies = toSender
+        toSender.removeAll()
+        for bytes in replies {
+            var datagram = PacketBuffer(bytes)
+            feedback += sender.handle(datagram: &datagram, now: now) { toReceiver.append(Array($0)) }
+        }
+    }
+
+    func advance(_ duration: Duration) {
+        now = now + duration
+    }
+
+    private func record(_ events: [ReceiveEvent]) {
+        for event in events {
+            switch event {
+            case .videoFrame(let unit): frames.append(unit)
+            case .videoLoss(let loss): losses += loss.frames
+            default: continue
+            }
+        }
+    }
+}
+
+@Suite("Send and receive sessions (sans-IO)")
+struct SessionTests {
+    @Test func framesArriveIntactWithCaptureTime() throws {
+        let link = try Link()
+        for n in 0..<20 {
+            try link.send(n, size: n == 0 ? 40_000 : 3000, keyframe: n == 0)
+            link.deliver()
+            link.advance(.milliseconds(33))
+        }
+        #expect(link.frames.count == 20)
+        #expect(link.frames.map { nalTypes($0.data) }.first == [7, 8, 5])
+        #expect(link.frames[0].data == accessUnit(0, size: 40_000, keyframe: true))
+        let ext = try #require(link.frames[5].headerExtension?.element(id: 1))
+        #expect(AbsoluteCaptureTime(ext)?.ntpTimestamp == NTPTimestamp(unixNanoseconds: 1_700_000_000_000_000_000 + 5 * 33_000_000))
+        #expect(link.receiver.statistics.authenticationFailures == 0)
+    }
+
+    /// A lost packet is NACKed, retransmitted from the sender's history and
+    /// the frame completes: nothing is lost end to end.
+    @Test func lostPacketIsRecoveredByNACK() throws {
+        let link = try Link()
+        try link.send(0, size: 20_000, keyframe: true)
+        link.deliver()
+        try link.send(1, size: 20_000)
+        link.deliver { index, _ in index == 3 }  // drop one packet of frame 1
+        #expect(link.frames.count == 1)
+        #expect(link.receiver.statistics.nacksSent == 1)
+        #expect(link.feedback.contains(.retransmitted(count: 1, missed: 0)))
+        link.deliver()  // the retransmission arrives
+        #expect(link.frames.count == 2)
+        #expect(link.frames[1].data == accessUnit(1, size: 20_000, keyframe: false))
+        #expect(link.losses == 0)
+        #expect(link.sender.statistics.retransmitted == 1)
+    }
+
+    /// When a retransmission is lost too, the jitter buffer gives up after its
+    /// delay, reports the loss and asks for a keyframe with a PLI, which the
+    /// sender turns into a keyframe request (rate limited).
+    @Test func unrecoverableLossRequestsKeyframe() throws {
+        let link = try Link()
+        try link.send(0, size: 10_000, keyframe: true)
+        link.deliver()
+        try link.send(1, size: 10_000)
+        try link.send(2, size: 10_000)
+        // Drop a packet of frame 1 and every later copy of it.
+        let victim = link.toReceiver[2]
+        link.deliver { _, bytes in bytes == victim }
+        for _ in 0..<12 {
+            link.advance(.milliseconds(20))
+            link.deliver { _, bytes in bytes == victim }
+        }
+        #expect(link.losses >= 1)
+        #expect(link.frames.count == 2, "frames 0 and 2 arrive; 1 cannot")
+        #expect(link.receiver.statistics.plisSent >= 1)
+        #expect(link.feedback.contains(.keyframeRequested))
+        #expect(link.sender.statistics.keyframeRequests == 1, "requests within 200 ms are folded into one")
+    }
+
+    @Test func receiverReportsGiveRoundTripAndLoss() throws {
+        let link = try Link()
+        for n in 0..<10 {
+            try link.send(n, size: 2000, keyframe: n == 0)
+            link.deliver()
+            link.sender.poll(now: link.now, wallClock: NTPTimestamp(unixNanoseconds: 1_700_000_000_000_000_000 + UInt64(n) * 100_000_000)) {
+                link.toReceiver.append(Array($0))
+            }
+            link.advance(.milliseconds(600))
+        }
+        let reports = link.feedback.compactMap { item -> Duration?? in
+            if case .receiverReport(_, let rtt) = item { return rtt }
+            return nil
+        }
+        #expect(reports.count >= 2)
+        // The in-memory channel has no delay: the RTT is the report's own age, under a report interval.
+        let rtt = try #require(link.sender.statistics.roundTrip)
+        #expect(rtt < .seconds(1))
+    }
+
+    @Test func goodbyeReachesTheReceiver() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.deliver()
+        link.sender.goodbye(reason: "done") { link.toReceiver.append(Array($0)) }
+        var sawBye = false
+        for bytes in link.toReceiver {
+            var datagram = PacketBuffer(bytes)
+            for case .goodbye(let ssrc) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
+                sawBye = ssrc == 0xAAAA
+            }
+        }
+        #expect(sawBye)
+    }
+
+    /// Hostile input: random bytes, replays and a stranger's key are counted
+    /// and dropped; the stream goes on.
+    @Test func hostileDatagramsAreCountedAndDropped() throws {
+        let link = try Link()
+        var rng = SeededGenerator(seed: 99)
+        try link.send(0, size: 3000, keyframe: true)
+        let genuine = link.toReceiver
+        link.deliver()
+        for _ in 0..<2000 {
+            var bytes = rng.bytes(Int.random(in: 0...1500, using: &rng))
+            if !bytes.isEmpty && Bool.random(using: &rng) { bytes[0] = 0x80 }
+            var datagram = PacketBuffer(bytes)
+            #expect(link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }).isEmpty)
+        }
+        for bytes in genuine {  // replays
+            var datagram = PacketBuffer(bytes)
+            #expect(link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }).isEmpty)
+        }
+        let stranger = try VideoSendStream(configuration: .init(ssrc: 0xAAAA, cname: "x"),
+                                           keying: .random(profile: .aes128CmHmacSha1_80))
+        try stranger.send(accessUnit: accessUnit(9, size: 3000, keyframe: true), rtpTimestamp: 1, captureTime: .init(rawValue: 0),
+                          isKeyframe: true, now: link.now) { bytes in
+            var datagram = PacketBuffer(bytes)
+            #expect(link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }).isEmpty)
+        }
+        let s = link.receiver.statistics
+        #expect(s.replays == genuine.count)
+        #expect(s.authenticationFailures + s.malformed >= 2000)
+        try link.send(1, size: 3000)
+        link.deliver()
+        #expect(link.frames.count == 2, "the genuine stream carries on")
+        // Feedback from a stranger to the sender is refused as well.
+        var forged = PacketBuffer(RTCPPacket.pictureLoss(PictureLossIndication(senderSSRC: 1, mediaSSRC: 0xAAAA)).serialized())
+        #expect(link.sender.handle(datagram: &forged, now: link.now, emit: { _ in }).isEmpty)
+        #expect(link.sender.statistics.rtcpRejected == 1)
+    }
+
+    @Test func nackTrackerRetriesThenGivesUp() {
+        var tracker = NACKTracker(retryInterval: .milliseconds(30), maxAttempts: 3, maxAge: .milliseconds(500))
+        var now = MonotonicTime.zero
+        tracker.received(10, now: now)
+        tracker.received(14, now: now)  // 11, 12, 13 missing
+        #expect(tracker.due(now: now) == [11, 12, 13])
+        #expect(tracker.due(now: now).isEmpty, "not again before the retry interval")
+        tracker.received(12, now: now)
+        now = now + .milliseconds(30)
+        #expect(tracker.due(now: now) == [11, 13])
+        now = now + .milliseconds(30)
+        #expect(tracker.due(now: now) == [11, 13])
+        now = now + .milliseconds(30)
+        #expect(tracker.due(now: now).isEmpty, "three attempts at most")
+        #expect(tracker.recovered == 1)
+        // A huge jump (a restart or a forged sequence) is not NACKed.
+        tracker.received(5000, now: now)
+        #expect(tracker.outstanding == 0)
+    }
+
+    private func nalTypes(_ data: [UInt8]) -> [UInt8] { AnnexB.nalUnits(in: data).map { data[$0.lowerBound] & 0x1F } }
+}
