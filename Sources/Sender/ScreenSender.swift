@@ -57,7 +57,8 @@ public final class ScreenSender: @unchecked Sendable {
             encoder = try H264Encoder(.init(width: encoded.width, height: encoded.height, fps: configuration.fps,
                                             bitrateKbps: configuration.bitrateKbps,
                                             keyframeInterval: configuration.keyframeInterval,
-                                            threads: configuration.encoderThreads))
+                                            threads: configuration.encoderThreads
+                                                ?? SenderConfiguration.defaultEncoderThreads(size: encoded, fps: configuration.fps)))
         } catch {
             throw .encoder(error.description)
         }

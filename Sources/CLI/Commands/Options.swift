@@ -11,6 +11,7 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Frames between keyframes (default: 5 seconds' worth).") public var keyint: Int?
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
     @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
+    @Option(help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
     @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String
     @Option(help: "Write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key).")
     public var sdp: String?

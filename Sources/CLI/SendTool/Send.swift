@@ -28,6 +28,7 @@ struct Send: ParsableCommand {
         configuration.bitrateKbps = bitrate
         configuration.keyframeInterval = keyint
         configuration.mtu = mtu
+        configuration.encoderThreads = o.threads
         if let size {
             guard let parsed = VideoSize(size) else { fail("--size \(size) is not WIDTHxHEIGHT (16 to 8192 each)") }
             configuration.size = parsed
