@@ -63,7 +63,7 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
     public init(profile: SRTPProfile, inline: some StringProtocol) throws(SRTPError) {
         let text = inline.hasPrefix("inline:") ? inline.dropFirst("inline:".count) : inline[...]
         let keySalt = text.split(separator: "|", omittingEmptySubsequences: false).first ?? ""
-        guard let decoded = Base64.decode(keySalt.trimmingWhitespace()) else {
+        guard let decoded = Base64.decode(keySalt.trimmingCharacters()) else {
             throw SRTPError(.badKey, detail: "the key is not valid base64")
         }
         try self.init(profile: profile, bytes: decoded)
@@ -83,13 +83,4 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
     public var description: String { "SRTPKeyingMaterial(\(profile.rawValue), key redacted)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["profile": profile]) }
-}
-
-extension StringProtocol {
-    func trimmingWhitespace() -> Substring {
-        var s = self[...]
-        while let c = s.first, c.isWhitespace { s = s.dropFirst() }
-        while let c = s.last, c.isWhitespace { s = s.dropLast() }
-        return Substring(s)
-    }
 }

@@ -198,7 +198,8 @@ public struct SessionDescription: Sendable, Equatable {
 }
 
 extension StringProtocol {
-    func trimmingCharacters() -> String {
+    /// The text without leading and trailing white space (no Foundation here).
+    package func trimmingCharacters() -> String {
         var s = self[...]
         while let c = s.first, c.isWhitespace { s = s.dropFirst() }
         while let c = s.last, c.isWhitespace { s = s.dropLast() }
