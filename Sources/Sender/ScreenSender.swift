@@ -71,7 +71,8 @@ public final class ScreenSender: @unchecked Sendable {
         } catch {
             throw .encryption(error.description)
         }
-        let description = Self.describe(encoder: encoder, configuration: configuration, destination: destination)
+        let description = Self.describe(encoder: encoder, configuration: configuration, destination: destination,
+                                        ssrc: streamConfiguration.ssrc)
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
                             sessionDescription: description)
@@ -84,7 +85,7 @@ public final class ScreenSender: @unchecked Sendable {
     /// The SDP for a receiver of this stream: H.264 packetization-mode 1
     /// with the parameter sets, rtcp-mux, capture-time extension, SDES key.
     static func describe(encoder: H264Encoder, configuration: SenderConfiguration,
-                         destination: SocketAddress) -> SessionDescription {
+                         destination: SocketAddress, ssrc: UInt32) -> SessionDescription {
         let sets = encoder.parameterSets()
         var fmtp: [(String, String)] = [("packetization-mode", "1")]
         if let sps = sets.first(where: { $0.first.map { $0 & 0x1F == 7 } ?? false }), sps.count >= 4 {
@@ -102,7 +103,7 @@ public final class ScreenSender: @unchecked Sendable {
             kind: .video, port: configuration.port, payloadType: configuration.payloadType, codec: "H264",
             clockRate: 90_000, formatParameters: fmtp,
             crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
-            extensions: [(1, AbsoluteCaptureTime.uri)])
+            extensions: [(1, AbsoluteCaptureTime.uri)], source: (ssrc, configuration.cname))
         return SessionDescription(connectionAddress: destination.host, media: [video])
     }
 

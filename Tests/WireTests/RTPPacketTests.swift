@@ -151,3 +151,48 @@ struct RTPPacketTests {
         #expect(AbsoluteCaptureTime([1, 2, 3][...]) == nil)
     }
 }
+
+@Suite("SDP (RFC 8866, RFC 4568 a=crypto, RFC 5576 a=ssrc)")
+struct SDPTests {
+    @Test func ourDescriptionRoundTrips() throws {
+        let video = MediaDescription(
+            kind: .video, port: 5004, payloadType: 96, codec: "H264", clockRate: 90_000,
+            formatParameters: [("packetization-mode", "1"), ("sprop-parameter-sets", "Z0LAH9oBQBboQAAAAwBAAAAPI8YMqA==,aM48gA==")],
+            crypto: ("AES_CM_128_HMAC_SHA1_80", "tUjbkhgJpzKlw7JozPCxOGK6sQhcbLgcadRCt1lx"),
+            extensions: [(1, AbsoluteCaptureTime.uri)], source: (0xDEAD_BEEF, "share"))
+        let sdp = SessionDescription(connectionAddress: "127.0.0.1", media: [video])
+        let text = sdp.serialized()
+        #expect(text.contains("m=video 5004 RTP/SAVP 96\r\n"))
+        #expect(text.contains("a=ssrc:3735928559 cname:share\r\n"))
+        let parsed = try SessionDescription(parsing: text)
+        #expect(parsed == sdp)
+        #expect(parsed.video?.parameterSets.map { $0[0] & 0x1F } == [7, 8])
+        #expect(parsed.video?.extensionID(AbsoluteCaptureTime.uri) == 1)
+    }
+
+    /// What ffmpeg's RTP muxer writes (-sdp_file): RTP/AVP with a=crypto, a=tool, LF endings.
+    @Test func parsesFFmpegSDP() throws {
+        let text = """
+            v=0
+            o=- 0 0 IN IP4 127.0.0.1
+            s=No Name
+            c=IN IP4 127.0.0.1
+            t=0 0
+            a=tool:libavformat LIBAVFORMAT_VERSION
+            m=video 5012 RTP/AVP 96
+            a=rtpmap:96 H264/90000
+            a=fmtp:96 packetization-mode=1
+            a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:tUjbkhgJpzKlw7JozPCxOGK6sQhcbLgcadRCt1lx
+            """
+        let video = try #require(try SessionDescription(parsing: text).video)
+        #expect(video.port == 5012 && video.payloadType == 96 && video.codec == "H264" && video.clockRate == 90_000)
+        #expect(video.crypto?.suite == "AES_CM_128_HMAC_SHA1_80")
+        #expect(video.parameter("packetization-mode") == "1")
+    }
+
+    @Test(arguments: ["", "v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n", "garbage line\r\n",
+                      "v=0\r\nm=video 5004 RTP/SAVP 96\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 nokey\r\n"])
+    func rejectsUnusable(text: String) {
+        #expect(throws: SDPError.self) { try SessionDescription(parsing: text) }
+    }
+}

@@ -37,11 +37,13 @@ public struct MediaDescription: Sendable, Equatable {
     /// a=extmap: id → URI.
     public var extensions: [(id: Int, uri: String)]
     public var rtcpMux: Bool
+    /// a=ssrc (RFC 5576): the sender's SSRC and CNAME, when announced.
+    public var source: (ssrc: UInt32, cname: String)?
 
     public init(kind: Kind, port: Int, transport: String = "RTP/SAVP", payloadType: UInt8, codec: String,
                 clockRate: Int, channels: Int? = nil, formatParameters: [(String, String)] = [],
                 crypto: (suite: String, keySalt: String)? = nil, extensions: [(id: Int, uri: String)] = [],
-                rtcpMux: Bool = true) {
+                rtcpMux: Bool = true, source: (ssrc: UInt32, cname: String)? = nil) {
         self.kind = kind
         self.port = port
         self.transport = transport
@@ -53,6 +55,7 @@ public struct MediaDescription: Sendable, Equatable {
         self.crypto = crypto
         self.extensions = extensions
         self.rtcpMux = rtcpMux
+        self.source = source
     }
 
     public func parameter(_ name: String) -> String? {
@@ -74,6 +77,7 @@ public struct MediaDescription: Sendable, Equatable {
             && a.formatParameters.elementsEqual(b.formatParameters) { $0 == $1 }
             && a.crypto?.suite == b.crypto?.suite && a.crypto?.keySalt == b.crypto?.keySalt
             && a.extensions.elementsEqual(b.extensions) { $0 == $1 } && a.rtcpMux == b.rtcpMux
+            && a.source?.ssrc == b.source?.ssrc && a.source?.cname == b.source?.cname
     }
 }
 
@@ -112,6 +116,7 @@ public struct SessionDescription: Sendable, Equatable {
             if m.rtcpMux { lines.append("a=rtcp-mux") }
             for ext in m.extensions { lines.append("a=extmap:\(ext.id) \(ext.uri)") }
             if let crypto = m.crypto { lines.append("a=crypto:1 \(crypto.suite) inline:\(crypto.keySalt)") }
+            if let source = m.source { lines.append("a=ssrc:\(source.ssrc) cname:\(source.cname)") }
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -183,6 +188,13 @@ public struct SessionDescription: Sendable, Equatable {
             let (id, uri) = rest.splitOnce(" ")
             if let number = Int(id.split(separator: "/").first ?? "") {
                 m.extensions.append((number, String(uri.split(separator: " ").first ?? "")))
+            }
+        case "ssrc":
+            // RFC 5576 §4.1: a=ssrc:<ssrc-id> <attribute>:<value>
+            let (id, attribute) = rest.splitOnce(" ")
+            if let ssrc = UInt32(id), m.source == nil {
+                let (name, value) = attribute.splitOnce(":")
+                m.source = (ssrc, name == "cname" ? value : "")
             }
         case "crypto":
             // RFC 4568 §9.1: a=crypto:<tag> <suite> inline:<key||salt>[|lifetime][|MKI:len]
