@@ -206,6 +206,53 @@ struct EndToEndTests {
         #expect(decode.status == 0, "\(decode.stderr)")
     }
 
+    /// A receiver that joins mid-stream cannot decode until a keyframe: it
+    /// sends PLI and the sender answers at once, long before the next
+    /// scheduled keyframe (5 s away by default).
+    @Test func lateReceiverGetsAKeyframeThroughPLI() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--duration", "6", "--stats-json", dir.path("send.json")])
+        sleep(2)
+        let received = try ShareBinary.run(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "3",
+                                            "--stats-json", dir.path("recv.json")], timeout: 15)
+        #expect(received.status == 0, "\(received.output)")
+        _ = sender.wait(timeout: 10)
+        let got = try readStats(dir.path("recv.json"))
+        let sent = try readStats(dir.path("send.json"))
+        #expect((got["keyframeRequests"] as? Int ?? 0) >= 1)
+        #expect((sent["keyframeRequests"] as? Int ?? 0) >= 1, "the sender honoured the PLI: \(sent)")
+        #expect((sent["keyframes"] as? Int ?? 0) >= 2)
+        // 3 s at 30 fps is 90 frames; at most a few are skipped before the keyframe arrives.
+        #expect((got["framesDecoded"] as? Int ?? 0) >= 80, "\(got)")
+        #expect((got["framesSkippedForKeyframe"] as? Int ?? 99) <= 5, "\(got)")
+    }
+
+    @Test func sigtermFinishesTheRecording() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let recording = dir.path("stopped.mp4")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--record",
+                                              recording, "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--duration", "6"])
+        sleep(3)
+        receiver.stop(signal: SIGTERM, timeout: 5)
+        let status = receiver.wait(timeout: 1)
+        #expect(status.status == 0, "a clean exit on SIGTERM: \(status.output)")
+        sender.stop(signal: SIGTERM, timeout: 5)
+        let stats = try readStats(dir.path("recv.json"))
+        let probe = try probeVideo(recording)
+        #expect(probe.videoFrames == stats["framesRecorded"] as? Int, "every frame written is in the file")
+        #expect(probe.videoFrames >= 70)
+    }
+
     @Test func wrongKeyAndStrangersAreDroppedAndCounted() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir, name: "right.key")
