@@ -57,6 +57,8 @@ let package = Package(
         // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
         .target(name: "ShareX11", dependencies: ["CXCB"], path: "Sources/X11", swiftSettings: strict),
 
+        // Audio: Opus (libopus) and PulseAudio capture and playback.
+        .target(name: "ShareAudio", dependencies: ["COpus", "CPulse"], path: "Sources/Audio", swiftSettings: strict),
         // RTP sessions, sans-IO: streams, RTCP feedback, retransmission, jitter buffer.
         .target(name: "ShareSession", dependencies: ["ShareWire", "ShareSRTP"], path: "Sources/Session",
                 swiftSettings: strict),
@@ -65,14 +67,14 @@ let package = Package(
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
-                dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareWire", "ShareSRTP", "ShareSession",
-                               "ShareTransport"],
+                dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
+                               "ShareSession", "ShareTransport"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
-                dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareWire", "ShareSRTP", "ShareSession",
-                               "ShareTransport"],
+                dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
+                               "ShareSession", "ShareTransport"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
@@ -111,6 +113,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareSRTP", "ShareWire", "TestSupport"],
                     path: "Tests/SessionTests", swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
+                    swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

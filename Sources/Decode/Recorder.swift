@@ -30,16 +30,25 @@ public final class Recorder {
     public let container: Container
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let stream: UnsafeMutablePointer<AVStream>
+    private var audioStreams: [UnsafeMutablePointer<AVStream>] = []
+    private var audioLastPTS: [Int64] = []
     private let packet: UnsafeMutablePointer<AVPacket>
-    private var firstTimestamp: Int64?
     private var lastPTS: Int64 = -1
-    private var pending: (accessUnit: [UInt8], timestamp: Int64, isKeyframe: Bool)?
-    private var lastDuration: Int64 = 3000
+    /// The held video frame, on the recording's timeline in microseconds.
+    private var pending: (accessUnit: [UInt8], time: Int64, isKeyframe: Bool)?
+    private var lastDuration: Int64 = 33_333
+    /// The first video frame's time: zero on the file's timeline.
+    private var origin: Int64?
     public private(set) var framesWritten = 0
+    public private(set) var audioPacketsWritten = 0
+    public var audioTrackCount: Int { audioStreams.count }
+    private static let microseconds = AVRational(num: 1, den: 1_000_000)
 
     /// Opens `path` for a `width` x `height` H.264 stream whose SPS and PPS
-    /// are `parameterSets` (Annex B extradata; MP4 gets avcC from it).
-    public init(path: String, width: Int, height: Int, parameterSets: [[UInt8]]) throws(LibAVError) {
+    /// are `parameterSets` (Annex B extradata; MP4 gets avcC from it) and
+    /// one Opus track per entry of `audioChannels`.
+    public init(path: String, width: Int, height: Int, parameterSets: [[UInt8]],
+                audioChannels: [Int] = []) throws(LibAVError) {
         _ = LibAVLogging.configured
         guard let container = Container(path: path) else {
             throw LibAVError(operation: "record", code: -1,
@@ -67,6 +76,33 @@ public final class Recorder {
         self.stream = stream
         self.packet = packet
         self.context = ctx
+        for channels in audioChannels {
+            guard let audio = avformat_new_stream(ctx, nil) else {
+                close(writeTrailer: false)
+                throw LibAVError(operation: "avformat_new_stream", code: -1, message: "out of memory")
+            }
+            let p = audio.pointee.codecpar!
+            p.pointee.codec_type = AVMEDIA_TYPE_AUDIO
+            p.pointee.codec_id = AV_CODEC_ID_OPUS
+            p.pointee.sample_rate = 48_000
+            av_channel_layout_default(&p.pointee.ch_layout, Int32(channels))
+            // RFC 7845 §5.1 identification header: "OpusHead", version 1,
+            // channels, pre-skip, 48000 Hz, gain 0, mapping family 0. The
+            // pre-skip is libopus's lookahead at 48 kHz (312 samples); with 0,
+            // libavcodec's native decoder garbles the first frames.
+            let preSkip = UInt16(312)
+            let head: [UInt8] = Array("OpusHead".utf8)
+                + [1, UInt8(channels), UInt8(preSkip & 0xFF), UInt8(preSkip >> 8), 0x80, 0xBB, 0, 0, 0, 0, 0]
+            p.pointee.initial_padding = Int32(preSkip)
+            if let buffer = av_mallocz(head.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) {
+                head.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                p.pointee.extradata = buffer.assumingMemoryBound(to: UInt8.self)
+                p.pointee.extradata_size = Int32(head.count)
+            }
+            audio.pointee.time_base = AVRational(num: 1, den: 48_000)
+            audioStreams.append(audio)
+            audioLastPTS.append(-1)
+        }
         do {
             try LibAVError.check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open \(path)")
             var options: OpaquePointer?
@@ -85,26 +121,52 @@ public final class Recorder {
 
     deinit { close(writeTrailer: true) }
 
-    /// Records one access unit with its 90 kHz RTP timestamp (unwrapped);
-    /// the previous one is flushed to the file now that its duration is known.
-    public func write(accessUnit: [UInt8], timestamp90kHz: Int64, isKeyframe: Bool) throws(LibAVError) {
+    /// Records one access unit at `time` microseconds (any origin, the same
+    /// for every track: the first video frame becomes zero); the previous one
+    /// is flushed now that its duration is known.
+    public func writeVideo(accessUnit: [UInt8], time absolute: Int64, isKeyframe: Bool) throws(LibAVError) {
         guard context != nil else { throw LibAVError(operation: "write", code: -1, message: "recording is closed") }
+        let start = origin ?? absolute
+        origin = start
+        let time = absolute - start
         if let previous = pending {
-            let duration = timestamp90kHz - previous.timestamp
+            let duration = time - previous.time
             if duration > 0 { lastDuration = duration }
-            try flush(previous.accessUnit, timestamp: previous.timestamp, duration: max(duration, 1),
-                      isKeyframe: previous.isKeyframe)
+            try flushVideo(previous.accessUnit, time: previous.time, duration: max(duration, 1), isKeyframe: previous.isKeyframe)
         }
-        pending = (accessUnit, timestamp90kHz, isKeyframe)
+        pending = (accessUnit, time, isKeyframe)
     }
 
-    private func flush(_ accessUnit: [UInt8], timestamp timestamp90kHz: Int64, duration: Int64,
-                       isKeyframe: Bool) throws(LibAVError) {
+    /// The same with a 90 kHz RTP timestamp (unwrapped) as the time.
+    public func write(accessUnit: [UInt8], timestamp90kHz: Int64, isKeyframe: Bool) throws(LibAVError) {
+        try writeVideo(accessUnit: accessUnit, time: timestamp90kHz * 100 / 9, isKeyframe: isKeyframe)
+    }
+
+    /// Writes one Opus packet of `track` covering `samples` (48 kHz) from
+    /// `time` microseconds, and flushes it. Packets before the start are dropped.
+    public func writeAudio(track: Int, packet opus: ArraySlice<UInt8>, time absolute: Int64, samples: Int) throws(LibAVError) {
+        guard let context, let origin, track < audioStreams.count, !opus.isEmpty else { return }
+        let time = absolute - origin
+        guard time >= 0 else { return }
+        let audio = audioStreams[track]
+        var pts = av_rescale_q(time, Self.microseconds, audio.pointee.time_base)
+        if pts <= audioLastPTS[track] { pts = audioLastPTS[track] + 1 }
+        audioLastPTS[track] = pts
+        try LibAVError.check(av_new_packet(packet, Int32(opus.count)), "av_new_packet")
+        defer { av_packet_unref(packet) }
+        opus.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
+        packet.pointee.pts = pts
+        packet.pointee.dts = pts
+        packet.pointee.duration = av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), audio.pointee.time_base)
+        packet.pointee.stream_index = audio.pointee.index
+        packet.pointee.flags |= AV_PKT_FLAG_KEY
+        try LibAVError.check(av_write_frame(context, packet), "av_write_frame audio")
+        audioPacketsWritten += 1
+    }
+
+    private func flushVideo(_ accessUnit: [UInt8], time: Int64, duration: Int64, isKeyframe: Bool) throws(LibAVError) {
         guard let context else { throw LibAVError(operation: "write", code: -1, message: "recording is closed") }
-        let first = firstTimestamp ?? timestamp90kHz
-        firstTimestamp = first
-        let clock = AVRational(num: 1, den: 90_000)
-        var pts = av_rescale_q(timestamp90kHz - first, clock, stream.pointee.time_base)
+        var pts = av_rescale_q(time, Self.microseconds, stream.pointee.time_base)
         if pts <= lastPTS { pts = lastPTS + 1 }  // a muxer refuses non-increasing timestamps
         lastPTS = pts
         try LibAVError.check(av_new_packet(packet, Int32(accessUnit.count)), "av_new_packet")
@@ -112,7 +174,7 @@ public final class Recorder {
         accessUnit.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
         packet.pointee.pts = pts
         packet.pointee.dts = pts
-        packet.pointee.duration = max(1, av_rescale_q(duration, clock, stream.pointee.time_base))
+        packet.pointee.duration = max(1, av_rescale_q(duration, Self.microseconds, stream.pointee.time_base))
         packet.pointee.stream_index = stream.pointee.index
         if isKeyframe { packet.pointee.flags |= AV_PKT_FLAG_KEY }
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame")
@@ -129,7 +191,7 @@ public final class Recorder {
         guard let context else { return }
         if writeTrailer, let last = pending {
             pending = nil
-            try? flush(last.accessUnit, timestamp: last.timestamp, duration: lastDuration, isKeyframe: last.isKeyframe)
+            try? flushVideo(last.accessUnit, time: last.time, duration: lastDuration, isKeyframe: last.isKeyframe)
         }
         if writeTrailer && context.pointee.pb != nil { av_write_trailer(context) }
         if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }

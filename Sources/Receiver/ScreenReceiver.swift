@@ -1,4 +1,5 @@
 import Dispatch
+internal import ShareAudio
 internal import ShareColor
 internal import ShareDecode
 public import ShareSRTP
@@ -28,6 +29,10 @@ public struct ReceiverConfiguration: Sendable {
     public var captureTimeExtensionID: UInt8? = 1
     public var reorderDelay: Duration = .milliseconds(100)
     public var cname = "share-recv"
+    /// Play received audio through PulseAudio.
+    public var playAudio = true
+    /// Payload types carrying Opus.
+    public var audioPayloadTypes: Set<UInt8> = [111]
 
     public init(keying: SRTPKeyingMaterial) { self.keying = keying }
 }
@@ -39,6 +44,8 @@ public enum ReceiverEvent: Sendable {
     case firstFrame(width: Int, height: Int)
     /// The sender said BYE.
     case senderLeft
+    /// Something degraded without stopping (no sound server for playback).
+    case warning(String)
     case finished(ReceiverError?)
 }
 
@@ -84,6 +91,7 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var height = 0
     /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
     public var captureToDisplay = LatencySummary()
+    public var audio = AudioStatistics()
 
     public init() {}
 
@@ -166,10 +174,61 @@ public final class ScreenReceiver: @unchecked Sendable {
         var pixels: [UInt8] = []
         var latency = LatencyRecorder()
         var waitingForKeyframe = true
-        var timestamps = TimestampUnwrapper()
         var local = ReceiverStatistics()
         let began = monotonicNow()
-        defer { recorder?.finish() }
+        var tracks: [UInt32: AudioTrack] = [:]
+        var trackOrder: [UInt32] = []
+        var player: AudioPlayer?
+        var playerFailed = !configuration.playAudio
+        var clocks = ClockMapping()
+        var timeline = Timeline()
+        var firstPacketAt: UInt64?
+        var firstAudioAt: UInt64?
+        var preroll = Preroll()
+        defer {
+            recorder?.finish()
+            player?.stop()
+        }
+
+        /// The sender-clock capture time (Unix microseconds) of a packet:
+        /// its abs-capture-time, else its stream's sender report, else arrival.
+        func captureMicroseconds(extension header: RTPHeaderExtension?, ssrc: UInt32, timestamp: UInt32,
+                                 clockRate: Int) -> Int64 {
+            if let id = configuration.captureTimeExtensionID, let data = header?.element(id: id),
+               let capture = AbsoluteCaptureTime(data) {
+                return Int64(capture.ntpTimestamp.unixNanoseconds / 1000)
+            }
+            if let mapped = clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
+                return mapped / 1000
+            }
+            return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
+        }
+
+        func startRecording(path: String) throws(ReceiverError) {
+            guard let keyframe = preroll.firstKeyframe else { return }
+            do {
+                recorder = try Recorder(path: path, width: keyframe.width, height: keyframe.height,
+                                        parameterSets: Self.parameterSets(of: keyframe.data),
+                                        audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
+            } catch {
+                throw .recording(error.description)
+            }
+            for item in preroll.drain() { try write(item) }
+        }
+
+        func write(_ item: Preroll.Item) throws(ReceiverError) {
+            guard let recorder else { return }
+            do {
+                switch item {
+                case .video(let data, let time, let key, _, _):
+                    try recorder.writeVideo(accessUnit: data, time: time, isKeyframe: key)
+                case .audio(let track, let payload, let time, let samples):
+                    try recorder.writeAudio(track: track, packet: payload, time: time, samples: samples)
+                }
+            } catch {
+                throw .recording(error.description)
+            }
+        }
 
         func reply(_ bytes: ArraySlice<UInt8>) {
             if let peer { socket.send(bytes, to: peer) }
@@ -185,6 +244,7 @@ public final class ScreenReceiver: @unchecked Sendable {
             var received: [ReceiveEvent] = []
             let now = MonotonicTime(nanoseconds: monotonicNow())
             if let source {
+                if firstPacketAt == nil { firstPacketAt = monotonicNow() }
                 datagram.removeAll()
                 datagram.append(slice: buffer[0..<count])
                 let authenticatedBefore = session.statistics.rtpPackets + session.statistics.rtcpPackets
@@ -234,30 +294,88 @@ public final class ScreenReceiver: @unchecked Sendable {
                         let captured = capture.ntpTimestamp.unixNanoseconds
                         latency.record(milliseconds: (Double(shownAt) - Double(captured)) / 1e6)
                     }
-                    if let path = configuration.recordPath {
-                        do {
-                            if recorder == nil && unit.isKeyframe {
-                                recorder = try Recorder(path: path, width: picture.width, height: picture.height,
-                                                        parameterSets: Self.parameterSets(of: unit.data))
-                            }
-                            if let recorder {
-                                try recorder.write(accessUnit: unit.data, timestamp90kHz: timestamps.unwrap(unit.timestamp),
-                                                   isKeyframe: unit.isKeyframe)
-                                local.framesRecorded = recorder.framesWritten
-                            }
-                        } catch {
-                            return .recording(error.description)
+                    if configuration.recordPath != nil {
+                        let time = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
+                                                       timestamp: unit.timestamp, clockRate: 90_000)
+                        let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
+                        if recorder != nil {
+                            try? write(item)
+                        } else {
+                            preroll.add(item)
                         }
+                        local.framesRecorded = recorder?.framesWritten ?? 0
                     }
                 case .videoLoss:
                     // Freeze rather than smear: decode again from the next keyframe.
                     waitingForKeyframe = true
                 case .goodbye(let ssrc) where ssrc == session.senderSSRC:
                     events(.senderLeft)
+                case .senderReport(let ssrc, let report):
+                    clocks.update(ssrc: ssrc, report: report)
+                case .otherPacket(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
+                    if tracks[packet.ssrc] == nil {
+                        // A new stream after the recording started cannot join its file.
+                        guard let track = try? AudioTrack(ssrc: packet.ssrc, firstPacket: packet.payload,
+                                                          index: trackOrder.count) else { continue }
+                        tracks[packet.ssrc] = track
+                        trackOrder.append(packet.ssrc)
+                        if firstAudioAt == nil { firstAudioAt = monotonicNow() }
+                    }
+                    guard let track = tracks[packet.ssrc] else { continue }
+                    let pcm = track.decode(packet)
+                    if !playerFailed && !pcm.isEmpty {
+                        if player == nil {
+                            do {
+                                player = try AudioPlayer()
+                            } catch {
+                                playerFailed = true
+                                events(.warning("no audio playback (\(error)); use --no-audio to silence this"))
+                            }
+                        }
+                        for frame in pcm { player?.play(frame) }
+                        if let failure = player?.failure.withLock({ $0 }) {
+                            playerFailed = true
+                            player = nil
+                            events(.warning("audio playback stopped: \(failure); video goes on"))
+                        }
+                    }
+                    if configuration.recordPath != nil, recorder == nil || track.index < (recorder?.audioTrackCount ?? 0) {
+                        let samples = (try? OpusPacketInfo(packet: packet.payload).samples) ?? 960
+                        let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                                           timestamp: packet.timestamp, clockRate: 48_000)
+                        let time = track.timeline.time(rtp: packet.timestamp, captured: captured)
+                        let item = Preroll.Item.audio(track.index, packet.payload, time, samples)
+                        if recorder != nil { try? write(item) } else { preroll.add(item) }
+                    }
                 default:
                     continue
                 }
             }
+            // A file cannot gain tracks later, so the recording opens once the
+            // audio streams have shown up (200 ms after the first, as `both`
+            // sends two) or after 2 s without audio; until then frames wait
+            // in the pre-roll from the first keyframe on, so none is lost.
+            if let path = configuration.recordPath, recorder == nil, let first = firstPacketAt,
+               preroll.firstKeyframe != nil {
+                let now = monotonicNow()
+                let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
+                if audioSettled || now - first > 2_000_000_000 {
+                    do { try startRecording(path: path) } catch { return error }
+                }
+            }
+            var audio = AudioStatistics()
+            for track in tracks.values {
+                let t = track.statistics
+                audio.packetsReceived += t.packetsReceived
+                audio.packetsLost += t.packetsLost
+                audio.framesRecoveredByFEC += t.framesRecoveredByFEC
+                audio.framesConcealed += t.framesConcealed
+                audio.packetsLate += t.packetsLate
+            }
+            audio.streams = tracks.count
+            audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
+            audio.framesDroppedForPlayback = player?.framesDropped ?? 0
+            local.audio = audio
             let s = session.statistics
             local.elapsedSeconds = Double(monotonicNow() - began) / 1e9
             local.datagrams = s.datagrams
@@ -275,6 +393,7 @@ public final class ScreenReceiver: @unchecked Sendable {
         }
         recorder?.finish()
         local.framesRecorded = recorder?.framesWritten ?? local.framesRecorded
+        local.audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
         local.captureToDisplay = latency.summary
         stats.withLock { $0 = local }
         return nil
@@ -298,6 +417,56 @@ public final class ScreenReceiver: @unchecked Sendable {
             let type = $0[0] & 0x1F
             return type == H264NALType.sps || type == H264NALType.pps
         }
+    }
+}
+
+/// Video and audio that arrive before the recording starts: kept from the
+/// first keyframe on, written in order once the file is opened.
+struct Preroll {
+    enum Item {
+        case video([UInt8], Int64, Bool, Int, Int)
+        case audio(Int, ArraySlice<UInt8>, Int64, Int)
+    }
+
+    private var items: [Item] = []
+
+    var firstKeyframe: (data: [UInt8], width: Int, height: Int)? {
+        for case .video(let data, _, true, let width, let height) in items { return (data, width, height) }
+        return nil
+    }
+
+    mutating func add(_ item: Item) {
+        if case .video(_, _, let key, _, _) = item, !key, firstKeyframe == nil { return }
+        items.append(item)
+        // Never more than a few seconds: a sender that never sends a keyframe
+        // must not grow the receiver.
+        if items.count > 2000 { items.removeFirst(items.count - 2000) }
+    }
+
+    mutating func drain() -> [Item] {
+        defer { items.removeAll() }
+        func time(_ item: Item) -> Int64 {
+            switch item {
+            case .video(_, let t, _, _, _): t
+            case .audio(_, _, let t, _): t
+            }
+        }
+        return items.sorted { time($0) < time($1) }
+    }
+}
+
+/// Sender-clock estimates for streams with neither capture times nor sender
+/// reports yet: the first packet's arrival anchors the stream's RTP clock.
+struct Timeline {
+    private var anchors: [UInt32: (timestamp: UInt32, arrival: Int64)] = [:]
+
+    mutating func estimate(ssrc: UInt32, timestamp: UInt32, clockRate: Int, arrival: Int64) -> Int64 {
+        guard let anchor = anchors[ssrc] else {
+            anchors[ssrc] = (timestamp, arrival)
+            return arrival
+        }
+        let ticks = Int64(Int32(bitPattern: timestamp &- anchor.timestamp))
+        return anchor.arrival + ticks * 1_000_000 / Int64(max(clockRate, 1))
     }
 }
 

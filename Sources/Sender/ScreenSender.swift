@@ -1,4 +1,5 @@
 import Dispatch
+internal import ShareAudio
 internal import ShareColor
 internal import ShareSRTP
 internal import ShareSession
@@ -19,7 +20,7 @@ public final class ScreenSender: @unchecked Sendable {
     private let capturer: ScreenCapturer
     private let encoder: H264Encoder
     private let socket: UDPSocket
-    private let stream: Mutex<VideoSendStream>
+    private let stream: Mutex<SendStream>
     private let mailbox = Mutex<FrameLease?>(nil)
     private let frameReady = DispatchSemaphore(value: 0)
     private let state = Atomic<Int>(State.idle.rawValue)
@@ -30,6 +31,40 @@ public final class ScreenSender: @unchecked Sendable {
     private var events: (@Sendable (SenderEvent) -> Void)?
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
     private let startTime = Mutex<(mono: UInt64, cpu: Duration)>((0, .zero))
+    private let audio: [AudioChannel]
+    /// Audio inputs that could not start (video goes on without them).
+    public let audioWarnings: [String]
+
+    /// One running audio stream: its reader, encoder and RTP stream.
+    final class AudioChannel: @unchecked Sendable {
+        let input: AudioInput
+        let reader: AudioReader
+        let encoder: OpusEncoder
+        let stream: Mutex<SendStream>
+        let timestampBase = UInt32.random(in: 0...UInt32.max)
+        let ssrc: UInt32
+
+        init(input: AudioInput, keying: SRTPKeyingMaterial, payloadType: UInt8, cname: String) throws(SenderError) {
+            self.input = input
+            reader = try AudioReader(input)
+            do {
+                encoder = try OpusEncoder(channels: reader.channels, content: input.isVoice ? .voice : .music,
+                                          bitrate: input.bitrate)
+            } catch {
+                throw .audio("\(input.label): \(error)")
+            }
+            ssrc = UInt32.random(in: 1...UInt32.max)
+            var configuration = SendStream.Configuration(ssrc: ssrc, cname: cname)
+            configuration.payloadType = payloadType
+            configuration.clockRate = 48_000
+            configuration.historyPackets = 64
+            do {
+                stream = Mutex(try SendStream(configuration: configuration, keying: keying))
+            } catch {
+                throw .encryption(error.description)
+            }
+        }
+    }
 
     private enum State: Int {
         case idle, running, paused, stopping, finished
@@ -62,17 +97,38 @@ public final class ScreenSender: @unchecked Sendable {
         } catch {
             throw .encoder(error.description)
         }
-        var streamConfiguration = VideoSendStream.Configuration(ssrc: UInt32.random(in: 1...UInt32.max),
+        var streamConfiguration = SendStream.Configuration(ssrc: UInt32.random(in: 1...UInt32.max),
                                                                 cname: configuration.cname)
         streamConfiguration.mtu = configuration.mtu
         streamConfiguration.payloadType = configuration.payloadType
         do {
-            stream = Mutex(try VideoSendStream(configuration: streamConfiguration, keying: configuration.keying))
+            stream = Mutex(try SendStream(configuration: streamConfiguration, keying: configuration.keying))
         } catch {
             throw .encryption(error.description)
         }
-        let description = Self.describe(encoder: encoder, configuration: configuration, destination: destination,
+        var channels: [AudioChannel] = []
+        var warnings: [String] = []
+        for input in configuration.audio {
+            do {
+                channels.append(try AudioChannel(input: input, keying: configuration.keying,
+                                                 payloadType: configuration.audioPayloadType, cname: configuration.cname))
+            } catch {
+                warnings.append("\(error); sending without \(input.label)")
+            }
+        }
+        audio = channels
+        audioWarnings = warnings
+        var description = Self.describe(encoder: encoder, configuration: configuration, destination: destination,
                                         ssrc: streamConfiguration.ssrc)
+        for channel in channels {
+            // RFC 7587 §7: opus/48000/2 always; stereo=1 says what we send.
+            description.media.append(MediaDescription(
+                kind: .audio, port: configuration.port, payloadType: configuration.audioPayloadType, codec: "opus",
+                clockRate: 48_000, channels: 2,
+                formatParameters: [("minptime", "10"), ("useinbandfec", "1"), ("stereo", channel.reader.channels == 2 ? "1" : "0")],
+                crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+                extensions: [(1, AbsoluteCaptureTime.uri)], source: (channel.ssrc, configuration.cname)))
+        }
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
                             sessionDescription: description)
@@ -120,7 +176,15 @@ public final class ScreenSender: @unchecked Sendable {
                 group.leave()
             }
         }
+        for channel in audio {
+            group.enter()
+            DispatchQueue(label: "share.sender.audio", qos: .userInteractive).async { [self] in
+                audioLoop(channel)
+                group.leave()
+            }
+        }
         events(.started(setup))
+        for warning in audioWarnings { events(.warning(warning)) }
     }
 
     /// Stops capturing until `resume`; the stream stays open.
@@ -169,6 +233,7 @@ public final class ScreenSender: @unchecked Sendable {
             group.wait()
             let reason = error.map { "error: \($0)" } ?? "sender stopped"
             stream.withLock { $0.goodbye(reason: String(reason.prefix(200))) { socket.send($0) } }
+            for channel in audio { channel.stream.withLock { $0.goodbye(reason: String(reason.prefix(200))) { socket.send($0) } } }
             updateStatistics()
             state.store(State.finished.rawValue, ordering: .sequentiallyConsistent)
             events?(.finished(error))
@@ -300,8 +365,41 @@ public final class ScreenSender: @unchecked Sendable {
                 finish(with: .transport(error.description))
                 return
             }
-            let wall = NTPTimestamp(unixNanoseconds: Clock.wall())
-            stream.withLock { _ = $0.poll(now: MonotonicTime(nanoseconds: Clock.monotonic()), wallClock: wall) { socket.send($0) } }
+            let later = MonotonicTime(nanoseconds: Clock.monotonic())
+            stream.withLock { _ = $0.poll(now: later) { socket.send($0) } }
+            for channel in audio { channel.stream.withLock { _ = $0.poll(now: later) { socket.send($0) } } }
+        }
+    }
+
+    // MARK: audio threads
+
+    /// Reads, encodes and sends one audio stream, 20 ms at a time. It never
+    /// touches the video path: a stalled or vanished audio server stops only
+    /// this stream, with one warning.
+    private func audioLoop(_ channel: AudioChannel) {
+        var samples: UInt32 = 0
+        while isActive {
+            let frame: (pcm: [Int16], captured: CaptureInstant)
+            do {
+                frame = try channel.reader.read()
+            } catch {
+                events?(.warning("\(channel.input.label) stopped: \(error); video goes on"))
+                return
+            }
+            guard state.load(ordering: .relaxed) == State.running.rawValue else { continue }
+            let timestamp = channel.timestampBase &+ samples
+            samples &+= UInt32(OpusFormat.frameSamples)
+            do {
+                let packet = try channel.encoder.encode(frame.pcm)
+                try channel.stream.withLock { stream throws(SRTPError) in
+                    try stream.send(payload: packet, rtpTimestamp: timestamp,
+                                    captureTime: NTPTimestamp(unixNanoseconds: frame.captured.wall),
+                                    now: MonotonicTime(nanoseconds: frame.captured.monotonic)) { socket.send($0) }
+                }
+            } catch {
+                events?(.warning("\(channel.input.label) stopped: \(error); video goes on"))
+                return
+            }
         }
     }
 
@@ -320,7 +418,11 @@ public final class ScreenSender: @unchecked Sendable {
         let streamStats = stream.withLock { $0.statistics }
         let (captured, droppedPool) = (capturer.captured, capturer.droppedForPool)
         let drops = socket.sendDrops
+        let audioPackets = audio.reduce(0) { sum, channel in sum + channel.stream.withLock { $0.statistics.packets } }
+        let audioCount = audio.count
         stats.withLock { s in
+            s.audioPacketsSent = audioPackets
+            s.audioStreams = audioCount
             s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
             s.cpuSeconds = cpu.seconds
             s.framesCaptured = captured

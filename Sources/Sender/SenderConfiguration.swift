@@ -54,6 +54,9 @@ public struct SenderConfiguration: Sendable {
     public var encoderThreads: Int?
     public var cname: String = "share"
     public var payloadType: UInt8 = 96
+    /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
+    public var audio: [AudioInput] = []
+    public var audioPayloadType: UInt8 = 111
 
     public init(host: String, keying: SRTPKeyingMaterial) {
         self.host = host
@@ -79,6 +82,8 @@ public enum SenderEvent: Sendable {
     case resumed
     /// The sender stopped: nil after `stop()`, or the error that ended it.
     case finished(SenderError?)
+    /// Something degraded without stopping the stream (an audio source went away).
+    case warning(String)
 }
 
 /// Why the sender could not start or had to stop.
@@ -88,6 +93,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
     case encoder(String)
     case transport(String)
     case encryption(String)
+    case audio(String)
 
     public var description: String {
         switch self {
@@ -96,6 +102,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
         case .encoder(let m): "encoder: \(m)"
         case .transport(let m): "network: \(m)"
         case .encryption(let m): "encryption: \(m)"
+        case .audio(let m): "audio: \(m)"
         }
     }
 }
@@ -111,6 +118,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var framesEncoded = 0
     public var keyframes = 0
     public var packetsSent = 0
+    /// Opus packets sent, over every audio stream.
+    public var audioPacketsSent = 0
+    public var audioStreams = 0
     public var bytesSent = 0
     public var packetsRetransmitted = 0
     public var keyframeRequests = 0

@@ -7,7 +7,7 @@ import Testing
 @Suite("End to end: share, ffmpeg and GStreamer over SRTP", .serialized)
 struct EndToEndTests {
     /// A display of `width` x `height` with the demo scene moving on it.
-    final class Screen {
+    final class Screen: @unchecked Sendable {
         let display: VirtualDisplay
         let scene: ChildProcess
         init(width: Int = 1280, height: Int = 720) throws {

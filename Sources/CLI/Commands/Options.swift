@@ -13,6 +13,11 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
     @Option(help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
     @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String
+    @Option(help: "Audio to send: system, mic, both (two streams, not mixed) or none (default: system when a PulseAudio server answers).")
+    public var audio: String?
+    @Option(help: "Send this PulseAudio source instead (a name from `pactl list short sources`).") public var audioSource: String?
+    @Option(help: "Send this 16-bit 48 kHz WAV file as audio, looped.") public var audioFile: String?
+    @Option(help: "Send a sine tone of this frequency as audio.") public var audioTone: Double?
     @Option(help: "Write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key).")
     public var sdp: String?
     @Option(help: "Stop after this many seconds.") public var duration: Double?
@@ -28,6 +33,7 @@ public struct ReceiveOptions: ParsableArguments {
     @Option(help: "Receive what this SDP describes (another sender's stream, key included).") public var sdp: String?
     @Option(help: "Show the picture on this X display (default: $DISPLAY).") public var display: String?
     @Flag(help: "Do not open a window.") public var noWindow = false
+    @Flag(help: "Do not play the audio (it is still recorded).") public var noAudio = false
     @Option(help: "Record to this file without re-encoding (.mkv or .mp4; stays playable if interrupted).")
     public var record: String?
     @Option(help: "Stop after this many seconds.") public var duration: Double?

@@ -35,6 +35,10 @@ struct Receive: ParsableCommand {
             }
         }
         let video = description?.video
+        if keying == nil, let crypto = description?.media.compactMap(\.crypto).first {
+            guard let profile = SRTPProfile(name: crypto.suite) else { fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite)") }
+            do { keying = try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
+        }
         if let video {
             guard video.codec.uppercased() == "H264" else { fail("SDP \(sdp!): video codec \(video.codec) is not H264") }
             sdpPort = video.port
@@ -52,6 +56,10 @@ struct Receive: ParsableCommand {
         configuration.display = display
         configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
         configuration.recordPath = record
+        configuration.playAudio = !o.noAudio
+        for audio in description?.audio ?? [] where audio.codec.lowercased() == "opus" {
+            configuration.audioPayloadTypes.insert(audio.payloadType)
+        }
         if let video {
             configuration.videoPayloadType = video.payloadType
             configuration.parameterSets = video.parameterSets
@@ -66,6 +74,7 @@ struct Receive: ParsableCommand {
             case .listening(let port): note("listening on UDP port \(port)")
             case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
             case .senderLeft: note("the sender ended the stream")
+            case .warning(let message): note(message)
             case .finished(let error):
                 if let error { note("\(error)") }
                 stop.fire("finished")
@@ -88,6 +97,8 @@ struct Receive: ParsableCommand {
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed
             capture to display: \(s.captureToDisplay.text)
+            audio: \(s.audio.streams) streams, \(s.audio.packetsReceived) packets, \(s.audio.packetsLost) lost, \
+            \(s.audio.framesRecoveredByFEC) recovered by FEC, \(s.audio.framesConcealed) concealed, \(s.audio.packetsRecorded) recorded
             """)
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = receiver.error { fail("\(error)") }

@@ -33,6 +33,7 @@ struct Send: ParsableCommand {
             guard let parsed = VideoSize(size) else { fail("--size \(size) is not WIDTHxHEIGHT (16 to 8192 each)") }
             configuration.size = parsed
         }
+        do { configuration.audio = try audioInputs(o) } catch { fail("\(error)") }
         let sender: ScreenSender
         do { sender = try ScreenSender(configuration: configuration) } catch { fail("\(error)") }
         let setup = sender.setup
@@ -41,10 +42,18 @@ struct Send: ParsableCommand {
         }
         let stop = StopSignal(duration: duration)
         sender.start { event in
-            if case .finished(let error?) = event {
+            switch event {
+            case .finished(let error?):
                 note("\(error)")
                 stop.fire("error")
+            case .warning(let message):
+                note(message)
+            default:
+                break
             }
+        }
+        for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
+            note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
         note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
         let status = StatusLine()
@@ -66,8 +75,36 @@ struct Send: ParsableCommand {
             cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
             capture to send: \(s.captureToSend.text)
+            audio: \(s.audioStreams) streams, \(s.audioPacketsSent) packets
             """)
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
     }
+}
+
+/// The audio streams `--audio`, `--audio-source`, `--audio-file` and
+/// `--audio-tone` ask for.
+func audioInputs(_ o: SendOptions) throws -> [AudioInput] {
+    if let path = o.audioFile { return [AudioInput(source: .file(path))] }
+    if let hertz = o.audioTone {
+        guard hertz > 0 && hertz < 24_000 else { throw UsageError("--audio-tone \(hertz) is not between 0 and 24000 Hz") }
+        return [AudioInput(source: .tone(hertz: hertz))]
+    }
+    if let name = o.audioSource { return [AudioInput(source: .named(name))] }
+    switch o.audio?.lowercased() {
+    case nil:
+        if AudioInput.pulseAudioAvailable { return [AudioInput(source: .system)] }
+        note("no PulseAudio server answers: sending video only (--audio none to say so)")
+        return []
+    case "system": return [AudioInput(source: .system)]
+    case "mic", "microphone": return [AudioInput(source: .microphone)]
+    case "both": return [AudioInput(source: .system), AudioInput(source: .microphone)]
+    case "none": return []
+    default: throw UsageError("--audio \(o.audio!) is not system, mic, both or none")
+    }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

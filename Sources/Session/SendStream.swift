@@ -26,14 +26,17 @@ public struct SendStatistics: Sendable, Equatable {
     public var fractionLost = 0.0
 }
 
-/// The sending side of one H.264 stream, sans-IO: turns access units into
-/// protected RTP datagrams, keeps them for retransmission, writes RTCP
-/// sender reports and answers feedback. The caller owns the socket and the
-/// clock and hands both in (`emit`, `now`).
-public final class VideoSendStream {
+/// The sending side of one RTP stream, sans-IO: turns H.264 access units
+/// (or single payloads such as Opus packets) into protected RTP datagrams,
+/// keeps them for retransmission, writes RTCP sender reports and answers
+/// feedback. The caller owns the socket and the clock and hands both in
+/// (`emit`, `now`).
+public final class SendStream {
     public struct Configuration: Sendable {
         public var ssrc: UInt32
         public var payloadType: UInt8 = 96
+        /// RTP clock: 90 kHz for video, 48 kHz for Opus.
+        public var clockRate: UInt32 = 90_000
         /// Largest UDP payload to send (IP + UDP headers excluded).
         public var mtu: Int = 1200
         public var cname: String
@@ -69,7 +72,8 @@ public final class VideoSendStream {
         self.configuration = configuration
         srtp = try SRTPContext(keying: keying, direction: .outbound)
         inbound = try SRTPContext(keying: keying, direction: .inbound)
-        packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType, clockRate: 90_000,
+        packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType,
+                                   clockRate: configuration.clockRate,
                                    initialSequenceNumber: initialSequenceNumber)
         let extensionBytes = configuration.captureTimeExtensionID == nil ? 0 : 4 + 12
         payloader = H264Payloader(maxPayloadSize: configuration.mtu - RTPPacket.fixedHeaderSize - extensionBytes
@@ -83,11 +87,7 @@ public final class VideoSendStream {
     /// datagram in order (it may pace them).
     public func send(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
                      now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
-        var headerExtension: RTPHeaderExtension?
-        if let id = configuration.captureTimeExtensionID {
-            let element = RTPExtensionElement(id: id, data: AbsoluteCaptureTime(ntpTimestamp: captureTime).bytes[...])
-            headerExtension = try? RTPHeaderExtension(elements: [element], form: .oneByte)
-        }
+        let headerExtension = captureExtension(captureTime)
         let count = payloader.prepare(accessUnit: accessUnit[...])
         for index in 0..<count {
             let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: index == count - 1,
@@ -104,6 +104,29 @@ public final class VideoSendStream {
         statistics.frames += 1
         if isKeyframe { statistics.keyframes += 1 }
         clockAnchor = (rtpTimestamp, captureTime, now)
+    }
+
+    /// Sends one payload as one packet (RFC 7587: one Opus packet per RTP
+    /// packet; the marker is unused for continuous audio).
+    public func send(payload: ArraySlice<UInt8>, rtpTimestamp: UInt32, captureTime: NTPTimestamp, marker: Bool = false,
+                     now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
+        let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: marker,
+                                              headerExtension: captureExtension(captureTime))
+        buffer.append(slice: payload)
+        packetizer.didSend(payloadSize: payload.count)
+        try srtp.protect(&buffer)
+        history.remember(sequence: sequence, bytes: buffer.bytes)
+        statistics.packets += 1
+        statistics.bytes += buffer.count
+        statistics.frames += 1
+        emit(buffer.bytes)
+        clockAnchor = (rtpTimestamp, captureTime, now)
+    }
+
+    private func captureExtension(_ captureTime: NTPTimestamp) -> RTPHeaderExtension? {
+        guard let id = configuration.captureTimeExtensionID else { return nil }
+        let element = RTPExtensionElement(id: id, data: AbsoluteCaptureTime(ntpTimestamp: captureTime).bytes[...])
+        return try? RTPHeaderExtension(elements: [element], form: .oneByte)
     }
 
     /// Handles a datagram from the receiver (SRTCP; anything else is counted
@@ -186,16 +209,18 @@ public final class VideoSendStream {
 
     /// Sends a sender report with SDES when one is due; returns when the next is.
     @discardableResult
-    public func poll(now: MonotonicTime, wallClock: NTPTimestamp, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
+    public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
         if let due = nextReport, now < due { return due }
         nextReport = now + configuration.reportInterval
         guard let anchor = clockAnchor else { return nextReport! }
-        // Extrapolate the RTP clock from the last frame to now (90 kHz).
+        // RFC 3550 §6.4.1: the RTP timestamp of the same instant as the NTP
+        // one, extrapolated from the newest packet's capture instant.
         let elapsed = now.since(anchor.at)
-        let rtpNow = anchor.rtp &+ UInt32(truncatingIfNeeded: elapsed.nanoseconds * 90 / 1_000_000)
-        let report = SenderReport(ssrc: configuration.ssrc, ntpTimestamp: wallClock, rtpTimestamp: rtpNow,
+        let rtpNow = anchor.rtp &+ UInt32(truncatingIfNeeded: elapsed.nanoseconds * UInt64(configuration.clockRate) / 1_000_000_000)
+        let ntpNow = NTPTimestamp(unixNanoseconds: anchor.ntp.unixNanoseconds &+ elapsed.nanoseconds)
+        let report = SenderReport(ssrc: configuration.ssrc, ntpTimestamp: ntpNow, rtpTimestamp: rtpNow,
                                   packetCount: packetizer.packetCount, octetCount: packetizer.octetCount)
-        sentReports.append((wallClock.middle32, now))
+        sentReports.append((ntpNow.middle32, now))
         if sentReports.count > 8 { sentReports.removeFirst() }
         sendRTCP([.senderReport(report), .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname))],
                  emit: emit)

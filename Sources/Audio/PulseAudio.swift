@@ -1,0 +1,106 @@
+internal import CPulse
+
+/// A PulseAudio failure with libpulse's message.
+public struct PulseError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var code: Int32
+    public var description: String { "PulseAudio \(operation): \(String(cString: pa_strerror(code)))" }
+}
+
+/// Where audio comes from or goes to on the PulseAudio server.
+public enum PulseDevice: Sendable, Equatable {
+    /// The monitor of the default sink: what the machine is playing.
+    case systemOutput
+    /// The default source: the microphone.
+    case microphone
+    case named(String)
+    case defaultSink
+
+    var name: String? {
+        switch self {
+        case .systemOutput: "@DEFAULT_MONITOR@"
+        case .microphone: nil
+        case .named(let name): name
+        case .defaultSink: nil
+        }
+    }
+}
+
+/// Blocking 48 kHz 16-bit capture through pa_simple, in 20 ms reads. Owns
+/// its own thread's worth of blocking: call `read` from a dedicated thread.
+public final class PulseCapture {
+    public let channels: Int
+    private let stream: OpaquePointer
+    private var buffer: [Int16]
+
+    public init(device: PulseDevice, channels: Int, name: String = "share") throws(PulseError) {
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(OpusFormat.sampleRate), channels: UInt8(channels))
+        let fragment = UInt32(OpusFormat.frameSamples * channels * 2)
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
+                                        fragsize: fragment)
+        var error: Int32 = 0
+        guard let stream = pa_simple_new(nil, name, PA_STREAM_RECORD, device.name, "screen share audio", &spec, nil,
+                                         &attributes, &error) else {
+            throw PulseError(operation: "record from \(device.name ?? "the default source")", code: error)
+        }
+        self.stream = stream
+        self.channels = channels
+        buffer = [Int16](repeating: 0, count: OpusFormat.frameSamples * channels)
+    }
+
+    deinit { pa_simple_free(stream) }
+
+    /// Blocks for the next 20 ms of interleaved samples.
+    public func read() throws(PulseError) -> [Int16] {
+        var error: Int32 = 0
+        let status = buffer.withUnsafeMutableBytes { pa_simple_read(stream, $0.baseAddress, $0.count, &error) }
+        guard status >= 0 else { throw PulseError(operation: "read", code: error) }
+        return buffer
+    }
+
+    /// How long ago the newest sample returned by `read` was captured, as
+    /// libpulse estimates it.
+    public var latencyMicroseconds: UInt64 {
+        var error: Int32 = 0
+        return pa_simple_get_latency(stream, &error)
+    }
+}
+
+/// Blocking 48 kHz 16-bit playback through pa_simple with a short buffer.
+public final class PulsePlayback {
+    public let channels: Int
+    private let stream: OpaquePointer
+
+    public init(channels: Int, targetLatencyMilliseconds: Int = 60, name: String = "share") throws(PulseError) {
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(OpusFormat.sampleRate), channels: UInt8(channels))
+        let bytesPerMillisecond = UInt32(OpusFormat.sampleRate / 1000 * channels * 2)
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: bytesPerMillisecond * UInt32(targetLatencyMilliseconds),
+                                        prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
+        var error: Int32 = 0
+        guard let stream = pa_simple_new(nil, name, PA_STREAM_PLAYBACK, nil, "shared screen audio", &spec, nil,
+                                         &attributes, &error) else {
+            throw PulseError(operation: "play to the default sink", code: error)
+        }
+        self.stream = stream
+        self.channels = channels
+    }
+
+    deinit { pa_simple_free(stream) }
+
+    /// Blocks until `pcm` is queued.
+    public func write(_ pcm: ArraySlice<Int16>) throws(PulseError) {
+        var error: Int32 = 0
+        let status = pcm.withUnsafeBytes { pa_simple_write(stream, $0.baseAddress, $0.count, &error) }
+        guard status >= 0 else { throw PulseError(operation: "write", code: error) }
+    }
+
+    public var latencyMicroseconds: UInt64 {
+        var error: Int32 = 0
+        return pa_simple_get_latency(stream, &error)
+    }
+}
+
+/// Whether a PulseAudio server answers (PULSE_SERVER or the user's default).
+public func pulseAudioIsReachable() -> Bool {
+    (try? PulseCapture(device: .systemOutput, channels: 2, name: "share-probe")) != nil
+}

@@ -1,0 +1,150 @@
+import Dispatch
+internal import ShareAudio
+internal import ShareWire
+import Synchronization
+
+/// Counters of the audio a receiver got.
+public struct AudioStatistics: Sendable, Codable, Equatable {
+    public var streams = 0
+    public var packetsReceived = 0
+    /// Packets that never arrived (sequence gaps).
+    public var packetsLost = 0
+    /// 20 ms frames rebuilt from the next packet's in-band FEC.
+    public var framesRecoveredByFEC = 0
+    /// 20 ms frames filled by Opus packet loss concealment.
+    public var framesConcealed = 0
+    /// Packets that arrived after their successors and were dropped.
+    public var packetsLate = 0
+    public var packetsRecorded = 0
+    /// Frames dropped because playback fell more than 200 ms behind.
+    public var framesDroppedForPlayback = 0
+
+    public init() {}
+}
+
+/// One received Opus stream: orders packets, conceals losses (FEC for a
+/// single missing packet, PLC beyond), decodes, and hands PCM to playback.
+final class AudioTrack {
+    let ssrc: UInt32
+    let channels: Int
+    let index: Int
+    private let decoder: OpusDecoder
+    private var expected: UInt16?
+    var statistics = AudioStatistics()
+    var timeline = SampleClock(rate: 48_000)
+
+    init(ssrc: UInt32, firstPacket: ArraySlice<UInt8>, index: Int) throws {
+        self.ssrc = ssrc
+        self.index = index
+        let info = try OpusPacketInfo(packet: firstPacket)
+        channels = info.isStereo ? 2 : 1
+        // Decode everything as stereo so playback mixes one format.
+        decoder = try OpusDecoder(channels: 2)
+    }
+
+    /// Decodes `packet` after concealing any gap before it; returns PCM
+    /// (stereo, 48 kHz) in play order. Late packets return nothing.
+    func decode(_ packet: RTPPacket) -> [ArraySlice<Int16>] {
+        statistics.packetsReceived += 1
+        var frames: [ArraySlice<Int16>] = []
+        if let expected {
+            let gap = RTPSequence.distance(from: expected, to: packet.sequenceNumber)
+            if gap < 0 {
+                statistics.packetsLate += 1
+                return []
+            }
+            if gap > 0 {
+                statistics.packetsLost += gap
+                // At most 100 ms of concealment; beyond that, just resume.
+                let concealed = min(gap, 5)
+                for missing in 0..<concealed {
+                    if missing == concealed - 1, gap == concealed, let fec = try? decoder.decode(packet.payload, fec: true) {
+                        statistics.framesRecoveredByFEC += 1
+                        frames.append(fec)
+                    } else if let plc = try? decoder.decode(nil) {
+                        statistics.framesConcealed += 1
+                        frames.append(plc)
+                    }
+                }
+            }
+        }
+        expected = packet.sequenceNumber &+ 1
+        if let pcm = try? decoder.decode(packet.payload) { frames.append(pcm) }
+        return frames
+    }
+}
+
+/// An audio stream's time in microseconds that follows its RTP sample clock
+/// (so packets sit back to back, as a file's sample table needs), anchored
+/// to the sender's capture clock and re-anchored only when the two drift
+/// more than 20 ms apart (a sender clock step or a long gap).
+struct SampleClock {
+    let rate: Int
+    private var anchor: (rtp: UInt32, time: Int64)?
+
+    init(rate: Int) { self.rate = rate }
+
+    mutating func time(rtp: UInt32, captured: Int64) -> Int64 {
+        if let anchor {
+            let ticks = Int64(Int32(bitPattern: rtp &- anchor.rtp))
+            let predicted = anchor.time + ticks * 1_000_000 / Int64(rate)
+            if abs(predicted - captured) <= 20_000 { return predicted }
+        }
+        anchor = (rtp, captured)
+        return captured
+    }
+}
+
+/// Plays PCM through PulseAudio on its own thread so the receive loop never
+/// blocks on the sound server. The queue holds at most 200 ms; older audio
+/// is dropped (counted) to keep latency bounded.
+final class AudioPlayer: @unchecked Sendable {
+    private let playback: PulsePlayback
+    private let queue = Mutex<[ArraySlice<Int16>]>([])
+    private let ready = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchSemaphore(value: 0)
+    private let dropped = Atomic<Int>(0)
+    let failure = Mutex<String?>(nil)
+
+    init() throws {
+        playback = try PulsePlayback(channels: 2, targetLatencyMilliseconds: 40)
+        DispatchQueue(label: "share.receiver.audio", qos: .userInteractive).async { [self] in
+            while running.load(ordering: .relaxed) {
+                _ = ready.wait(timeout: .now() + .milliseconds(100))
+                while let frame = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                    do {
+                        try playback.write(frame)
+                    } catch {
+                        failure.withLock { $0 = "\(error)" }
+                        running.store(false, ordering: .relaxed)
+                        break
+                    }
+                }
+            }
+            done.signal()
+        }
+    }
+
+    func play(_ frame: ArraySlice<Int16>) {
+        guard running.load(ordering: .relaxed) else { return }
+        let overflow = queue.withLock { q -> Bool in
+            q.append(frame)
+            if q.count > 10 {
+                q.removeFirst()
+                return true
+            }
+            return false
+        }
+        if overflow { dropped.add(1, ordering: .relaxed) }
+        ready.signal()
+    }
+
+    var framesDropped: Int { dropped.load(ordering: .relaxed) }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        ready.signal()
+        done.wait()
+    }
+}

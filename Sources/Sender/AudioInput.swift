@@ -1,0 +1,126 @@
+internal import ShareAudio
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// One audio stream the sender sends: where it comes from and how it is coded.
+public struct AudioInput: Sendable, Equatable {
+    public enum Source: Sendable, Equatable {
+        /// The monitor of the default sink: the sound of what is on screen.
+        case system
+        /// The default source.
+        case microphone
+        /// A PulseAudio source by name.
+        case named(String)
+        /// A 16-bit 48 kHz WAV file, looped (tests, demos).
+        case file(String)
+        /// A sine tone (tests, demos).
+        case tone(hertz: Double)
+    }
+
+    public var source: Source
+    public var channels: Int
+    /// Opus bitrate in bit/s.
+    public var bitrate: Int
+
+    public init(source: Source, channels: Int? = nil, bitrate: Int? = nil) {
+        self.source = source
+        let voice = source == .microphone
+        self.channels = channels ?? (voice ? 1 : 2)
+        self.bitrate = bitrate ?? (voice ? 32_000 : 96_000)
+    }
+
+    var isVoice: Bool { source == .microphone }
+
+    public var label: String {
+        switch source {
+        case .system: "system audio"
+        case .microphone: "microphone"
+        case .named(let name): "source \(name)"
+        case .file(let path): "file \(path)"
+        case .tone(let hertz): "\(hertz) Hz tone"
+        }
+    }
+
+    /// Whether a PulseAudio server can be reached (for the `--audio` default).
+    public static var pulseAudioAvailable: Bool { pulseAudioIsReachable() }
+}
+
+/// Reads 20 ms frames from an `AudioInput` with the instant their first
+/// sample was captured. Pulse sources block on the server; file and tone
+/// sources pace themselves on the monotonic clock.
+final class AudioReader {
+    private enum Backend {
+        case pulse(PulseCapture)
+        case wav(WAVSource)
+        case tone(ToneSource)
+    }
+
+    private var backend: Backend
+    private var next: UInt64 = 0
+    let channels: Int
+
+    init(_ input: AudioInput) throws(SenderError) {
+        do {
+            switch input.source {
+            case .system: backend = .pulse(try PulseCapture(device: .systemOutput, channels: input.channels))
+            case .microphone: backend = .pulse(try PulseCapture(device: .microphone, channels: input.channels))
+            case .named(let name): backend = .pulse(try PulseCapture(device: .named(name), channels: input.channels))
+            case .file(let path):
+                let wav = try WAVSource(path: path)
+                backend = .wav(wav)
+            case .tone(let hertz): backend = .tone(ToneSource(frequency: hertz, channels: input.channels))
+            }
+        } catch let error as PulseError {
+            throw .audio("\(input.label): \(error)")
+        } catch {
+            throw .audio("\(input.label): \(error)")
+        }
+        switch backend {
+        case .wav(let wav): channels = wav.channels
+        default: channels = input.channels
+        }
+    }
+
+    /// The next frame and the capture instant of its first sample.
+    func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureInstant) {
+        switch backend {
+        case .pulse(let capture):
+            let pcm: [Int16]
+            do { pcm = try capture.read() } catch { throw .audio("\(error)") }
+            // The last sample is `latency` old; the first one 20 ms older still.
+            let age = capture.latencyMicroseconds * 1000 + 20_000_000
+            let now = CaptureInstant.now()
+            return (pcm, now.minus(nanoseconds: age))
+        case .wav(var wav):
+            pace()
+            let pcm = wav.next()
+            backend = .wav(wav)
+            return (pcm, CaptureInstant.now())
+        case .tone(var tone):
+            pace()
+            let pcm = tone.next()
+            backend = .tone(tone)
+            return (pcm, CaptureInstant.now())
+        }
+    }
+
+    private func pace() {
+        let now = Clock.monotonic()
+        if next == 0 || next + 100_000_000 < now { next = now }
+        Clock.sleep(until: next)
+        next += 20_000_000
+    }
+}
+
+/// Monotonic and wall-clock nanoseconds of one instant.
+struct CaptureInstant {
+    var monotonic: UInt64
+    var wall: UInt64
+
+    static func now() -> CaptureInstant { CaptureInstant(monotonic: Clock.monotonic(), wall: Clock.wall()) }
+
+    func minus(nanoseconds: UInt64) -> CaptureInstant {
+        CaptureInstant(monotonic: monotonic &- nanoseconds, wall: wall &- nanoseconds)
+    }
+}

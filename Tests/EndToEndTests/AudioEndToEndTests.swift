@@ -1,0 +1,158 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Sound end to end: a PulseAudio daemon with a null sink, a tone played
+/// into it, `share send --audio system` capturing its monitor, `share recv`
+/// recording, ffmpeg decoding and measuring the result.
+@Suite("End to end: sound", .serialized)
+struct AudioEndToEndTests {
+    @Test(arguments: ["mkv", "mp4"])
+    func systemAudioToneIsRecordedWithTheVideo(container: String) throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let sound = try SoundServer()
+        let wav = dir.path("tone.wav")
+        try writeToneWAV(wav, hertz: 440, seconds: 16)
+        let player = try sound.play(wav)
+        let screen = try EndToEndTests.Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let recording = dir.path("av.\(container)")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "13", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio", "system", "--duration", "10", "--stats-json", dir.path("send.json")],
+                                           environment: sound.environment)
+        let sent = sender.wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        player.stop()
+        let stats = try readStats(dir.path("recv.json"))
+        let audio = stats["audio"] as? [String: Any] ?? [:]
+        #expect(audio["streams"] as? Int == 1)
+        #expect((audio["packetsRecorded"] as? Int ?? 0) >= 350, "\(audio)")
+        let samples = try decodeAudio(recording)
+        #expect(samples.count >= 48_000 * 7, "at least 7 s of sound: \(samples.count) samples")
+        let frequency = try #require(toneFrequency(samples))
+        #expect(abs(frequency - 440) <= 2, "recorded tone at \(frequency) Hz")
+        #expect(longestGap(samples) < 960, "no gap as long as one 20 ms packet")
+        let video = try probeVideo(recording)
+        #expect(video.videoFrames >= 285)
+    }
+
+    @Test func withoutASoundServerVideoGoesOnWithOneMessage() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let noServer = ["PULSE_SERVER": "unix:\(dir.path("nobody-here"))"]
+        for audioArguments in [[String](), ["--audio", "system"]] {
+            let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window",
+                                                  "--duration", "5", "--stats-json", dir.path("recv.json")],
+                                                 environment: noServer)
+            usleep(300_000)
+            let sent = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                              "--key-file", key, "--duration", "3"] + audioArguments,
+                                             environment: noServer).wait(timeout: 15)
+            #expect(sent.status == 0, "\(sent.output)")
+            let lines = sent.output.split(separator: "\n").filter { $0.lowercased().contains("audio") && !$0.hasPrefix("audio:") }
+            #expect(lines.count == 1, "one clear message: \(lines)")
+            _ = receiver.wait(timeout: 10)
+            #expect((try readStats(dir.path("recv.json"))["framesDecoded"] as? Int ?? 0) >= 80)
+        }
+    }
+
+    @Test func soundServerVanishingMidStreamLeavesVideoRunning() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let sound = try SoundServer()
+        let screen = try EndToEndTests.Screen(width: 640, height: 480)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--duration", "9", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio", "system", "--duration", "7", "--stats-json", dir.path("send.json")],
+                                           environment: sound.environment)
+        sleep(3)
+        sound.stop()
+        let sent = sender.wait(timeout: 15)
+        #expect(sent.status == 0, "\(sent.output)")
+        #expect(sent.output.components(separatedBy: "system audio stopped").count == 2, "one message: \(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let framesSent = try readStats(dir.path("send.json"))["framesEncoded"] as? Int ?? 0
+        let decoded = try readStats(dir.path("recv.json"))["framesDecoded"] as? Int ?? 0
+        #expect(framesSent >= 195, "7 s of video")
+        #expect(Double(decoded) >= 0.95 * Double(framesSent))
+    }
+
+    /// Interop: GStreamer picks our Opus stream off the shared port with
+    /// srtpdec (keyed by the SDP's a=ssrc and a=crypto) and decodes the tone.
+    @Test func gstreamerReceivesOurOpus() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let port = freeUDPPort()
+        let sdp = dir.path("av.sdp")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio-tone", "440", "--duration", "6", "--sdp", sdp])
+        usleep(400_000)
+        let lines = try String(contentsOfFile: sdp, encoding: .utf8).components(separatedBy: "\r\n")
+        let audioStart = try #require(lines.firstIndex { $0.hasPrefix("m=audio") })
+        let ssrcLine = try #require(lines[audioStart...].first { $0.hasPrefix("a=ssrc:") })
+        let ssrc = String(ssrcLine.dropFirst("a=ssrc:".count).prefix { $0 != " " })
+        let hexKey = Data(base64Encoded: try ShareBinary.inlineKey(key))!.map { String(format: "%02x", $0) }.joined()
+        let out = dir.path("gst.wav")
+        let caps = "application/x-srtp,media=(string)audio,clock-rate=(int)48000,encoding-name=(string)OPUS,payload=(int)111,"
+            + "ssrc=(uint)\(ssrc),srtp-key=(buffer)\(hexKey),srtp-cipher=(string)aes-128-icm,srtp-auth=(string)hmac-sha1-80,"
+            + "srtcp-cipher=(string)aes-128-icm,srtcp-auth=(string)hmac-sha1-80"
+        let gst = try ChildProcess("gst-launch-1.0", [
+            "-q", "-e", "udpsrc", "port=\(port)", "caps=\(caps)", "!", "srtpdec", "name=srtp",
+            "srtp.rtcp_src", "!", "fakesink", "async=false",
+            "srtp.rtp_src", "!", "rtpjitterbuffer", "latency=50", "!", "rtpopusdepay", "!", "opusdec", "!",
+            "audioconvert", "!", "audio/x-raw,channels=1", "!", "wavenc", "!", "filesink", "location=\(out)",
+        ])
+        _ = sender.wait(timeout: 15)
+        usleep(300_000)
+        gst.stop(signal: SIGINT, timeout: 5)
+        let samples = try decodeAudio(out)
+        #expect(samples.count >= 48_000 * 4, "GStreamer decoded \(samples.count) samples: \(gst.output)")
+        let frequency = try #require(toneFrequency(samples))
+        #expect(abs(frequency - 440) <= 2, "\(frequency) Hz")
+    }
+
+    /// Interop: ffmpeg sends H.264 and Opus to one port; `share recv` takes
+    /// ffmpeg's own SDP and records both.
+    @Test func ffmpegSendsVideoAndOpusToShare() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let inline = try ShareBinary.inlineKey(key)
+        let port = freeUDPPort()
+        let sdp = dir.path("ffmpeg.sdp")
+        func ffmpeg(seconds: String) -> [String] {
+            // -re and -t on each input: both are paced and both end.
+            ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-t", seconds, "-f", "lavfi", "-i", "testsrc=size=640x480:rate=30",
+             "-re", "-t", seconds, "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+             "-map", "0:v", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "60", "-f", "rtp",
+             "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "srtp://127.0.0.1:\(port)",
+             "-map", "1:a", "-c:a", "libopus", "-ac", "2", "-b:a", "96k", "-f", "rtp",
+             "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "srtp://127.0.0.1:\(port)",
+             "-sdp_file", sdp]
+        }
+        _ = try ChildProcess("ffmpeg", ffmpeg(seconds: "0.1")).wait(timeout: 10)
+        let recording = dir.path("ffmpeg.mkv")
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--no-audio", "--record", recording,
+                                              "--duration", "10", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sent = try ChildProcess("ffmpeg", ffmpeg(seconds: "7")).wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let samples = try decodeAudio(recording)
+        #expect(samples.count >= 48_000 * 5)
+        let frequency = try #require(toneFrequency(samples))
+        #expect(abs(frequency - 440) <= 2, "\(frequency) Hz")
+        #expect(try probeVideo(recording).videoFrames >= 190)
+    }
+}

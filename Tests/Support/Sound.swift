@@ -1,0 +1,98 @@
+public import Foundation
+
+/// A PulseAudio daemon for one test: user mode, a 48 kHz null sink named
+/// `share_test` (the default sink, so its monitor is "system audio"), a
+/// private socket, stopped by PID.
+public final class SoundServer: @unchecked Sendable {
+    public let directory: TemporaryDirectory
+    public let environment: [String: String]
+    private let daemon: ChildProcess
+
+    public init() throws {
+        directory = try TemporaryDirectory()
+        let socket = directory.path("native")
+        environment = ["PULSE_SERVER": "unix:\(socket)", "HOME": directory.url.path, "XDG_RUNTIME_DIR": directory.url.path]
+        daemon = try ChildProcess("pulseaudio", [
+            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
+            "--load=module-null-sink sink_name=share_test rate=48000",
+            "--load=module-native-protocol-unix socket=\(socket) auth-anonymous=1",
+        ], environment: environment)
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket) {
+            guard Date() < deadline, daemon.isRunning else {
+                throw TestEnvironmentError("pulseaudio did not start: \(daemon.output)")
+            }
+            usleep(20_000)
+        }
+        usleep(200_000)
+    }
+
+    /// Plays a WAV file into the null sink (what "system audio" captures).
+    public func play(_ wav: String) throws -> ChildProcess {
+        try ChildProcess("paplay", ["--device=share_test", wav], environment: environment)
+    }
+
+    public func stop() { daemon.stop() }
+
+    deinit { daemon.stop() }
+}
+
+/// Writes a 16-bit 48 kHz stereo WAV of a sine at `hertz`.
+public func writeToneWAV(_ path: String, hertz: Double, seconds: Double, amplitude: Double = 0.3) throws {
+    let frames = Int(seconds * 48_000)
+    var data = Data(capacity: 44 + frames * 4)
+    func le32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+    func le16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+    data.append(contentsOf: Array("RIFF".utf8)); le32(UInt32(36 + frames * 4)); data.append(contentsOf: Array("WAVE".utf8))
+    data.append(contentsOf: Array("fmt ".utf8)); le32(16); le16(1); le16(2); le32(48_000); le32(48_000 * 4); le16(4); le16(16)
+    data.append(contentsOf: Array("data".utf8)); le32(UInt32(frames * 4))
+    for i in 0..<frames {
+        let v = Int16(sin(2 * Double.pi * hertz * Double(i) / 48_000) * amplitude * 32767)
+        le16(UInt16(bitPattern: v)); le16(UInt16(bitPattern: v))
+    }
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+/// The first audio track of a media file as 48 kHz mono samples (ffmpeg decodes).
+public func decodeAudio(_ path: String, track: Int = 0) throws -> [Int16] {
+    let raw = path + ".raw"
+    // libopus, the reference decoder: libavcodec's native Opus decoder garbles
+    // the first frames of libopus's SILK-to-CELT transition.
+    let decoder = path.hasSuffix(".wav") ? [] : ["-c:a", "libopus"]
+    let result = try run("ffmpeg", ["-v", "error"] + decoder + ["-i", path, "-map", "0:a:\(track)", "-ac", "1", "-ar", "48000",
+                                    "-f", "s16le", "-y", raw])
+    guard result.status == 0 else { throw TestEnvironmentError("ffmpeg could not decode audio: \(result.stderr)") }
+    let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+    try? FileManager.default.removeItem(atPath: raw)
+    return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+}
+
+/// Frequency of a tone from upward crossings with hysteresis (immune to codec
+/// noise around zero), over the part between the first and last loud sample.
+public func toneFrequency(_ samples: [Int16], threshold: Int16 = 1000) -> Double? {
+    var state = 0
+    var ups: [Int] = []
+    for (i, x) in samples.enumerated() {
+        if state <= 0 && x > threshold {
+            if state < 0 { ups.append(i) }
+            state = 1
+        } else if state >= 0 && x < -threshold {
+            state = -1
+        }
+    }
+    guard ups.count > 10 else { return nil }
+    return Double(ups.count - 1) / (Double(ups.last! - ups.first!) / 48_000)
+}
+
+/// The longest run of near-silent samples between the first and the last
+/// loud one: a gap in a continuous tone.
+public func longestGap(_ samples: [Int16], quiet: Int16 = 300, loud: Int16 = 1000) -> Int {
+    guard let first = samples.firstIndex(where: { abs(Int($0)) > loud }),
+          let last = samples.lastIndex(where: { abs(Int($0)) > loud }) else { return samples.count }
+    var run = 0
+    var longest = 0
+    for x in samples[first...last] {
+        if abs(Int(x)) < quiet { run += 1; longest = max(longest, run) } else { run = 0 }
+    }
+    return longest
+}
