@@ -87,7 +87,7 @@ let package = Package(
                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
-                          dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11",
+                          dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",

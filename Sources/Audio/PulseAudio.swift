@@ -104,3 +104,36 @@ public final class PulsePlayback {
 public func pulseAudioIsReachable() -> Bool {
     (try? PulseCapture(device: .systemOutput, channels: 2, name: "share-probe")) != nil
 }
+
+/// The default sink's latency as the server reports it (microseconds): how
+/// far ahead of being heard a sample is rendered, and so how early a
+/// monitor source delivers it. Nil when the server cannot be asked.
+public func defaultSinkLatencyMicroseconds() -> UInt64? {
+    guard let loop = pa_mainloop_new() else { return nil }
+    defer { pa_mainloop_free(loop) }
+    guard let context = pa_context_new(pa_mainloop_get_api(loop), "share-latency") else { return nil }
+    defer {
+        pa_context_disconnect(context)
+        pa_context_unref(context)
+    }
+    guard pa_context_connect(context, nil, PA_CONTEXT_NOFLAGS, nil) >= 0 else { return nil }
+    // Connecting and asking are asynchronous: turn the loop until each is done.
+    for _ in 0..<200 {
+        let state = pa_context_get_state(context)
+        if state == PA_CONTEXT_READY { break }
+        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { return nil }
+        pa_mainloop_iterate(loop, 1, nil)
+    }
+    guard pa_context_get_state(context) == PA_CONTEXT_READY else { return nil }
+    final class Answer { var latency: UInt64?; var done = false }
+    let answer = Answer()
+    let operation = pa_context_get_sink_info_by_name(context, "@DEFAULT_SINK@", { _, info, eol, userdata in
+        let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
+        if eol != 0 { answer.done = true; return }
+        if let info { answer.latency = max(info.pointee.latency, info.pointee.configured_latency) }
+    }, Unmanaged.passUnretained(answer).toOpaque())
+    guard let operation else { return nil }
+    defer { pa_operation_unref(operation) }
+    for _ in 0..<200 where !answer.done { pa_mainloop_iterate(loop, 1, nil) }
+    return answer.latency
+}

@@ -51,21 +51,27 @@ public struct AudioInput: Sendable, Equatable {
 /// sources pace themselves on the monotonic clock.
 final class AudioReader {
     private enum Backend {
-        case pulse(PulseCapture)
+        /// A capture and whether it reads a sink's monitor.
+        case pulse(PulseCapture, monitor: Bool)
         case wav(WAVSource)
         case tone(ToneSource)
     }
 
     private var backend: Backend
     private var next: UInt64 = 0
+    private var frames = 0
+    /// The default sink's latency, refreshed every 2 s for monitor sources.
+    private var sinkLatency: UInt64 = 0
     let channels: Int
 
     init(_ input: AudioInput) throws(SenderError) {
         do {
             switch input.source {
-            case .system: backend = .pulse(try PulseCapture(device: .systemOutput, channels: input.channels))
-            case .microphone: backend = .pulse(try PulseCapture(device: .microphone, channels: input.channels))
-            case .named(let name): backend = .pulse(try PulseCapture(device: .named(name), channels: input.channels))
+            case .system: backend = .pulse(try PulseCapture(device: .systemOutput, channels: input.channels), monitor: true)
+            case .microphone: backend = .pulse(try PulseCapture(device: .microphone, channels: input.channels), monitor: false)
+            case .named(let name):
+                backend = .pulse(try PulseCapture(device: .named(name), channels: input.channels),
+                                 monitor: name.hasSuffix(".monitor"))
             case .file(let path):
                 let wav = try WAVSource(path: path)
                 backend = .wav(wav)
@@ -85,13 +91,21 @@ final class AudioReader {
     /// The next frame and the capture instant of its first sample.
     func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureInstant) {
         switch backend {
-        case .pulse(let capture):
+        case .pulse(let capture, let monitor):
             let pcm: [Int16]
             do { pcm = try capture.read() } catch { throw .audio("\(error)") }
             // The last sample is `latency` old; the first one 20 ms older still.
             let age = capture.latencyMicroseconds * 1000 + 20_000_000
-            let now = CaptureInstant.now()
-            return (pcm, now.minus(nanoseconds: age))
+            var captured = CaptureInstant.now().minus(nanoseconds: age)
+            if monitor {
+                // A monitor hands over samples when the sink renders them,
+                // one sink latency before they are heard; the heard instant
+                // is the one that lines up with the screen.
+                if frames % 100 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
+                captured = captured.plus(nanoseconds: sinkLatency)
+            }
+            frames += 1
+            return (pcm, captured)
         case .wav(var wav):
             pace()
             let pcm = wav.next()
@@ -122,5 +136,9 @@ struct CaptureInstant {
 
     func minus(nanoseconds: UInt64) -> CaptureInstant {
         CaptureInstant(monotonic: monotonic &- nanoseconds, wall: wall &- nanoseconds)
+    }
+
+    func plus(nanoseconds: UInt64) -> CaptureInstant {
+        CaptureInstant(monotonic: monotonic &+ nanoseconds, wall: wall &+ nanoseconds)
     }
 }

@@ -114,6 +114,12 @@ public final class DemoScene {
         return position < span ? position : period - position
     }
 
+    /// The whole screen in one colour (the A/V sync probe's flash and rest).
+    public func fillScreen(rgb: UInt32) {
+        fill(x: 0, y: 0, width: width, height: height, rgb: rgb)
+        sync()
+    }
+
     /// Waits until the server has executed every drawing request.
     public func sync() {
         let c = connection.connection

@@ -42,6 +42,37 @@ struct AudioEndToEndTests {
         #expect(video.videoFrames >= 285)
     }
 
+    /// Lip sync in the recording: `share scene --av-sync` flashes the screen
+    /// and beeps at the same instant every 2 s; in the file, each beep starts
+    /// within 40 ms of its flash.
+    @Test func audioAndVideoLineUpInTheRecording() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let sound = try SoundServer()
+        let display = try VirtualDisplay(width: 320, height: 240)
+        let probe = try ShareBinary.start(["scene", "--display", display.display, "--av-sync"], environment: sound.environment)
+        let port = freeUDPPort()
+        let recording = dir.path("sync.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "12"])
+        usleep(300_000)
+        let sent = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display,
+                                          "--key-file", key, "--audio", "system", "--duration", "10"],
+                                         environment: sound.environment).wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        probe.stop()
+        let flashes = try flashTimes(recording)
+        let beeps = try beepTimes(recording)
+        #expect(flashes.count >= 3, "flashes at \(flashes)")
+        #expect(beeps.count >= 3, "beeps at \(beeps)")
+        for flash in flashes {
+            guard let beep = beeps.min(by: { abs($0 - flash) < abs($1 - flash) }) else { continue }
+            let offset = (beep - flash) * 1000
+            #expect(abs(offset) <= 40, "beep at \(beep) s, flash at \(flash) s: \(offset) ms apart")
+        }
+    }
+
     @Test func withoutASoundServerVideoGoesOnWithOneMessage() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)

@@ -96,3 +96,36 @@ public func longestGap(_ samples: [Int16], quiet: Int16 = 300, loud: Int16 = 100
     }
     return longest
 }
+
+/// Times (seconds) at which the picture turns bright, from 16x9 grey frames.
+public func flashTimes(_ path: String) throws -> [Double] {
+    let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time",
+                                    "-of", "csv=p=0", path]).stdout
+        .split(whereSeparator: \.isNewline).compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) }
+    let gray = path + ".gray"
+    _ = try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-vf", "scale=16:9,format=gray", "-f", "rawvideo", "-y", gray])
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gray)))
+    try? FileManager.default.removeItem(atPath: gray)
+    let frames = min(bytes.count / 144, times.count)
+    let luma = (0..<frames).map { i in bytes[i * 144..<(i + 1) * 144].reduce(0) { $0 + Int($1) } / 144 }
+    return (1..<frames).filter { luma[$0] > 128 && luma[$0 - 1] <= 128 }.map { times[$0] }
+}
+
+/// Times (seconds, on the file's timeline) at which a beep starts after at
+/// least half a second of quiet, in the first audio track.
+public func beepTimes(_ path: String) throws -> [Double] {
+    let first = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time",
+                                    "-of", "csv=p=0", path]).stdout
+        .split(whereSeparator: \.isNewline).first.flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) } ?? 0
+    let samples = try decodeAudio(path)
+    // The decoder drops the OpusHead pre-skip (312 samples) from the start.
+    let start = first + 312.0 / 48_000
+    var onsets: [Double] = []
+    var quiet = 0
+    for (i, x) in samples.enumerated() {
+        let loud = abs(Int(x)) > 3000
+        if loud && quiet > 24_000 { onsets.append(start + Double(i) / 48_000) }
+        quiet = loud ? 0 : quiet + 1
+    }
+    return onsets
+}

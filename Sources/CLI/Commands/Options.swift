@@ -47,6 +47,8 @@ public struct SceneOptions: ParsableArguments {
     @Option(help: "The X display to draw on (default: $DISPLAY).") public var display: String?
     @Option(help: "Frames per second.") public var fps = 30
     @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Flag(help: "Instead, flash the screen white and beep (1 kHz, into PulseAudio) at the same instant every 2 s: an A/V sync probe.")
+    public var avSync = false
 
     public init() {}
 }

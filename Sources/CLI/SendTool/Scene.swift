@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShareAudio
 import ShareCommands
 import ShareX11
 
@@ -9,6 +10,10 @@ struct Scene: ParsableCommand {
 
     func run() throws {
         let (display, fps, duration) = (options.display, options.fps, options.duration)
+        if options.avSync {
+            try AVSyncProbe.run(display: display, duration: duration)
+            return
+        }
         let scene: DemoScene
         do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
         let stop = StopSignal(duration: duration)
@@ -27,5 +32,60 @@ struct Scene: ParsableCommand {
         }
         done.wait()
         timer.cancel()
+    }
+}
+
+/// Flashes the screen and beeps at the same instant every two seconds. Audio
+/// goes to PulseAudio in a continuous stream of 20 ms chunks (so its latency
+/// stays steady); when the chunk holding a beep's first sample is queued,
+/// the flash is scheduled for the moment PulseAudio says that sample plays.
+enum AVSyncProbe {
+    static func run(display: String?, duration: Double?) throws {
+        // Only the `drawing` queue touches the scene after this point.
+        nonisolated(unsafe) let scene: DemoScene
+        do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
+        let playback: PulsePlayback
+        do { playback = try PulsePlayback(channels: 2, targetLatencyMilliseconds: 60, name: "share-av-sync") } catch {
+            fail("\(error)")
+        }
+        let drawing = DispatchQueue(label: "scene.draw")
+        drawing.sync { scene.fillScreen(rgb: 0x000000) }
+        let stop = StopSignal(duration: duration)
+        nonisolated(unsafe) var running = true
+        DispatchQueue.global().async {
+            stop.wait()
+            running = false
+        }
+        let silence = ArraySlice([Int16](repeating: 0, count: 960 * 2))
+        var beep = [Int16](repeating: 0, count: 960 * 2)
+        var chunk = 0
+        var beepChunksLeft = 0
+        var phase = 0.0
+        while running {
+            let startsBeep = chunk % 100 == 50  // every 2 s, the first after 1 s
+            if startsBeep { beepChunksLeft = 5 }  // 100 ms of beep
+            if beepChunksLeft > 0 {
+                for i in 0..<960 {
+                    let v = Int16(sin(phase) * 0.5 * 32767)
+                    beep[2 * i] = v
+                    beep[2 * i + 1] = v
+                    phase += 2 * Double.pi * 1000 / 48_000
+                }
+                do { try playback.write(beep[...]) } catch { fail("\(error)") }
+                beepChunksLeft -= 1
+            } else {
+                do { try playback.write(silence) } catch { fail("\(error)") }
+            }
+            if startsBeep {
+                // The latency covers every sample queued; the beep's first
+                // sample is one chunk (20 ms) ahead of the last.
+                let latency = Double(playback.latencyMicroseconds) / 1e6 - 0.020
+                drawing.asyncAfter(deadline: .now() + max(latency, 0)) {
+                    scene.fillScreen(rgb: 0xFFFFFF)
+                    drawing.asyncAfter(deadline: .now() + 0.1) { scene.fillScreen(rgb: 0x000000) }
+                }
+            }
+            chunk += 1
+        }
     }
 }
