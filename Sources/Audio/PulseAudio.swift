@@ -105,9 +105,11 @@ public func pulseAudioIsReachable() -> Bool {
     (try? PulseCapture(device: .systemOutput, channels: 2, name: "share-probe")) != nil
 }
 
-/// The default sink's latency as the server reports it (microseconds): how
-/// far ahead of being heard a sample is rendered, and so how early a
-/// monitor source delivers it. Nil when the server cannot be asked.
+/// The default sink's current latency as the server reports it
+/// (microseconds): how far ahead of being heard a sample is rendered, and so
+/// how early a monitor source delivers it. It follows the clients playing
+/// (a second when idle or for a heavily buffered player, milliseconds for a
+/// low-latency one). Nil when the server cannot be asked.
 public func defaultSinkLatencyMicroseconds() -> UInt64? {
     guard let loop = pa_mainloop_new() else { return nil }
     defer { pa_mainloop_free(loop) }
@@ -130,7 +132,7 @@ public func defaultSinkLatencyMicroseconds() -> UInt64? {
     let operation = pa_context_get_sink_info_by_name(context, "@DEFAULT_SINK@", { _, info, eol, userdata in
         let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
         if eol != 0 { answer.done = true; return }
-        if let info { answer.latency = max(info.pointee.latency, info.pointee.configured_latency) }
+        if let info { answer.latency = info.pointee.latency }
     }, Unmanaged.passUnretained(answer).toOpaque())
     guard let operation else { return nil }
     defer { pa_operation_unref(operation) }

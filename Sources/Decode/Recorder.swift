@@ -149,8 +149,10 @@ public final class Recorder {
         let time = absolute - origin
         guard time >= 0 else { return }
         let audio = audioStreams[track]
-        var pts = av_rescale_q(time, Self.microseconds, audio.pointee.time_base)
-        if pts <= audioLastPTS[track] { pts = audioLastPTS[track] + 1 }
+        let pts = av_rescale_q(time, Self.microseconds, audio.pointee.time_base)
+        // A packet that would overlap the previous one is dropped, never
+        // squeezed in: squeezing would shift all sound after it.
+        guard pts > audioLastPTS[track] else { return }
         audioLastPTS[track] = pts
         try LibAVError.check(av_new_packet(packet, Int32(opus.count)), "av_new_packet")
         defer { av_packet_unref(packet) }

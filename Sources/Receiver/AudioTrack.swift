@@ -76,8 +76,10 @@ final class AudioTrack {
 
 /// An audio stream's time in microseconds that follows its RTP sample clock
 /// (so packets sit back to back, as a file's sample table needs), anchored
-/// to the sender's capture clock and re-anchored only when the two drift
-/// more than 20 ms apart (a sender clock step or a long gap).
+/// to the sender's capture clock. When the capture clock says later (a gap,
+/// a pause) it jumps forward; when it says earlier (the sender's latency
+/// estimate dropped) it slews back 1 ms per packet, so time never runs
+/// backwards and no packet overlaps another.
 struct SampleClock {
     let rate: Int
     private var anchor: (rtp: UInt32, time: Int64)?
@@ -85,13 +87,19 @@ struct SampleClock {
     init(rate: Int) { self.rate = rate }
 
     mutating func time(rtp: UInt32, captured: Int64) -> Int64 {
-        if let anchor {
-            let ticks = Int64(Int32(bitPattern: rtp &- anchor.rtp))
-            let predicted = anchor.time + ticks * 1_000_000 / Int64(rate)
-            if abs(predicted - captured) <= 20_000 { return predicted }
+        guard let current = anchor else {
+            anchor = (rtp, captured)
+            return captured
         }
-        anchor = (rtp, captured)
-        return captured
+        let ticks = Int64(Int32(bitPattern: rtp &- current.rtp))
+        var predicted = current.time + ticks * 1_000_000 / Int64(rate)
+        if captured - predicted > 20_000 {
+            predicted = captured
+        } else if predicted - captured > 20_000 {
+            predicted -= min(predicted - captured - 20_000, 1_000)
+        }
+        anchor = (rtp, predicted)
+        return predicted
     }
 }
 
@@ -105,6 +113,8 @@ final class AudioPlayer: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
     private let dropped = Atomic<Int>(0)
+    /// PulseAudio's latency after the last write, in microseconds.
+    private let latency = Atomic<Int>(0)
     let failure = Mutex<String?>(nil)
 
     init() throws {
@@ -115,6 +125,7 @@ final class AudioPlayer: @unchecked Sendable {
                 while let frame = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
                     do {
                         try playback.write(frame)
+                        latency.store(Int(playback.latencyMicroseconds), ordering: .relaxed)
                     } catch {
                         failure.withLock { $0 = "\(error)" }
                         running.store(false, ordering: .relaxed)
@@ -141,6 +152,11 @@ final class AudioPlayer: @unchecked Sendable {
     }
 
     var framesDropped: Int { dropped.load(ordering: .relaxed) }
+
+    /// How long until a frame queued now is heard, in microseconds.
+    var delayMicroseconds: Int64 {
+        Int64(queue.withLock { $0.count }) * 20_000 + Int64(latency.load(ordering: .relaxed))
+    }
 
     func stop() {
         running.store(false, ordering: .relaxed)

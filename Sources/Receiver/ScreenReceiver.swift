@@ -185,6 +185,11 @@ public final class ScreenReceiver: @unchecked Sendable {
         var firstPacketAt: UInt64?
         var firstAudioAt: UInt64?
         var preroll = Preroll()
+        /// Capture-to-heard delay of played audio (µs, smoothed), and when
+        /// audio last played: video is held to match it for lip sync.
+        var audioDelay: Int64?
+        var audioPlayedAt: UInt64 = 0
+        var pending: [(unit: AccessUnit, due: UInt64)] = []
         defer {
             recorder?.finish()
             player?.stop()
@@ -202,6 +207,57 @@ public final class ScreenReceiver: @unchecked Sendable {
                 return mapped / 1000
             }
             return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
+        }
+
+        /// Decodes one access unit, shows it, measures its latency and records it.
+        func present(_ unit: AccessUnit, now: MonotonicTime) throws(ReceiverError) {
+            local.framesAssembled += 1
+            if waitingForKeyframe && !unit.isKeyframe {
+                local.framesSkippedForKeyframe += 1
+                session.requestKeyframe(now: now, emit: reply)
+                return
+            }
+            guard let picture = decoder.decode(unit.data) else {
+                local.decodeErrors += 1
+                waitingForKeyframe = true
+                session.requestKeyframe(now: now, emit: reply)
+                return
+            }
+            waitingForKeyframe = false
+            if local.framesDecoded == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+            local.framesDecoded += 1
+            local.width = picture.width
+            local.height = picture.height
+            if configuration.showWindow {
+                do {
+                    if window == nil {
+                        window = try VideoWindow(display: configuration.display, title: "share",
+                                                 width: picture.width, height: picture.height)
+                    }
+                    show(on: window!, pixels: &pixels)
+                    local.framesShown += 1
+                    if window!.closed { running.store(false, ordering: .relaxed) }
+                } catch {
+                    throw .window(error.description)
+                }
+            }
+            if let id = configuration.captureTimeExtensionID,
+               let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
+                let shownAt = wallNow()
+                let captured = capture.ntpTimestamp.unixNanoseconds
+                latency.record(milliseconds: (Double(shownAt) - Double(captured)) / 1e6)
+            }
+            if configuration.recordPath != nil {
+                let time = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
+                                               timestamp: unit.timestamp, clockRate: 90_000)
+                let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
+                if recorder != nil {
+                    try? write(item)
+                } else {
+                    preroll.add(item)
+                }
+                local.framesRecorded = recorder?.framesWritten ?? 0
+            }
         }
 
         func startRecording(path: String) throws(ReceiverError) {
@@ -237,7 +293,9 @@ public final class ScreenReceiver: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             let source: SocketAddress?
             do {
-                source = try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10)
+                // Wake for the next held frame, or at least every 10 ms for timers.
+                let untilDue = pending.first.map { Int32(clamping: ($0.due &- min($0.due, monotonicNow())) / 1_000_000) } ?? 10
+                source = try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: min(10, untilDue))
             } catch {
                 return .transport(error.description)
             }
@@ -258,53 +316,17 @@ public final class ScreenReceiver: @unchecked Sendable {
             for event in received {
                 switch event {
                 case .videoFrame(let unit):
-                    local.framesAssembled += 1
-                    if waitingForKeyframe && !unit.isKeyframe {
-                        local.framesSkippedForKeyframe += 1
-                        session.requestKeyframe(now: now, emit: reply)
-                        continue
+                    // Lip sync: while audio plays, a frame waits until its
+                    // capture time plus the audio's capture-to-heard delay
+                    // (at most 200 ms); otherwise it is shown at once.
+                    var due = monotonicNow()
+                    if let delay = audioDelay, monotonicNow() - audioPlayedAt < 1_000_000_000, player != nil {
+                        let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
+                                                           timestamp: unit.timestamp, clockRate: 90_000)
+                        let wait = min(max(captured + delay - Int64(wallNow() / 1000), 0), 200_000)
+                        due += UInt64(wait) * 1000
                     }
-                    guard let picture = decoder.decode(unit.data) else {
-                        local.decodeErrors += 1
-                        waitingForKeyframe = true
-                        session.requestKeyframe(now: now, emit: reply)
-                        continue
-                    }
-                    waitingForKeyframe = false
-                    if local.framesDecoded == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
-                    local.framesDecoded += 1
-                    local.width = picture.width
-                    local.height = picture.height
-                    if configuration.showWindow {
-                        do {
-                            if window == nil {
-                                window = try VideoWindow(display: configuration.display, title: "share",
-                                                         width: picture.width, height: picture.height)
-                            }
-                            show(on: window!, pixels: &pixels)
-                            local.framesShown += 1
-                            if window!.closed { running.store(false, ordering: .relaxed) }
-                        } catch {
-                            return .window(error.description)
-                        }
-                    }
-                    if let id = configuration.captureTimeExtensionID,
-                       let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
-                        let shownAt = wallNow()
-                        let captured = capture.ntpTimestamp.unixNanoseconds
-                        latency.record(milliseconds: (Double(shownAt) - Double(captured)) / 1e6)
-                    }
-                    if configuration.recordPath != nil {
-                        let time = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
-                                                       timestamp: unit.timestamp, clockRate: 90_000)
-                        let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
-                        if recorder != nil {
-                            try? write(item)
-                        } else {
-                            preroll.add(item)
-                        }
-                        local.framesRecorded = recorder?.framesWritten ?? 0
-                    }
+                    pending.append((unit, due))
                 case .videoLoss:
                     // Freeze rather than smear: decode again from the next keyframe.
                     waitingForKeyframe = true
@@ -333,6 +355,14 @@ public final class ScreenReceiver: @unchecked Sendable {
                             }
                         }
                         for frame in pcm { player?.play(frame) }
+                        if let player {
+                            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                                               timestamp: packet.timestamp, clockRate: 48_000)
+                            let heard = Int64(wallNow() / 1000) + player.delayMicroseconds
+                            let sample = heard - captured
+                            audioDelay = audioDelay.map { ($0 * 7 + sample) / 8 } ?? sample
+                            audioPlayedAt = monotonicNow()
+                        }
                         if let failure = player?.failure.withLock({ $0 }) {
                             playerFailed = true
                             player = nil
@@ -350,6 +380,10 @@ public final class ScreenReceiver: @unchecked Sendable {
                 default:
                     continue
                 }
+            }
+            while let first = pending.first, first.due <= monotonicNow() {
+                pending.removeFirst()
+                do { try present(first.unit, now: now) } catch { return error }
             }
             // A file cannot gain tracks later, so the recording opens once the
             // audio streams have shown up (200 ms after the first, as `both`

@@ -60,7 +60,7 @@ final class AudioReader {
     private var backend: Backend
     private var next: UInt64 = 0
     private var frames = 0
-    /// The default sink's latency, refreshed every 2 s for monitor sources.
+    /// The default sink's latency, refreshed every second for monitor sources.
     private var sinkLatency: UInt64 = 0
     let channels: Int
 
@@ -101,7 +101,7 @@ final class AudioReader {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
                 // is the one that lines up with the screen.
-                if frames % 100 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
+                if frames % 50 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
             frames += 1

@@ -73,6 +73,35 @@ struct AudioEndToEndTests {
         }
     }
 
+    /// The receiver plays what it gets: its own sound server's null sink
+    /// carries the sender's tone (captured from the monitor with parec).
+    @Test func receiverPlaysTheSound() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let speakers = try SoundServer()
+        let display = try VirtualDisplay(width: 320, height: 240)
+        let port = freeUDPPort()
+        let heard = dir.path("heard.wav")
+        let listener = try ChildProcess("parec", ["--device=share_test.monitor", "--file-format=wav", "--rate=48000",
+                                                  "--channels=1", "--format=s16le", heard], environment: speakers.environment)
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "8",
+                                              "--stats-json", dir.path("recv.json")], environment: speakers.environment)
+        usleep(300_000)
+        let sent = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display,
+                                          "--key-file", key, "--audio-tone", "440", "--duration", "6"]).wait(timeout: 15)
+        #expect(sent.status == 0)
+        let received = receiver.wait(timeout: 15)
+        #expect(received.status == 0, "\(received.output)")
+        listener.stop(signal: SIGINT)
+        let samples = try decodeAudio(heard)
+        let frequency = try #require(toneFrequency(samples), "nothing was played: \(received.output)")
+        #expect(abs(frequency - 440) <= 2, "played at \(frequency) Hz")
+        // 6 s of tone were sent; a null sink's monitor needs about a second to
+        // start, and 80% of a sine's samples exceed 0.3 of its amplitude.
+        #expect(samples.filter { abs(Int($0)) > 3000 }.count > Int(48_000 * 4 * 0.8), "at least 4 s of tone was played")
+        #expect(longestGap(samples) < 960, "no gap as long as a packet")
+    }
+
     @Test func withoutASoundServerVideoGoesOnWithOneMessage() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
