@@ -54,7 +54,8 @@ def sender_command(kind, display, size, fps, kbps, keyint, key, port):
     w, h = size.split("x")
     if kind.startswith("share"):
         threads = ["--threads", kind.split(":")[1]] if ":" in kind else []
-        return [os.path.join(BIN, "share-send"), "send", *threads, "127.0.0.1", "--port", str(port), "--display", display,
+        audio = ["--audio", "system"] if "+audio" in kind else ["--audio", "none"]
+        return [os.path.join(BIN, "share-send"), "send", *threads, *audio, "127.0.0.1", "--port", str(port), "--display", display,
                 "--fps", str(fps), "--bitrate", str(kbps), "--keyint", str(keyint), "--key-file", key["file"]]
     if kind == "ffmpeg":
         return ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "x11grab", "-framerate", str(fps),
@@ -132,6 +133,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--senders", default="share,ffmpeg,gstreamer")
     parser.add_argument("--json", help="write the raw results here")
+    parser.add_argument("--with-audio", action="store_true",
+                        help="also run share+audio: system audio from a private PulseAudio playing a tone")
     args = parser.parse_args()
     w, h = (int(x) for x in args.size.split("x"))
     args.bitrate = args.bitrate or max(300, int(w * h * args.fps * 0.1 / 1000))
@@ -145,6 +148,21 @@ def main():
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{args.size}x24", "-nolisten", "tcp", "-noreset"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = []
+    pulse = None
+    if args.with_audio:
+        pulse_dir = os.path.join(work, "pulse")
+        os.makedirs(pulse_dir)
+        env = dict(os.environ, HOME=pulse_dir, XDG_RUNTIME_DIR=pulse_dir, PULSE_SERVER=f"unix:{pulse_dir}/native")
+        pulse = subprocess.Popen(["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
+                                  "--load=module-null-sink sink_name=bench rate=48000",
+                                  f"--load=module-native-protocol-unix socket={pulse_dir}/native auth-anonymous=1"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        os.environ.update(PULSE_SERVER=env["PULSE_SERVER"], HOME=pulse_dir, XDG_RUNTIME_DIR=pulse_dir)
+        tone = subprocess.Popen(["ffmpeg", "-v", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                 "-ac", "2", "-f", "pulse", "tone"], env=env)
+        if "share+audio" not in args.senders:
+            args.senders += ",share+audio"
     try:
         for _ in range(100):
             if os.path.exists(f"/tmp/.X11-unix/X{display[1:]}"):
@@ -164,6 +182,9 @@ def main():
     finally:
         xvfb.terminate()
         xvfb.wait()
+        if pulse:
+            tone.terminate()
+            pulse.terminate()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"settings": vars(args), "results": results}, f, indent=2)

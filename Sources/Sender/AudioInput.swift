@@ -60,8 +60,9 @@ final class AudioReader {
     private var backend: Backend
     private var next: UInt64 = 0
     private var frames = 0
-    /// The default sink's latency, refreshed every second for monitor sources.
+    /// The default sink's latency, refreshed every 5 s for monitor sources.
     private var sinkLatency: UInt64 = 0
+    private var sourceLatency: UInt64 = 0
     let channels: Int
 
     init(_ input: AudioInput) throws(SenderError) {
@@ -94,14 +95,17 @@ final class AudioReader {
         case .pulse(let capture, let monitor):
             let pcm: [Int16]
             do { pcm = try capture.read() } catch { throw .audio("\(error)") }
-            // The last sample is `latency` old; the first one 20 ms older still.
-            let age = capture.latencyMicroseconds * 1000 + 20_000_000
-            var captured = CaptureInstant.now().minus(nanoseconds: age)
+            // A read returns as soon as 20 ms are in: the first sample of
+            // them is 20 ms old, plus whatever the server still held (the
+            // stream's latency, a server round trip, so asked once a second).
+            if frames % 50 == 0 { sourceLatency = capture.latencyMicroseconds * 1000 }
+            var captured = CaptureInstant.now().minus(nanoseconds: 20_000_000 + sourceLatency)
             if monitor {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
-                // is the one that lines up with the screen.
-                if frames % 50 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
+                // is the one that lines up with the screen. Asking costs a
+                // connection, so every 5 s.
+                if frames % 250 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
             frames += 1
