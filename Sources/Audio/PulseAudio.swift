@@ -105,37 +105,58 @@ public func pulseAudioIsReachable() -> Bool {
     (try? PulseCapture(device: .systemOutput, channels: 2, name: "share-probe")) != nil
 }
 
-/// The default sink's current latency as the server reports it
-/// (microseconds): how far ahead of being heard a sample is rendered, and so
-/// how early a monitor source delivers it. It follows the clients playing
-/// (a second when idle or for a heavily buffered player, milliseconds for a
-/// low-latency one). Nil when the server cannot be asked.
-public func defaultSinkLatencyMicroseconds() -> UInt64? {
-    guard let loop = pa_mainloop_new() else { return nil }
-    defer { pa_mainloop_free(loop) }
-    guard let context = pa_context_new(pa_mainloop_get_api(loop), "share-latency") else { return nil }
-    defer {
+/// Asks the server for the default sink's current latency (microseconds):
+/// how far ahead of being heard a sample is rendered, and so how early a
+/// monitor source delivers it. It follows the clients playing (about a
+/// second when idle or for a heavily buffered player, milliseconds for a
+/// low-latency one). Keeps one connection, so a query is one round trip.
+public final class SinkLatencyProbe {
+    private let loop: OpaquePointer
+    private let context: OpaquePointer
+
+    public init?() {
+        guard let loop = pa_mainloop_new() else { return nil }
+        guard let context = pa_context_new(pa_mainloop_get_api(loop), "share-latency"),
+              pa_context_connect(context, nil, PA_CONTEXT_NOFLAGS, nil) >= 0 else {
+            pa_mainloop_free(loop)
+            return nil
+        }
+        self.loop = loop
+        self.context = context
+        // Connecting is asynchronous: turn the loop until it is done.
+        for _ in 0..<200 {
+            let state = pa_context_get_state(context)
+            if state == PA_CONTEXT_READY { return }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { break }
+            pa_mainloop_iterate(loop, 1, nil)
+        }
         pa_context_disconnect(context)
         pa_context_unref(context)
+        pa_mainloop_free(loop)
+        return nil
     }
-    guard pa_context_connect(context, nil, PA_CONTEXT_NOFLAGS, nil) >= 0 else { return nil }
-    // Connecting and asking are asynchronous: turn the loop until each is done.
-    for _ in 0..<200 {
-        let state = pa_context_get_state(context)
-        if state == PA_CONTEXT_READY { break }
-        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { return nil }
-        pa_mainloop_iterate(loop, 1, nil)
+
+    deinit {
+        pa_context_disconnect(context)
+        pa_context_unref(context)
+        pa_mainloop_free(loop)
     }
-    guard pa_context_get_state(context) == PA_CONTEXT_READY else { return nil }
-    final class Answer { var latency: UInt64?; var done = false }
-    let answer = Answer()
-    let operation = pa_context_get_sink_info_by_name(context, "@DEFAULT_SINK@", { _, info, eol, userdata in
-        let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
-        if eol != 0 { answer.done = true; return }
-        if let info { answer.latency = info.pointee.latency }
-    }, Unmanaged.passUnretained(answer).toOpaque())
-    guard let operation else { return nil }
-    defer { pa_operation_unref(operation) }
-    for _ in 0..<200 where !answer.done { pa_mainloop_iterate(loop, 1, nil) }
-    return answer.latency
+
+    /// The default sink's latency now, or nil when the server does not answer.
+    public func latencyMicroseconds() -> UInt64? {
+        // A dead connection would leave the loop waiting for ever.
+        guard isConnected else { return nil }
+        final class Answer { var latency: UInt64?; var done = false }
+        let answer = Answer()
+        guard let operation = pa_context_get_sink_info_by_name(context, "@DEFAULT_SINK@", { _, info, eol, userdata in
+            let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
+            if eol != 0 { answer.done = true; return }
+            if let info { answer.latency = info.pointee.latency }
+        }, Unmanaged.passUnretained(answer).toOpaque()) else { return nil }
+        defer { pa_operation_unref(operation) }
+        for _ in 0..<200 where !answer.done && isConnected { pa_mainloop_iterate(loop, 1, nil) }
+        return answer.latency
+    }
+
+    public var isConnected: Bool { pa_context_get_state(context) == PA_CONTEXT_READY }
 }

@@ -60,8 +60,9 @@ final class AudioReader {
     private var backend: Backend
     private var next: UInt64 = 0
     private var frames = 0
-    /// The default sink's latency, refreshed every 5 s for monitor sources.
+    /// The default sink's latency, refreshed every 0.5 s for monitor sources.
     private var sinkLatency: UInt64 = 0
+    private var sinkProbe: SinkLatencyProbe?
     private var sourceLatency: UInt64 = 0
     let channels: Int
 
@@ -103,9 +104,12 @@ final class AudioReader {
             if monitor {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
-                // is the one that lines up with the screen. Asking costs a
-                // connection, so every 5 s.
-                if frames % 250 == 0 { sinkLatency = (defaultSinkLatencyMicroseconds() ?? 0) * 1000 }
+                // is the one that lines up with the screen. It changes as
+                // players come and go, so it is asked every 0.5 s.
+                if frames % 25 == 0 {
+                    if sinkProbe?.isConnected != true { sinkProbe = SinkLatencyProbe() }
+                    sinkLatency = (sinkProbe?.latencyMicroseconds() ?? 0) * 1000
+                }
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
             frames += 1
