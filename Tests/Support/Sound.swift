@@ -53,14 +53,16 @@ public func writeToneWAV(_ path: String, hertz: Double, seconds: Double, amplitu
     try data.write(to: URL(fileURLWithPath: path))
 }
 
-/// The first audio track of a media file as 48 kHz mono samples (ffmpeg decodes).
+/// The first audio track of a media file as 48 kHz mono samples (ffmpeg
+/// decodes), placed by their timestamps from the file's time zero: gaps
+/// become silence and overlaps are trimmed, so sample i is at i / 48000 s.
 public func decodeAudio(_ path: String, track: Int = 0) throws -> [Int16] {
     let raw = path + ".raw"
     // libopus, the reference decoder: libavcodec's native Opus decoder garbles
     // the first frames of libopus's SILK-to-CELT transition.
     let decoder = path.hasSuffix(".wav") ? [] : ["-c:a", "libopus"]
     let result = try run("ffmpeg", ["-v", "error"] + decoder + ["-i", path, "-map", "0:a:\(track)", "-ac", "1", "-ar", "48000",
-                                    "-f", "s16le", "-y", raw])
+                                    "-af", "aresample=async=1:first_pts=0", "-f", "s16le", "-y", raw])
     guard result.status == 0 else { throw TestEnvironmentError("ffmpeg could not decode audio: \(result.stderr)") }
     let data = try Data(contentsOf: URL(fileURLWithPath: raw))
     try? FileManager.default.removeItem(atPath: raw)
@@ -111,20 +113,22 @@ public func flashTimes(_ path: String) throws -> [Double] {
     return (1..<frames).filter { luma[$0] > 128 && luma[$0 - 1] <= 128 }.map { times[$0] }
 }
 
+/// Where the first audio track begins on the file's timeline, in seconds.
+public func audioStart(_ path: String) throws -> Double {
+    try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path])
+        .stdout.split(whereSeparator: \.isNewline).first
+        .flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) } ?? 0
+}
+
 /// Times (seconds, on the file's timeline) at which a beep starts after at
 /// least half a second of quiet, in the first audio track.
 public func beepTimes(_ path: String) throws -> [Double] {
-    let first = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time",
-                                    "-of", "csv=p=0", path]).stdout
-        .split(whereSeparator: \.isNewline).first.flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) } ?? 0
     let samples = try decodeAudio(path)
-    // The decoder drops the OpusHead pre-skip (312 samples) from the start.
-    let start = first + 312.0 / 48_000
     var onsets: [Double] = []
     var quiet = 0
     for (i, x) in samples.enumerated() {
         let loud = abs(Int(x)) > 3000
-        if loud && quiet > 24_000 { onsets.append(start + Double(i) / 48_000) }
+        if loud && quiet > 24_000 { onsets.append(Double(i) / 48_000) }
         quiet = loud ? 0 : quiet + 1
     }
     return onsets
