@@ -58,6 +58,13 @@ public final class PulseCapture {
         return buffer
     }
 
+    /// Drops whatever the server buffered since the stream opened, so the
+    /// next read is fresh audio.
+    public func flush() {
+        var error: Int32 = 0
+        _ = pa_simple_flush(stream, &error)
+    }
+
     /// How long ago the newest sample returned by `read` was captured, as
     /// libpulse estimates it.
     public var latencyMicroseconds: UInt64 {

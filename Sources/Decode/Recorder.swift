@@ -32,6 +32,8 @@ public final class Recorder {
     private let stream: UnsafeMutablePointer<AVStream>
     private var audioStreams: [UnsafeMutablePointer<AVStream>] = []
     private var audioLastPTS: [Int64] = []
+    /// Where each audio track's written sound ends, in the track's time base.
+    private var audioEnd: [Int64] = []
     private let packet: UnsafeMutablePointer<AVPacket>
     private var lastPTS: Int64 = -1
     /// The held video frame, on the recording's timeline in microseconds.
@@ -102,6 +104,7 @@ public final class Recorder {
             audio.pointee.time_base = AVRational(num: 1, den: 48_000)
             audioStreams.append(audio)
             audioLastPTS.append(-1)
+            audioEnd.append(0)
         }
         do {
             try LibAVError.check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open \(path)")
@@ -145,7 +148,7 @@ public final class Recorder {
     /// Writes one Opus packet of `track` covering `samples` (48 kHz) from
     /// `time` microseconds, and flushes it. Packets before the start are dropped.
     public func writeAudio(track: Int, packet opus: ArraySlice<UInt8>, time absolute: Int64, samples: Int) throws(LibAVError) {
-        guard let context, let origin, track < audioStreams.count, !opus.isEmpty else { return }
+        guard context != nil, let origin, track < audioStreams.count, !opus.isEmpty else { return }
         let time = absolute - origin
         guard time >= 0 else { return }
         let audio = audioStreams[track]
@@ -153,17 +156,45 @@ public final class Recorder {
         // A packet that would overlap the previous one is dropped, never
         // squeezed in: squeezing would shift all sound after it.
         guard pts > audioLastPTS[track] else { return }
+        // A hole (the track started after the video, or packets were lost)
+        // is filled with silence, so the track plays continuously from the
+        // start in every container (fragmented MP4 would otherwise stretch
+        // the first sample over the hole).
+        try fillSilence(track: track, until: pts)
+        try writeAudioPacket(track: track, opus, pts: pts, samples: samples)
+        audioPacketsWritten += 1
+    }
+
+    /// An Opus packet of 20 ms of silence (TOC 0xF8: CELT fullband, 20 ms,
+    /// mono, one frame; 0xFF 0xFE codes silence). Decoders upmix it to stereo.
+    private static let silence: [UInt8] = [0xF8, 0xFF, 0xFE]
+
+    private func fillSilence(track: Int, until pts: Int64) throws(LibAVError) {
+        let step = max(1, av_rescale_q(960, AVRational(num: 1, den: 48_000), audioStreams[track].pointee.time_base))
+        var end = audioEnd[track]
+        var frames = 0
+        while pts - end >= step && frames < 3000 {  // at most a minute per hole
+            try writeAudioPacket(track: track, Self.silence[...], pts: end, samples: 960)
+            end = audioEnd[track]
+            frames += 1
+        }
+    }
+
+    private func writeAudioPacket(track: Int, _ opus: ArraySlice<UInt8>, pts: Int64, samples: Int) throws(LibAVError) {
+        guard let context else { return }
+        let audio = audioStreams[track]
+        let duration = av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), audio.pointee.time_base)
         audioLastPTS[track] = pts
+        audioEnd[track] = pts + duration
         try LibAVError.check(av_new_packet(packet, Int32(opus.count)), "av_new_packet")
         defer { av_packet_unref(packet) }
         opus.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
         packet.pointee.pts = pts
         packet.pointee.dts = pts
-        packet.pointee.duration = av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), audio.pointee.time_base)
+        packet.pointee.duration = duration
         packet.pointee.stream_index = audio.pointee.index
         packet.pointee.flags |= AV_PKT_FLAG_KEY
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame audio")
-        audioPacketsWritten += 1
     }
 
     private func flushVideo(_ accessUnit: [UInt8], time: Int64, duration: Int64, isKeyframe: Bool) throws(LibAVError) {

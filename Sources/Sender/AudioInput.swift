@@ -63,7 +63,6 @@ final class AudioReader {
     /// The default sink's latency, refreshed every 0.5 s for monitor sources.
     private var sinkLatency: UInt64 = 0
     private var sinkProbe: SinkLatencyProbe?
-    private var sourceLatency: UInt64 = 0
     let channels: Int
 
     init(_ input: AudioInput) throws(SenderError) {
@@ -94,21 +93,30 @@ final class AudioReader {
     func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureInstant) {
         switch backend {
         case .pulse(let capture, let monitor):
+            // The stream opened before streaming started: start from now, not
+            // from a backlog whose timing no latency sample would describe.
+            if frames == 0 { capture.flush() }
             let pcm: [Int16]
             do { pcm = try capture.read() } catch { throw .audio("\(error)") }
-            // A read returns as soon as 20 ms are in: the first sample of
-            // them is 20 ms old, plus whatever the server still held (the
-            // stream's latency, a server round trip, so asked once a second).
-            if frames % 50 == 0 { sourceLatency = capture.latencyMicroseconds * 1000 }
-            var captured = CaptureInstant.now().minus(nanoseconds: 20_000_000 + sourceLatency)
+            // A read returns as soon as 20 ms are in (the stream was flushed
+            // when streaming began, so there is no backlog): the first sample
+            // is 20 ms old. The record stream's own latency figure was tried
+            // and read ~0 in steady state and nonsense at start-up.
+            var captured = CaptureInstant.now().minus(nanoseconds: 20_000_000)
             if monitor {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
                 // is the one that lines up with the screen. It changes as
                 // players come and go, so it is asked every 0.5 s.
+                // A heavily buffered player (paplay buffers seconds) makes the
+                // sink's render-ahead swing by hundreds of ms; following that
+                // would tear the audio timeline, and such a player cannot be
+                // lip-synced through a monitor anyway. The correction is
+                // therefore capped at 200 ms: exact for low-latency players,
+                // steady for the others.
                 if frames % 25 == 0 {
                     if sinkProbe?.isConnected != true { sinkProbe = SinkLatencyProbe() }
-                    sinkLatency = (sinkProbe?.latencyMicroseconds() ?? 0) * 1000
+                    sinkLatency = min(sinkProbe?.latencyMicroseconds() ?? 0, 200_000) * 1000
                 }
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
