@@ -42,8 +42,8 @@ public enum ReceiverEvent: Sendable {
     case listening(port: Int)
     /// The first picture was decoded.
     case firstFrame(width: Int, height: Int)
-    /// The sender said BYE.
-    case senderLeft
+    /// The sender said BYE, with its reason if it gave one.
+    case senderLeft(reason: String?)
     /// Something degraded without stopping (no sound server for playback).
     case warning(String)
     case finished(ReceiverError?)
@@ -330,8 +330,10 @@ public final class ScreenReceiver: @unchecked Sendable {
                 case .videoLoss:
                     // Freeze rather than smear: decode again from the next keyframe.
                     waitingForKeyframe = true
-                case .goodbye(let ssrc) where ssrc == session.senderSSRC:
-                    events(.senderLeft)
+                case .goodbye(let ssrc, let reason) where session.senderSSRC == nil || ssrc == session.senderSSRC:
+                    // Authenticated (SRTCP) even when it comes before any media:
+                    // a sender that fails at start still says why.
+                    events(.senderLeft(reason: reason))
                 case .senderReport(let ssrc, let report):
                     clocks.update(ssrc: ssrc, report: report)
                 case .otherPacket(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):

@@ -18,7 +18,13 @@ public final class ScreenSender: @unchecked Sendable {
     public let setup: SenderSetup
 
     private let capturer: ScreenCapturer
-    private let encoder: H264Encoder
+    /// Replaced by the encode thread when the governor changes size or rate.
+    private var encoder: H264Encoder
+    private var governor: MemoryGovernor?
+    private var startupFailure: SenderError?
+    private let captureFPS: Atomic<Int>
+    private let baseSize: VideoSize
+    private let baseBitrate: Int
     private let socket: UDPSocket
     private let stream: Mutex<SendStream>
     private let mailbox = Mutex<FrameLease?>(nil)
@@ -87,18 +93,36 @@ public final class ScreenSender: @unchecked Sendable {
             throw .capture(error.description)
         }
         let source = VideoSize(width: capturer.width, height: capturer.height)
-        let encoded = (configuration.size ?? source).even
+        let base = (configuration.size ?? source).even
+        baseSize = base
+        baseBitrate = configuration.bitrateKbps
+            ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
+        var startRung: MemoryRung?
+        if let budget = configuration.memoryBudget {
+            // What does not change with the rung: the runtime and libraries
+            // (about 8 MiB measured) and the capture slot in use.
+            let account = MemoryAccount(fixedBytes: (8 << 20) + source.width * source.height * 4,
+                                        sourceWidth: base.width, sourceHeight: base.height)
+            var governor = MemoryGovernor(budget: budget,
+                                          ladder: MemoryGovernor.ladder(fps: configuration.fps, sourceHeight: base.height,
+                                                                        history: 1024),
+                                          account: account)
+            if case .fail(let message) = governor.chooseStart() { startupFailure = .memory(message) }
+            startRung = governor.current
+            self.governor = governor
+        }
+        let fps = startRung?.fps ?? configuration.fps
+        captureFPS = Atomic(fps)
+        let encoded = startRung.map { Self.size(base, height: $0.height) } ?? base
         do {
-            encoder = try H264Encoder(.init(width: encoded.width, height: encoded.height, fps: configuration.fps,
-                                            bitrateKbps: configuration.bitrateKbps,
-                                            keyframeInterval: configuration.keyframeInterval,
-                                            threads: configuration.encoderThreads
-                                                ?? SenderConfiguration.defaultEncoderThreads(size: encoded, fps: configuration.fps)))
+            encoder = try Self.makeEncoder(configuration, size: encoded, fps: fps,
+                                           bitrate: Int(Double(baseBitrate) * (startRung?.bitrateScale ?? 1)))
         } catch {
             throw .encoder(error.description)
         }
         var streamConfiguration = SendStream.Configuration(ssrc: UInt32.random(in: 1...UInt32.max),
                                                                 cname: configuration.cname)
+        streamConfiguration.historyPackets = startRung?.historyPackets ?? 1024
         streamConfiguration.mtu = configuration.mtu
         streamConfiguration.payloadType = configuration.payloadType
         do {
@@ -136,6 +160,20 @@ public final class ScreenSender: @unchecked Sendable {
 
     deinit {
         stop()
+    }
+
+    /// `base` scaled to `height` lines (even), or `base` when not smaller.
+    static func size(_ base: VideoSize, height: Int) -> VideoSize {
+        guard height < base.height else { return base }
+        return VideoSize(width: base.width * height / base.height, height: height).even
+    }
+
+    static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize, fps: Int,
+                            bitrate: Int) throws(EncoderError) -> H264Encoder {
+        try H264Encoder(.init(width: size.width, height: size.height, fps: fps, bitrateKbps: bitrate,
+                              keyframeInterval: configuration.keyframeInterval.map { $0 * fps / max(configuration.fps, 1) },
+                              threads: configuration.encoderThreads
+                                  ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: fps)))
     }
 
     /// The SDP for a receiver of this stream: H.264 packetization-mode 1
@@ -185,6 +223,16 @@ public final class ScreenSender: @unchecked Sendable {
         }
         events(.started(setup))
         for warning in audioWarnings { events(.warning(warning)) }
+        if let governor, governor.rung > 0 {
+            events(.memoryStep(from: governor.ladder[0].name, to: governor.current.name,
+                               footprint: governor.account.predicted(governor.ladder[0]), budget: governor.budget.bytes))
+        }
+        let (rungName, budgetBytes) = (governor?.current.name ?? "off", governor?.budget.bytes ?? 0)
+        stats.withLock { s in
+            s.memoryRung = rungName
+            s.memoryBudgetBytes = budgetBytes
+        }
+        if let startupFailure { finish(with: startupFailure) }
     }
 
     /// Stops capturing until `resume`; the stream stays open.
@@ -243,9 +291,9 @@ public final class ScreenSender: @unchecked Sendable {
     // MARK: capture thread
 
     private func captureLoop() {
-        let interval = UInt64(1_000_000_000 / configuration.fps)
         var next = Clock.monotonic()
         while isActive {
+            let interval = UInt64(1_000_000_000 / max(1, captureFPS.load(ordering: .relaxed)))
             next += interval
             if state.load(ordering: .relaxed) == State.running.rawValue {
                 do {
@@ -316,6 +364,7 @@ public final class ScreenSender: @unchecked Sendable {
                 return
             }
             let sent = Clock.monotonic()
+            if governor != nil, !govern(image: &image) { return }
             captureToSend.record(milliseconds: Double(sent &- captured.monotonicNanoseconds) / 1e6)
             encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
             frames += 1
@@ -333,6 +382,45 @@ public final class ScreenSender: @unchecked Sendable {
         stats.withLock { s in
             s.captureToSend = captureToSend.summary
             s.encodeMilliseconds = encodeTime.summary
+        }
+    }
+
+    /// Samples the footprint and applies the governor's decision. Returns
+    /// false when the sender has to stop.
+    private func govern(image: inout I420Image) -> Bool {
+        guard var governor else { return true }
+        let footprint = ProcessFootprint.current().footprintBytes
+        let decision = governor.observe(footprint: footprint, now: MonotonicTime(nanoseconds: Clock.monotonic()))
+        self.governor = governor
+        switch decision {
+        case .stay:
+            return true
+        case .fail(let message):
+            finish(with: .memory(message))
+            return false
+        case .step(let from, let to):
+            let rung = governor.ladder[to]
+            let size = Self.size(baseSize, height: rung.height)
+            let bitrate = Int(Double(baseBitrate) * rung.bitrateScale)
+            let old = encoder.configuration
+            if old.width != size.width || old.height != size.height || old.fps != rung.fps || old.bitrateKbps != bitrate {
+                do {
+                    encoder = try Self.makeEncoder(configuration, size: size, fps: rung.fps, bitrate: bitrate)
+                } catch {
+                    finish(with: .encoder(error.description))
+                    return false
+                }
+                image = I420Image(width: size.width, height: size.height)
+            }
+            captureFPS.store(rung.fps, ordering: .relaxed)
+            stream.withLock { $0.setHistoryCapacity(rung.historyPackets) }
+            stats.withLock { s in
+                s.memorySteps += 1
+                s.memoryRung = rung.name
+            }
+            events?(.memoryStep(from: governor.ladder[from].name, to: rung.name, footprint: footprint,
+                                budget: governor.budget.bytes))
+            return true
         }
     }
 

@@ -54,6 +54,9 @@ public struct SenderConfiguration: Sendable {
     public var encoderThreads: Int?
     public var cname: String = "share"
     public var payloadType: UInt8 = 96
+    /// The memory budget the governor keeps the process under (footprint as
+    /// iOS counts it); nil turns the governor off.
+    public var memoryBudget: MemoryBudget? = .default
     /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
     public var audio: [AudioInput] = []
     public var audioPayloadType: UInt8 = 111
@@ -84,6 +87,9 @@ public enum SenderEvent: Sendable {
     case finished(SenderError?)
     /// Something degraded without stopping the stream (an audio source went away).
     case warning(String)
+    /// The memory governor moved to another rung: the footprint measured
+    /// (or, for the starting rung, predicted for the full rung) in bytes.
+    case memoryStep(from: String, to: String, footprint: Int, budget: Int)
 }
 
 /// Why the sender could not start or had to stop.
@@ -94,6 +100,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
     case transport(String)
     case encryption(String)
     case audio(String)
+    case memory(String)
 
     public var description: String {
         switch self {
@@ -103,6 +110,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
         case .transport(let m): "network: \(m)"
         case .encryption(let m): "encryption: \(m)"
         case .audio(let m): "audio: \(m)"
+        case .memory(let m): "memory: \(m)"
         }
     }
 }
@@ -131,6 +139,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var residentBytes = 0
     public var peakResidentBytes = 0
     public var roundTripMilliseconds: Double?
+    /// The governor's current rung and budget, and how often it moved.
+    public var memoryRung = "full"
+    public var memoryBudgetBytes = 0
+    public var memorySteps = 0
     public var receiverLossFraction = 0.0
     /// Capture instant to the frame's last packet handed to the kernel.
     public var captureToSend: LatencySummary = LatencySummary(samples: 0)

@@ -10,7 +10,7 @@ public enum ReceiveEvent: Sendable {
     /// An RTP packet of another stream (audio), already authenticated.
     case otherPacket(RTPPacket)
     case senderReport(ssrc: UInt32, SenderReport)
-    case goodbye(ssrc: UInt32)
+    case goodbye(ssrc: UInt32, reason: String?)
 }
 
 /// Counters of everything that came in, including what was refused.
@@ -149,7 +149,8 @@ public final class ReceiveSession {
                 if sr.ssrc == videoSSRC { reception?.didReceive(senderReport: sr, at: now) }
                 events.append(.senderReport(ssrc: sr.ssrc, sr))
             case .goodbye(let bye):
-                events += bye.sources.map { .goodbye(ssrc: $0) }
+                let reason = bye.reason.map { String(decoding: $0, as: UTF8.self) }
+                events += bye.sources.map { .goodbye(ssrc: $0, reason: reason) }
             default:
                 continue
             }

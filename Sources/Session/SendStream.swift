@@ -238,6 +238,13 @@ public final class SendStream {
         emit(rtcp.bytes)
     }
 
+    /// Keeps the last `packets` for retransmission from now on (the memory
+    /// governor's cheapest step).
+    public func setHistoryCapacity(_ packets: Int) {
+        guard packets != history.capacity else { return }
+        history = RetransmissionHistory(capacity: packets)
+    }
+
     /// Bytes held by the retransmission history.
     public var historyBytes: Int { history.retainedBytes }
 }

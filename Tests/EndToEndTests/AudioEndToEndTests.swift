@@ -223,3 +223,59 @@ struct AudioEndToEndTests {
         #expect(try probeVideo(recording).videoFrames >= 190)
     }
 }
+
+/// The memory-budget governor with the real sender on a 1080p screen.
+@Suite("End to end: memory budget", .serialized)
+struct MemoryBudgetEndToEndTests {
+    @Test func impossibleBudgetFailsCleanlyWithASpecificError() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 1920, height: 1080)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "4"])
+        usleep(300_000)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                        "--audio", "none", "--memory-budget", "8M", "--duration", "5"], timeout: 15)
+        #expect(sent.status != 0, "a non-zero exit, not a kill: \(sent.status)")
+        let lines = sent.output.split(separator: "\n").filter { $0.contains("cannot run within 8 MiB: needs at least") }
+        #expect(lines.count == 1, "one specific message: \(sent.output)")
+        #expect(lines.first?.contains("MiB at 360p") == true)
+        let received = receiver.wait(timeout: 10)
+        #expect(received.output.contains("cannot run within 8 MiB"), "the receiver is told why: \(received.output)")
+    }
+
+    @Test func tightBudgetIsKeptBySteppingDown() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 1920, height: 1080)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "10",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                        "--audio", "none", "--memory-budget", "32M", "--duration", "8",
+                                        "--stats-json", dir.path("send.json")], timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let stats = try readStats(dir.path("send.json"))
+        let peak = stats["peakFootprintBytes"] as? Int ?? Int.max
+        #expect(peak <= 32 << 20, "peak footprint \(peak >> 20) MiB under a 32 MiB budget")
+        #expect(stats["memoryRung"] as? String != "full", "it stepped down")
+        #expect(sent.output.contains("memory:") && sent.output.contains("->"), "the step is logged")
+        // The picture goes on at the lower rung.
+        #expect((try readStats(dir.path("recv.json"))["framesDecoded"] as? Int ?? 0) >= 30)
+    }
+
+    @Test func defaultBudgetLeaves1080pAlone() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 1920, height: 1080)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                        "--key-file", key, "--audio", "none", "--duration", "4",
+                                        "--stats-json", dir.path("send.json")], timeout: 15)
+        #expect(sent.status == 0)
+        let stats = try readStats(dir.path("send.json"))
+        #expect(stats["memoryRung"] as? String == "full")
+        #expect((stats["peakFootprintBytes"] as? Int ?? Int.max) <= 50 << 20)
+    }
+}

@@ -156,8 +156,8 @@ struct SessionTests {
         var sawBye = false
         for bytes in link.toReceiver {
             var datagram = PacketBuffer(bytes)
-            for case .goodbye(let ssrc) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
-                sawBye = ssrc == 0xAAAA
+            for case .goodbye(let ssrc, let reason) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
+                sawBye = ssrc == 0xAAAA && reason == "done"
             }
         }
         #expect(sawBye)

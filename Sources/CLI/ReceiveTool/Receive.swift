@@ -73,7 +73,7 @@ struct Receive: ParsableCommand {
             switch event {
             case .listening(let port): note("listening on UDP port \(port)")
             case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
-            case .senderLeft: note("the sender ended the stream")
+            case .senderLeft(let reason): note("the sender ended the stream" + (reason.map { ": \($0)" } ?? ""))
             case .warning(let message): note(message)
             case .finished(let error):
                 if let error { note("\(error)") }

@@ -34,6 +34,14 @@ struct Send: ParsableCommand {
             configuration.size = parsed
         }
         do { configuration.audio = try audioInputs(o) } catch { fail("\(error)") }
+        if let text = o.memoryBudget {
+            if text == "0" {
+                configuration.memoryBudget = nil
+            } else {
+                guard let budget = MemoryBudget(text) else { fail("--memory-budget \(text) is not a size like 50M or 32MiB") }
+                configuration.memoryBudget = budget
+            }
+        }
         let sender: ScreenSender
         do { sender = try ScreenSender(configuration: configuration) } catch { fail("\(error)") }
         let setup = sender.setup
@@ -43,11 +51,12 @@ struct Send: ParsableCommand {
         let stop = StopSignal(duration: duration)
         sender.start { event in
             switch event {
-            case .finished(let error?):
-                note("\(error)")
-                stop.fire("error")
+            case .finished(.some):
+                stop.fire("error")  // reported once, on the way out
             case .warning(let message):
                 note(message)
+            case .memoryStep(let from, let to, let footprint, let budget):
+                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
             default:
                 break
             }
@@ -59,9 +68,9 @@ struct Send: ParsableCommand {
         let status = StatusLine()
         status.start {
             let s = sender.statistics
-            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  footprint %@  rss %@", s.fps, s.bitrateKbps,
+            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  footprint %@  rss %@  [%@]", s.fps, s.bitrateKbps,
                           s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.footprintBytes),
-                          megabytes(s.residentBytes))
+                          megabytes(s.residentBytes), s.memoryRung)
         }
         stop.wait()
         status.stop()
@@ -76,6 +85,7 @@ struct Send: ParsableCommand {
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
             capture to send: \(s.captureToSend.text)
             audio: \(s.audioStreams) streams, \(s.audioPacketsSent) packets
+            memory: \(s.memoryRung) (budget \(s.memoryBudgetBytes > 0 ? megabytes(s.memoryBudgetBytes) : "off"), \(s.memorySteps) steps)
             """)
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }

@@ -1,0 +1,189 @@
+public import ShareWire
+
+/// A memory budget in bytes, parsed from "50MiB", "32M", "8m", "1G", "1048576".
+public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
+    public var bytes: Int
+
+    public init(bytes: Int) { self.bytes = bytes }
+
+    public static let `default` = MemoryBudget(bytes: 50 << 20)
+
+    public init?(_ text: String) {
+        let lower = text.lowercased().filter { !$0.isWhitespace }
+        let digits = lower.prefix { $0.isNumber || $0 == "." }
+        guard let value = Double(digits), value > 0 else { return nil }
+        let unit = lower.dropFirst(digits.count)
+        let scale: Double
+        switch unit {
+        case "", "b": scale = 1
+        case "k", "kb", "kib": scale = 1024
+        case "m", "mb", "mib": scale = 1_048_576
+        case "g", "gb", "gib": scale = 1_073_741_824
+        default: return nil
+        }
+        bytes = Int(value * scale)
+    }
+
+    public var description: String { "\(bytes >> 20) MiB" }
+}
+
+/// One rung of the ladder: what the sender runs with.
+public struct MemoryRung: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Packets kept for retransmission.
+    public var historyPackets: Int
+    public var fps: Int
+    /// The encoded picture's height (the width follows the aspect ratio).
+    public var height: Int
+    /// Fraction of the configured bitrate.
+    public var bitrateScale: Double
+    /// A short name for logs and the status line.
+    public var name: String
+
+    public var description: String { name }
+}
+
+/// What the governor knows about the big consumers, to predict a step's
+/// effect before taking it: bytes as a function of the rung.
+public struct MemoryAccount: Sendable, Equatable {
+    /// Memory that does not depend on the rung (runtime, libraries' data, capture slot).
+    public var fixedBytes: Int
+    public var sourceWidth: Int
+    public var sourceHeight: Int
+
+    public init(fixedBytes: Int, sourceWidth: Int, sourceHeight: Int) {
+        self.fixedBytes = fixedBytes
+        self.sourceWidth = sourceWidth
+        self.sourceHeight = sourceHeight
+    }
+
+    /// Bytes the rung-dependent consumers take: x264 at ultrafast keeps
+    /// about 12 bytes per pixel of picture state and lookahead, plus the
+    /// I420 input (1.5 per pixel) and, when scaling, a source-sized I420;
+    /// the retransmission history about 1.3 KB a packet.
+    public func variableBytes(_ rung: MemoryRung) -> Int {
+        let height = min(rung.height, sourceHeight)
+        let width = sourceWidth * height / max(sourceHeight, 1)
+        let pixels = width * height
+        let scaling = height < sourceHeight ? sourceWidth * sourceHeight * 3 / 2 : 0
+        return pixels * 27 / 2 + scaling + rung.historyPackets * 1300
+    }
+
+    public func predicted(_ rung: MemoryRung) -> Int { fixedBytes + variableBytes(rung) }
+}
+
+/// The memory-budget governor, as a pure state machine: fed footprint
+/// samples with the time, it answers with the rung to run at, stepping down
+/// the ladder (cheapest step first) when the footprint nears the budget and
+/// back up, with hysteresis, when it stays well below; when even the bottom
+/// rung cannot fit it fails with a specific message.
+public struct MemoryGovernor: Sendable {
+    public enum Decision: Sendable, Equatable {
+        case stay
+        /// Moved to rung `to` (index into `ladder`).
+        case step(from: Int, to: Int)
+        /// The budget cannot be met even at the bottom of the ladder.
+        case fail(String)
+    }
+
+    public let budget: MemoryBudget
+    public let ladder: [MemoryRung]
+    public private(set) var rung = 0
+    public private(set) var account: MemoryAccount
+    /// Step down once the footprint passes this share of the budget.
+    public var highWater = 0.92
+    /// Step back up only after the footprint stayed below this share…
+    public var lowWater = 0.70
+    /// …for this long, and never sooner than this after a step down.
+    public var climbAfter: Duration = .seconds(10)
+    public var settle: Duration = .seconds(1)
+    private var lastStep: MonotonicTime?
+    private var lowSince: MonotonicTime?
+
+    /// The ladder for a source picture: shrink the retransmission history,
+    /// then halve the frame rate twice (30 → 15 → 5), then downscale
+    /// (1080 → 720 → 540 → 360 lines), then halve the bitrate.
+    public static func ladder(fps: Int, sourceHeight: Int, history: Int) -> [MemoryRung] {
+        var rungs = [MemoryRung(historyPackets: history, fps: fps, height: sourceHeight, bitrateScale: 1, name: "full")]
+        var r = rungs[0]
+        r.historyPackets = min(history, 128); r.name = "short history"; rungs.append(r)
+        if fps > 15 { r.fps = 15; r.name = "15 fps"; rungs.append(r) }
+        if fps > 5 { r.fps = 5; r.name = "5 fps"; rungs.append(r) }
+        for height in [1080, 720, 540, 360] where height < r.height {
+            r.height = height; r.name = "\(height)p at \(r.fps) fps"; rungs.append(r)
+        }
+        r.bitrateScale = 0.5; r.name += ", half bitrate"; rungs.append(r)
+        return rungs
+    }
+
+    public init(budget: MemoryBudget, ladder: [MemoryRung], account: MemoryAccount) {
+        self.budget = budget
+        self.ladder = ladder
+        self.account = account
+    }
+
+    public var current: MemoryRung { ladder[rung] }
+
+    /// Starts at the highest rung predicted to fit under the high-water
+    /// mark, so a tight budget never sees the full-size encoder at all.
+    public mutating func chooseStart() -> Decision {
+        let target = Int(Double(budget.bytes) * highWater)
+        guard let first = ladder.indices.first(where: { account.predicted(ladder[$0]) <= target }) else {
+            return checkFeasible() == .stay ? .step(from: 0, to: ladder.count - 1) : checkFeasible()
+        }
+        rung = first
+        return first == 0 ? .stay : .step(from: 0, to: first)
+    }
+
+    /// Whether the budget can be met at all: the bottom rung's prediction.
+    public func checkFeasible() -> Decision {
+        let need = account.predicted(ladder[ladder.count - 1])
+        guard need <= budget.bytes else { return .fail(failure(need: need)) }
+        return .stay
+    }
+
+    /// Feeds one footprint sample (bytes) taken at `now`.
+    public mutating func observe(footprint: Int, now: MonotonicTime) -> Decision {
+        let budgetBytes = Double(budget.bytes)
+        let over = Double(footprint) > budgetBytes
+        // Learn the fixed part from what is measured at the current rung.
+        account.fixedBytes = max(0, footprint - account.variableBytes(current))
+        if Double(footprint) > budgetBytes * highWater {
+            lowSince = nil
+            // Over the budget, react at once; near it, let the last step settle first.
+            if !over, let lastStep, now.since(lastStep) < settle { return .stay }
+            let target = Int(budgetBytes * highWater)
+            guard rung < ladder.count - 1 else {
+                return over ? .fail(failure(need: footprint)) : .stay
+            }
+            // The first step predicted to get under the high-water mark, else the bottom.
+            var next = rung + 1
+            while next < ladder.count - 1 && account.predicted(ladder[next]) > target { next += 1 }
+            if account.predicted(ladder[next]) > budget.bytes && next == ladder.count - 1 && over {
+                return .fail(failure(need: account.predicted(ladder[next])))
+            }
+            let from = rung
+            rung = next
+            lastStep = now
+            return .step(from: from, to: next)
+        }
+        guard rung > 0, Double(footprint) < budgetBytes * lowWater else {
+            lowSince = nil
+            return .stay
+        }
+        let since = lowSince ?? now
+        lowSince = since
+        guard now.since(since) >= climbAfter, lastStep.map({ now.since($0) >= climbAfter }) ?? true else { return .stay }
+        // Climb one rung, only if its prediction stays under the high-water mark.
+        guard account.predicted(ladder[rung - 1]) < Int(budgetBytes * highWater) else { return .stay }
+        let from = rung
+        rung -= 1
+        lastStep = now
+        lowSince = nil
+        return .step(from: from, to: rung)
+    }
+
+    private func failure(need: Int) -> String {
+        let bottom = ladder[ladder.count - 1]
+        return "cannot run within \(budget): needs at least \((need + (1 << 20) - 1) >> 20) MiB at \(bottom.height)p"
+    }
+}

@@ -1,0 +1,92 @@
+import ShareSession
+import ShareWire
+import Testing
+
+@Suite("Memory-budget governor (pure state machine)")
+struct MemoryGovernorTests {
+    func governor(budget: String = "50M", fixed: Int = 12 << 20) -> MemoryGovernor {
+        MemoryGovernor(budget: MemoryBudget(budget)!, ladder: MemoryGovernor.ladder(fps: 30, sourceHeight: 1080, history: 1024),
+                       account: MemoryAccount(fixedBytes: fixed, sourceWidth: 1920, sourceHeight: 1080))
+    }
+
+    func at(_ seconds: Double) -> MonotonicTime { MonotonicTime(nanoseconds: UInt64(seconds * 1e9)) }
+
+    @Test(arguments: [("50MiB", 50 << 20), ("32M", 32 << 20), ("8m", 8 << 20), ("1.5G", 1_610_612_736),
+                      ("4096", 4096), ("512k", 512 << 10)])
+    func parsesBudgets(text: String, bytes: Int) {
+        #expect(MemoryBudget(text)?.bytes == bytes)
+    }
+
+    @Test(arguments: ["", "fifty", "-3M", "10 parsecs", "0"])
+    func refusesNonsenseBudgets(text: String) { #expect(MemoryBudget(text) == nil) }
+
+    @Test func ladderGoesCheapestFirst() {
+        let names = MemoryGovernor.ladder(fps: 30, sourceHeight: 1080, history: 1024).map(\.name)
+        #expect(names == ["full", "short history", "15 fps", "5 fps", "720p at 5 fps", "540p at 5 fps", "360p at 5 fps",
+                          "360p at 5 fps, half bitrate"])
+    }
+
+    @Test func staysPutWellUnderTheBudget() {
+        var g = governor()
+        for t in 0..<100 { #expect(g.observe(footprint: 30 << 20, now: at(Double(t) * 0.1)) == .stay) }
+        #expect(g.rung == 0)
+    }
+
+    /// Near the budget it steps down; the prediction skips steps that would
+    /// not be enough (history and fps barely change memory; downscaling does).
+    @Test func stepsDownToTheFirstRungPredictedToFit() {
+        var g = governor(budget: "32M")
+        // Measured 40 MiB at full 1080p: the fixed part is learnt from it.
+        let decision = g.observe(footprint: 40 << 20, now: at(0))
+        guard case .step(from: 0, let to) = decision else { Issue.record("no step: \(decision)"); return }
+        #expect(g.current.height < 1080, "downscaled, at \(g.current.name)")
+        #expect(to == g.rung)
+        #expect(g.account.predicted(g.current) <= Int(Double(32 << 20) * 0.92))
+    }
+
+    @Test func waitsForAStepToSettleUnlessOverBudget() {
+        var g = governor(budget: "50M", fixed: 20 << 20)
+        _ = g.observe(footprint: 47 << 20, now: at(0))  // near: one step
+        let rung = g.rung
+        #expect(rung > 0)
+        #expect(g.observe(footprint: 47 << 20, now: at(0.2)) == .stay, "settling")
+        // Over the budget there is no waiting.
+        guard case .step = g.observe(footprint: 51 << 20, now: at(0.3)) else { Issue.record("did not react"); return }
+        #expect(g.rung > rung)
+    }
+
+    /// Hysteresis: climbing back needs 10 s well below, one rung at a time,
+    /// and never flaps around the threshold.
+    @Test func climbsBackSlowlyWithoutOscillating() {
+        var g = governor(budget: "50M", fixed: 20 << 20)
+        _ = g.observe(footprint: 48 << 20, now: at(0))
+        let low = g.rung
+        #expect(low > 0)
+        var steps: [MemoryGovernor.Decision] = []
+        for t in stride(from: 1.0, through: 9.5, by: 0.5) { steps.append(g.observe(footprint: 30 << 20, now: at(t))) }
+        #expect(steps.allSatisfy { $0 == .stay }, "no climb before 10 s")
+        var climbed = false
+        for t in stride(from: 10.0, through: 25, by: 0.5) {
+            if case .step(from: low, to: low - 1) = g.observe(footprint: 30 << 20, now: at(t)) { climbed = true; break }
+        }
+        #expect(climbed)
+        // Footprint between the marks: nothing moves either way.
+        let rung = g.rung
+        for t in stride(from: 40.0, through: 80, by: 1) { #expect(g.observe(footprint: 40 << 20, now: at(t)) == .stay) }
+        #expect(g.rung == rung)
+    }
+
+    @Test func failsWithASpecificMessageWhenNothingFits() {
+        var g = governor(budget: "8M")
+        guard case .fail(let message) = g.checkFeasible() else { Issue.record("8 MiB accepted"); return }
+        #expect(message.hasPrefix("cannot run within 8 MiB: needs at least "))
+        #expect(message.hasSuffix("MiB at 360p"))
+        // Fed footprints, it walks down and then fails rather than overrunning.
+        var outcome: MemoryGovernor.Decision = .stay
+        for t in 0..<20 {
+            outcome = g.observe(footprint: 20 << 20, now: at(Double(t)))
+            if case .fail = outcome { break }
+        }
+        guard case .fail = outcome else { Issue.record("never failed"); return }
+    }
+}
