@@ -260,6 +260,9 @@ public final class ScreenSender: @unchecked Sendable {
     /// Blocks until the sender has finished (after `stop` or an error).
     public func waitUntilFinished() { group.wait() }
 
+    /// True between `pause` and `resume`.
+    public var isPaused: Bool { state.load(ordering: .relaxed) == State.paused.rawValue }
+
     /// The error that ended the sender, if one did.
     public var error: SenderError? { failure.withLock { $0 } }
 

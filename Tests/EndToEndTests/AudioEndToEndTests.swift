@@ -279,3 +279,46 @@ struct MemoryBudgetEndToEndTests {
         #expect((stats["peakFootprintBytes"] as? Int ?? Int.max) <= 50 << 20)
     }
 }
+
+@Suite("End to end: control channel")
+struct ControlChannelEndToEndTests {
+    func ctl(_ command: String, _ socket: String) throws -> [String: Any] {
+        let result = try ShareBinary.run(["ctl", command, "--socket", socket], timeout: 10)
+        guard result.status == 0,
+              let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any] else {
+            throw TestEnvironmentError("share ctl \(command): \(result.output)")
+        }
+        return object
+    }
+
+    func framesEncoded(_ status: [String: Any]) -> Int {
+        (status["statistics"] as? [String: Any])?["framesEncoded"] as? Int ?? -1
+    }
+
+    @Test func statusPauseResumeStop() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let socket = dir.path("send.sock")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                            "--key-file", key, "--audio", "none", "--duration", "30", "--control", socket])
+        usleep(1_000_000)
+        let running = try ctl("status", socket)
+        #expect(running["state"] as? String == "running")
+        #expect(framesEncoded(running) > 10)
+        #expect(try ctl("pause", socket)["state"] as? String == "paused")
+        usleep(300_000)
+        let paused = framesEncoded(try ctl("status", socket))
+        usleep(1_000_000)
+        #expect(framesEncoded(try ctl("status", socket)) <= paused + 1, "no frames while paused")
+        #expect(try ctl("resume", socket)["state"] as? String == "running")
+        usleep(1_000_000)
+        #expect(framesEncoded(try ctl("status", socket)) >= paused + 20, "frames again after resume")
+        #expect(try ctl("stop", socket)["state"] as? String == "stopping")
+        let ended = sender.wait(timeout: 10)
+        #expect(ended.status == 0, "stopped long before its 30 s: \(ended.output)")
+        #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed on exit")
+        let missing = try ShareBinary.run(["ctl", "status", "--socket", socket])
+        #expect(missing.status != 0 && missing.output.contains("cannot reach"))
+    }
+}

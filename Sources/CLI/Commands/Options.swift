@@ -24,6 +24,7 @@ public struct SendOptions: ParsableArguments {
     public var sdp: String?
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+    @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/send-<pid>.sock).") public var control: String?
 
     public init() {}
 }

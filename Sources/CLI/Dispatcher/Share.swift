@@ -11,7 +11,7 @@ struct Share: ParsableCommand {
             On the sharing machine:   share send <viewer-host> --key-file share.key
             (copy share.key to both machines over a channel you trust; it stays mode 0600)
             """,
-        subcommands: [Send.self, Receive.self, KeyGen.self, Scene.self])
+        subcommands: [Send.self, Receive.self, KeyGen.self, Ctl.self, Scene.self])
 }
 
 struct Send: ParsableCommand {

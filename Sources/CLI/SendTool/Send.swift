@@ -64,6 +64,24 @@ struct Send: ParsableCommand {
         for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
             note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
+        let controlPath = o.control ?? ControlChannel.defaultPath()
+        do {
+            try ControlChannel.serve(path: controlPath) { command in
+                switch command {
+                case "pause": sender.pause(); return #"{"ok":true,"state":"paused"}"#
+                case "resume": sender.resume(); return #"{"ok":true,"state":"running"}"#
+                case "stop": stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
+                case "status":
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    let body = (try? encoder.encode(sender.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                    return #"{"ok":true,"state":"\#(sender.isPaused ? "paused" : "running")","statistics":\#(body)}"#
+                default: return #"{"ok":false,"error":"unknown command"}"#
+                }
+            }
+        } catch {
+            note("no control channel: \(error)")
+        }
         note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
         let status = StatusLine()
         status.start {
