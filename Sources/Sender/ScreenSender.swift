@@ -348,6 +348,9 @@ public final class ScreenSender: @unchecked Sendable {
                 finish(with: .encoder(error.description))
                 return
             }
+            if configuration.simulatedEncodeDelay > .zero {
+                Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
+            }
             let encoded = Clock.monotonic()
             guard let info else { continue }
             let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)

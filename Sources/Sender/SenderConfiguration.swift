@@ -57,6 +57,9 @@ public struct SenderConfiguration: Sendable {
     /// The memory budget the governor keeps the process under (footprint as
     /// iOS counts it); nil turns the governor off.
     public var memoryBudget: MemoryBudget? = .default
+    /// Extra time the encode stage takes per frame: a diagnostic knob that
+    /// simulates a slow encoder (tests use it to prove capture never waits).
+    public var simulatedEncodeDelay: Duration = .zero
     /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
     public var audio: [AudioInput] = []
     public var audioPayloadType: UInt8 = 111

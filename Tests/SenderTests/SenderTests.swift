@@ -1,0 +1,78 @@
+import Foundation
+import ShareSender
+import ShareSRTP
+import ShareWire
+import TestSupport
+import Testing
+
+/// The embeddable sender, driven through its library API on a real X server.
+@Suite("Sender library", .serialized)
+struct SenderTests {
+    /// A deliberately slow encoder (200 ms a frame): capture keeps its 30 fps
+    /// cadence, frames the encoder cannot take are dropped and counted, the
+    /// fixed pool does not grow, and neither does the process.
+    @Test func slowEncoderNeverHoldsUpCapture() throws {
+        let display = try VirtualDisplay(width: 640, height: 480)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        configuration.simulatedEncodeDelay = .milliseconds(200)
+        let sender = try ScreenSender(configuration: configuration)
+        sender.start()
+        Thread.sleep(forTimeInterval: 1)
+        let early = sender.statistics
+        Thread.sleep(forTimeInterval: 3)
+        let late = sender.statistics
+        sender.stop()
+        let captured = late.framesCaptured - early.framesCaptured
+        let encoded = late.framesEncoded - early.framesEncoded
+        #expect(captured >= 80, "about 90 captures in 3 s at 30 fps, got \(captured)")
+        #expect(encoded <= 16, "about 15 encodes in 3 s at 200 ms each, got \(encoded)")
+        #expect(late.framesDroppedEncoderBusy - early.framesDroppedEncoderBusy >= captured - encoded - 3)
+        #expect(late.framesDroppedPoolExhausted == 0, "the encoder holds at most one lease: the pool is never exhausted")
+        #expect(late.footprintBytes - early.footprintBytes < 4 << 20, "no growth: \(early.footprintBytes) -> \(late.footprintBytes)")
+    }
+
+    @Test func lifecycleEventsArriveInOrder() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        let sender = try ScreenSender(configuration: configuration)
+        let log = EventLog()
+        sender.start { event in log.append(event) }
+        Thread.sleep(forTimeInterval: 0.5)
+        sender.pause()
+        Thread.sleep(forTimeInterval: 0.3)
+        sender.resume()
+        Thread.sleep(forTimeInterval: 0.3)
+        sender.stop()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(log.names == ["started", "paused", "resumed", "finished"], "\(log.names)")
+        #expect(sender.setup.sessionDescription.video?.codec == "H264")
+    }
+}
+
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+
+    func append(_ event: SenderEvent) {
+        let name: String? = switch event {
+        case .started: "started"
+        case .paused: "paused"
+        case .resumed: "resumed"
+        case .finished: "finished"
+        default: nil
+        }
+        lock.lock()
+        if let name { events.append(name) }
+        lock.unlock()
+    }
+
+    var names: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return events
+    }
+}
