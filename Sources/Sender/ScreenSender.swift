@@ -21,6 +21,8 @@ public final class ScreenSender: @unchecked Sendable {
     /// Replaced by the encode thread when the governor changes size or rate.
     private var encoder: H264Encoder
     private var governor: MemoryGovernor?
+    /// A step whose settled footprint is still to be reported, and when.
+    private var settling: (rung: String, at: UInt64)?
     private var startupFailure: SenderError?
     private let captureFPS: Atomic<Int>
     private let baseSize: VideoSize
@@ -226,6 +228,7 @@ public final class ScreenSender: @unchecked Sendable {
         if let governor, governor.rung > 0 {
             events(.memoryStep(from: governor.ladder[0].name, to: governor.current.name,
                                footprint: governor.account.predicted(governor.ladder[0]), budget: governor.budget.bytes))
+            settling = (governor.current.name, Clock.monotonic() + 1_000_000_000)
         }
         let (rungName, budgetBytes) = (governor?.current.name ?? "off", governor?.budget.bytes ?? 0)
         stats.withLock { s in
@@ -398,6 +401,10 @@ public final class ScreenSender: @unchecked Sendable {
         let footprint = ProcessFootprint.current().footprintBytes
         let decision = governor.observe(footprint: footprint, now: MonotonicTime(nanoseconds: Clock.monotonic()))
         self.governor = governor
+        if let pending = settling, Clock.monotonic() >= pending.at {
+            settling = nil
+            events?(.memorySettled(rung: pending.rung, footprint: footprint, budget: governor.budget.bytes))
+        }
         switch decision {
         case .stay:
             return true
@@ -426,6 +433,7 @@ public final class ScreenSender: @unchecked Sendable {
             }
             events?(.memoryStep(from: governor.ladder[from].name, to: rung.name, footprint: footprint,
                                 budget: governor.budget.bytes))
+            settling = (rung.name, Clock.monotonic() + 1_000_000_000)
             return true
         }
     }

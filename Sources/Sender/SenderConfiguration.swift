@@ -93,6 +93,8 @@ public enum SenderEvent: Sendable {
     /// The memory governor moved to another rung: the footprint measured
     /// (or, for the starting rung, predicted for the full rung) in bytes.
     case memoryStep(from: String, to: String, footprint: Int, budget: Int)
+    /// A second after a step: the footprint it settled at.
+    case memorySettled(rung: String, footprint: Int, budget: Int)
 }
 
 /// Why the sender could not start or had to stop.

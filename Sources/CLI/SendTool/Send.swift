@@ -57,6 +57,8 @@ struct Send: ParsableCommand {
                 note(message)
             case .memoryStep(let from, let to, let footprint, let budget):
                 note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
+            case .memorySettled(let rung, let footprint, let budget):
+                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget at \(rung)")
             default:
                 break
             }
