@@ -38,6 +38,7 @@ let package = Package(
         cLibrary("CXCB", "libxcb-shm0-dev"),
         cLibrary("CLibAV", "libavformat-dev"),
         cLibrary("CPulse", "libpulse-dev"),
+        .systemLibrary(name: "CMalloc", path: "Sources/C/CMalloc"),
 
         // Wire formats: pure Swift, sans-IO, no Foundation.
         .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
@@ -68,7 +69,7 @@ let package = Package(
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
                 dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareTransport"],
+                               "ShareSession", "ShareTransport", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.

@@ -1,3 +1,4 @@
+internal import CMalloc
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -54,4 +55,10 @@ enum Clock {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
+}
+
+/// Caps glibc's malloc arenas at two (M_ARENA_MAX): with one arena per busy
+/// thread, a loaded sender grows dirty memory it never returns.
+func limitMallocArenas() {
+    _ = share_limit_malloc_arenas(2)
 }

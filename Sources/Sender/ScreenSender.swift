@@ -79,6 +79,9 @@ public final class ScreenSender: @unchecked Sendable {
     }
 
     public init(configuration: SenderConfiguration) throws(SenderError) {
+        // glibc gives busy threads arenas of their own that grow and never
+        // shrink; two arenas keep dirty memory proportional to the work.
+        limitMallocArenas()
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
         self.configuration = configuration

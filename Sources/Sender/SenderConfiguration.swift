@@ -46,8 +46,10 @@ public struct SenderConfiguration: Sendable {
     /// Largest UDP payload.
     public var mtu: Int = 1200
     public var keying: SRTPKeyingMaterial
-    /// Capture slots (MIT-SHM segments) in the frame pool.
-    public var captureSlots: Int = 3
+    /// Capture slots (MIT-SHM segments) in the frame pool. Two suffice: the
+    /// encoder holds a lease only while converting it; every slot the
+    /// process touches counts in its footprint (8 MB each at 1080p).
+    public var captureSlots: Int = 2
     /// x264 threads; nil picks one thread up to 1080p30's pixel rate (it
     /// costs 10-20% less CPU per frame than sliced threads and adds under a
     /// millisecond of latency there) and lets x264 choose above it.

@@ -43,7 +43,7 @@ struct EndToEndTests {
         let latency = got["captureToDisplay"] as? [String: Any]
         #expect((latency?["p50"] as? Double ?? 1e9) < 100, "latency \(String(describing: latency))")
         let probe = try probeVideo(recording)
-        #expect(probe.width == 1280 && probe.height == 720)
+        #expect(probe.width == 1280 && probe.height == 720, "recorded \(probe.width)x\(probe.height); sender said: \(sender.output)")
         #expect(probe.videoFrames == got["framesRecorded"] as? Int, "ffprobe reads every recorded frame")
         #expect(Double(probe.videoFrames) >= 0.99 * Double(framesSent))
     }
