@@ -64,13 +64,6 @@ public final class PulseCapture {
         var error: Int32 = 0
         _ = pa_simple_flush(stream, &error)
     }
-
-    /// How long ago the newest sample returned by `read` was captured, as
-    /// libpulse estimates it.
-    public var latencyMicroseconds: UInt64 {
-        var error: Int32 = 0
-        return pa_simple_get_latency(stream, &error)
-    }
 }
 
 /// Blocking 48 kHz 16-bit playback through pa_simple with a short buffer.

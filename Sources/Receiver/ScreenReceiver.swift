@@ -173,6 +173,7 @@ public final class ScreenReceiver: @unchecked Sendable {
         var recorder: Recorder?
         var pixels: [UInt8] = []
         var latency = LatencyRecorder()
+        var summarizedAt: UInt64 = 0
         var waitingForKeyframe = true
         var local = ReceiverStatistics()
         let began = monotonicNow()
@@ -424,7 +425,11 @@ public final class ScreenReceiver: @unchecked Sendable {
             local.duplicates = s.duplicates
             local.nacksSent = s.nacksSent
             local.keyframeRequests = s.plisSent
-            if !received.isEmpty { local.captureToDisplay = latency.summary }
+            // Percentiles sort every sample: once a second, not per packet.
+            if monotonicNow() - summarizedAt >= 1_000_000_000 {
+                summarizedAt = monotonicNow()
+                local.captureToDisplay = latency.summary
+            }
             stats.withLock { $0 = local }
         }
         recorder?.finish()

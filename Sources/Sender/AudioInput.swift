@@ -1,4 +1,5 @@
 internal import ShareAudio
+internal import ShareX11
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -90,7 +91,7 @@ final class AudioReader {
     }
 
     /// The next frame and the capture instant of its first sample.
-    func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureInstant) {
+    func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureTime) {
         switch backend {
         case .pulse(let capture, let monitor):
             // The stream opened before streaming started: start from now, not
@@ -102,7 +103,7 @@ final class AudioReader {
             // when streaming began, so there is no backlog): the first sample
             // is 20 ms old. The record stream's own latency figure was tried
             // and read ~0 in steady state and nonsense at start-up.
-            var captured = CaptureInstant.now().minus(nanoseconds: 20_000_000)
+            var captured = CaptureTime.now().minus(nanoseconds: 20_000_000)
             if monitor {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
@@ -126,12 +127,12 @@ final class AudioReader {
             pace()
             let pcm = wav.next()
             backend = .wav(wav)
-            return (pcm, CaptureInstant.now())
+            return (pcm, CaptureTime.now())
         case .tone(var tone):
             pace()
             let pcm = tone.next()
             backend = .tone(tone)
-            return (pcm, CaptureInstant.now())
+            return (pcm, CaptureTime.now())
         }
     }
 
@@ -143,18 +144,19 @@ final class AudioReader {
     }
 }
 
-/// Monotonic and wall-clock nanoseconds of one instant.
-struct CaptureInstant {
-    var monotonic: UInt64
-    var wall: UInt64
-
-    static func now() -> CaptureInstant { CaptureInstant(monotonic: Clock.monotonic(), wall: Clock.wall()) }
-
-    func minus(nanoseconds: UInt64) -> CaptureInstant {
-        CaptureInstant(monotonic: monotonic &- nanoseconds, wall: wall &- nanoseconds)
+extension CaptureTime {
+    /// The same instant moved by `nanoseconds` on both clocks.
+    func minus(nanoseconds: UInt64) -> CaptureTime {
+        var moved = self
+        moved.monotonicNanoseconds &-= nanoseconds
+        moved.unixNanoseconds &-= nanoseconds
+        return moved
     }
 
-    func plus(nanoseconds: UInt64) -> CaptureInstant {
-        CaptureInstant(monotonic: monotonic &+ nanoseconds, wall: wall &+ nanoseconds)
+    func plus(nanoseconds: UInt64) -> CaptureTime {
+        var moved = self
+        moved.monotonicNanoseconds &+= nanoseconds
+        moved.unixNanoseconds &+= nanoseconds
+        return moved
     }
 }

@@ -35,6 +35,8 @@ public final class ScreenSender: @unchecked Sendable {
     private let keyframeRequested = Atomic<Bool>(true)
     private let stats = Mutex(SenderStatistics())
     private let group = DispatchGroup()
+    /// The finishing work (BYE, final statistics, `.finished`) still to run.
+    private let finishing = DispatchGroup()
     private let failure = Mutex<SenderError?>(nil)
     private var events: (@Sendable (SenderEvent) -> Void)?
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
@@ -257,14 +259,18 @@ public final class ScreenSender: @unchecked Sendable {
         }
     }
 
-    /// Stops the threads, sends RTCP BYE and reports `finished`.
+    /// Stops the threads, sends RTCP BYE and reports `finished` before returning.
     public func stop() {
         finish(with: nil)
-        group.wait()
+        waitUntilFinished()
     }
 
-    /// Blocks until the sender has finished (after `stop` or an error).
-    public func waitUntilFinished() { group.wait() }
+    /// Blocks until the sender has finished (after `stop` or an error):
+    /// threads ended, BYE sent, `finished` reported.
+    public func waitUntilFinished() {
+        group.wait()
+        finishing.wait()
+    }
 
     /// True between `pause` and `resume`.
     public var isPaused: Bool { state.load(ordering: .relaxed) == State.paused.rawValue }
@@ -286,7 +292,9 @@ public final class ScreenSender: @unchecked Sendable {
         }
         failure.withLock { $0 = error }
         frameReady.signal()
+        finishing.enter()
         DispatchQueue.global().async { [self] in
+            defer { finishing.leave() }
             group.wait()
             let reason = error.map { "error: \($0)" } ?? "sender stopped"
             stream.withLock { $0.goodbye(reason: String(reason.prefix(200))) { socket.send($0) } }
@@ -484,7 +492,7 @@ public final class ScreenSender: @unchecked Sendable {
     private func audioLoop(_ channel: AudioChannel) {
         var samples: UInt32 = 0
         while isActive {
-            let frame: (pcm: [Int16], captured: CaptureInstant)
+            let frame: (pcm: [Int16], captured: CaptureTime)
             do {
                 frame = try channel.reader.read()
             } catch {
@@ -498,8 +506,8 @@ public final class ScreenSender: @unchecked Sendable {
                 let packet = try channel.encoder.encode(frame.pcm)
                 try channel.stream.withLock { stream throws(SRTPError) in
                     try stream.send(payload: packet, rtpTimestamp: timestamp,
-                                    captureTime: NTPTimestamp(unixNanoseconds: frame.captured.wall),
-                                    now: MonotonicTime(nanoseconds: frame.captured.monotonic)) { socket.send($0) }
+                                    captureTime: NTPTimestamp(unixNanoseconds: frame.captured.unixNanoseconds),
+                                    now: MonotonicTime(nanoseconds: frame.captured.monotonicNanoseconds)) { socket.send($0) }
                 }
             } catch {
                 events?(.warning("\(channel.input.label) stopped: \(error); video goes on"))

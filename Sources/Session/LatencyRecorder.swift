@@ -24,15 +24,21 @@ public struct LatencyRecorder: Sendable {
 
     /// The p-th percentile (0...100) by nearest rank, nil with no samples.
     public func percentile(_ p: Double) -> Double? {
-        guard !samples.isEmpty else { return nil }
-        let sorted = samples.sorted()
+        Self.percentile(p, ofSorted: samples.sorted())
+    }
+
+    private static func percentile(_ p: Double, ofSorted sorted: [Double]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
         let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
         return sorted[min(max(rank, 0), sorted.count - 1)]
     }
 
+    /// Percentiles of the kept samples (one sort; not for every packet).
     public var summary: LatencySummary {
-        LatencySummary(samples: count, p50: percentile(50), p95: percentile(95), p99: percentile(99),
-                       max: samples.max())
+        let sorted = samples.sorted()
+        return LatencySummary(samples: count, p50: Self.percentile(50, ofSorted: sorted),
+                              p95: Self.percentile(95, ofSorted: sorted), p99: Self.percentile(99, ofSorted: sorted),
+                              max: sorted.last)
     }
 }
 

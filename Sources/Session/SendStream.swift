@@ -94,12 +94,7 @@ public final class SendStream {
                                                   headerExtension: headerExtension)
             let headerSize = buffer.count
             payloader.writePayload(index, of: accessUnit[...], into: &buffer)
-            packetizer.didSend(payloadSize: buffer.count - headerSize)
-            try srtp.protect(&buffer)
-            history.remember(sequence: sequence, bytes: buffer.bytes)
-            statistics.packets += 1
-            statistics.bytes += buffer.count
-            emit(buffer.bytes)
+            try finishPacket(sequence: sequence, payloadSize: buffer.count - headerSize, emit: emit)
         }
         statistics.frames += 1
         if isKeyframe { statistics.keyframes += 1 }
@@ -113,14 +108,19 @@ public final class SendStream {
         let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: marker,
                                               headerExtension: captureExtension(captureTime))
         buffer.append(slice: payload)
-        packetizer.didSend(payloadSize: payload.count)
+        try finishPacket(sequence: sequence, payloadSize: payload.count, emit: emit)
+        statistics.frames += 1
+        clockAnchor = (rtpTimestamp, captureTime, now)
+    }
+
+    /// Accounts, protects, keeps for retransmission and emits the packet in `buffer`.
+    private func finishPacket(sequence: UInt16, payloadSize: Int, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
+        packetizer.didSend(payloadSize: payloadSize)
         try srtp.protect(&buffer)
         history.remember(sequence: sequence, bytes: buffer.bytes)
         statistics.packets += 1
         statistics.bytes += buffer.count
-        statistics.frames += 1
         emit(buffer.bytes)
-        clockAnchor = (rtpTimestamp, captureTime, now)
     }
 
     private func captureExtension(_ captureTime: NTPTimestamp) -> RTPHeaderExtension? {
