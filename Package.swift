@@ -39,11 +39,15 @@ let package = Package(
         cLibrary("CLibAV", "libavformat-dev"),
         cLibrary("CPulse", "libpulse-dev"),
         .systemLibrary(name: "CMalloc", path: "Sources/C/CMalloc"),
+        // AES-ICM and HMAC-SHA1 on OpenSSL for libsrtp2's crypto kernel: no
+        // allocation per packet (Debian's libsrtp2 is built on NSS, which allocates).
+        .target(name: "CSRTPCrypto", path: "Sources/C/CSRTPCrypto",
+                linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("srtp2")]),
 
         // Wire formats: pure Swift, sans-IO, no Foundation.
         .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
         // SRTP/SRTCP contexts over libsrtp2.
-        .target(name: "ShareSRTP", dependencies: ["CSRTP", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
+        .target(name: "ShareSRTP", dependencies: ["CSRTP", "CSRTPCrypto", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
 
         // Colour conversion and scaling (libyuv), for the sender and the receiver window.
         .target(name: "ShareColor", dependencies: ["CYUV"], path: "Sources/Color", swiftSettings: strict),

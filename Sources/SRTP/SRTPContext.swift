@@ -1,4 +1,5 @@
 internal import CSRTP
+internal import CSRTPCrypto
 public import ShareWire
 
 /// One direction of an SRTP/SRTCP session (RFC 3711) over libsrtp2: an
@@ -119,11 +120,18 @@ enum SRTPLibrary {
     /// 4-byte index to the largest trailer).
     static let trailerRoom = Int(share_srtp_max_trailer_len()) + 4
 
-    private static let initStatus: srtp_err_status_t = srtp_init()
+    /// srtp_init, then share's allocation-free AES-ICM and HMAC-SHA1 in
+    /// place of the NSS-backed built-ins (each passes libsrtp2's known-answer
+    /// test first). AEAD_AES_128_GCM still uses libsrtp2's own GCM.
+    private static let initStatus: (status: srtp_err_status_t, step: String) = {
+        let status = srtp_init()
+        guard status == srtp_err_status_ok else { return (status, "srtp_init") }
+        return (srtp_err_status_t(UInt32(share_srtp_install_crypto())), "installing share's AES-ICM and HMAC-SHA1")
+    }()
 
     static func ensureInitialized() throws(SRTPError) {
-        let status = initStatus
-        guard status == srtp_err_status_ok else { throw error(status, detail: "srtp_init") }
+        let (status, step) = initStatus
+        guard status == srtp_err_status_ok else { throw error(status, detail: step) }
     }
 
     /// Maps a libsrtp2 status to an `SRTPError`, keeping the raw code.
