@@ -46,6 +46,8 @@ let package = Package(
 
         // Wire formats: pure Swift, sans-IO, no Foundation.
         .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
+        // The frame stamp: drawing time as a row of black/white blocks, read back from decoded pictures.
+        .target(name: "ShareStamp", path: "Sources/Stamp", swiftSettings: strict),
         // SRTP/SRTCP contexts over libsrtp2.
         .target(name: "ShareSRTP", dependencies: ["CSRTP", "CSRTPCrypto", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
 
@@ -79,7 +81,7 @@ let package = Package(
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
                 dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareTransport"],
+                               "ShareSession", "ShareTransport", "ShareStamp"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
@@ -93,6 +95,7 @@ let package = Package(
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
                           dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
+                                         "ShareStamp",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",

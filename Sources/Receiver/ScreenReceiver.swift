@@ -4,6 +4,7 @@ internal import ShareColor
 internal import ShareDecode
 public import ShareSRTP
 public import ShareSession
+internal import ShareStamp
 internal import ShareTransport
 internal import ShareWire
 internal import ShareX11
@@ -33,6 +34,9 @@ public struct ReceiverConfiguration: Sendable {
     public var playAudio = true
     /// Payload types carrying Opus.
     public var audioPayloadTypes: Set<UInt8> = [111]
+    /// Read the frame stamp (`share scene --stamp`) from every decoded
+    /// picture and measure glass-to-glass latency (both ends on one machine).
+    public var readStamps = false
 
     public init(keying: SRTPKeyingMaterial) { self.keying = keying }
 }
@@ -91,6 +95,13 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var height = 0
     /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
     public var captureToDisplay = LatencySummary()
+    /// With `readStamps`: from the scene drawing a frame stamp to the picture
+    /// holding it shown (or decoded, headless), first appearance of each stamp.
+    public var glassToGlass = LatencySummary()
+    /// Pictures whose stamp was new, the same as the previous picture's, or unreadable.
+    public var stampsNew = 0
+    public var stampsRepeated = 0
+    public var stampsUnreadable = 0
     public var audio = AudioStatistics()
 
     public init() {}
@@ -173,6 +184,8 @@ public final class ScreenReceiver: @unchecked Sendable {
         var recorder: Recorder?
         var pixels: [UInt8] = []
         var latency = LatencyRecorder()
+        var glassToGlass = LatencyRecorder()
+        var lastStamp: FrameStamp?
         var summarizedAt: UInt64 = 0
         var waitingForKeyframe = true
         var local = ReceiverStatistics()
@@ -240,6 +253,22 @@ public final class ScreenReceiver: @unchecked Sendable {
                     if window!.closed { running.store(false, ordering: .relaxed) }
                 } catch {
                     throw .window(error.description)
+                }
+            }
+            if configuration.readStamps {
+                let stamp = decoder.withLastPicture { y, yStride, _, _, _, _, width, height in
+                    FrameStamp.read(width: width, height: height) { x, row in y[row * yStride + x] }
+                } ?? nil
+                if let stamp, stamp != lastStamp {
+                    lastStamp = stamp
+                    local.stampsNew += 1
+                    if let elapsed = stamp.microseconds(until: monotonicNow() / 1000) {
+                        glassToGlass.record(milliseconds: Double(elapsed) / 1000)
+                    }
+                } else if stamp != nil {
+                    local.stampsRepeated += 1
+                } else {
+                    local.stampsUnreadable += 1
                 }
             }
             if let id = configuration.captureTimeExtensionID,
@@ -429,6 +458,7 @@ public final class ScreenReceiver: @unchecked Sendable {
             if monotonicNow() - summarizedAt >= 1_000_000_000 {
                 summarizedAt = monotonicNow()
                 local.captureToDisplay = latency.summary
+                local.glassToGlass = glassToGlass.summary
             }
             stats.withLock { $0 = local }
         }
@@ -436,6 +466,7 @@ public final class ScreenReceiver: @unchecked Sendable {
         local.framesRecorded = recorder?.framesWritten ?? local.framesRecorded
         local.audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
         local.captureToDisplay = latency.summary
+        local.glassToGlass = glassToGlass.summary
         stats.withLock { $0 = local }
         return nil
     }

@@ -79,8 +79,10 @@ public final class DemoScene {
         }
     }
 
-    /// Draws frame `number` of the moving scene.
-    public func draw(frame number: Int) {
+    /// Draws frame `number` of the moving scene; `overlay` draws last, just
+    /// before the round trip that waits for the server to finish (the frame
+    /// stamp goes there, so its time is as late as possible).
+    public func draw(frame number: Int, overlay: ((DemoScene) -> Void)? = nil) {
         let (w, h) = (width, height)
         fill(x: 0, y: 0, width: w, height: h, rgb: 0x10_1820)
         // A page of text scrolling up two pixels a frame.
@@ -105,6 +107,7 @@ public final class DemoScene {
         }
         // A progress bar that sweeps once a second at 30 fps.
         fill(x: 0, y: 0, width: w * (number % 30 + 1) / 30, height: 8, rgb: 0xFF_FFFF)
+        overlay?(self)
         sync()
     }
 

@@ -41,6 +41,8 @@ public struct ReceiveOptions: ParsableArguments {
     public var record: String?
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+    @Flag(help: "Read the frame stamp `share scene --stamp` draws from every picture: glass-to-glass latency (sender and receiver on one machine).")
+    public var readStamps = false
 
     public init() {}
 }
@@ -52,6 +54,12 @@ public struct SceneOptions: ParsableArguments {
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Flag(help: "Instead, flash the screen white and beep (1 kHz, into PulseAudio) at the same instant every 2 s: an A/V sync probe.")
     public var avSync = false
+    @Flag(help: "Draw a frame stamp (the drawing time as a row of black/white blocks, top left) each time; `share recv --read-stamps` reads it back.")
+    public var stamp = false
+    @Option(help: "With --stamp: redraw the stamp this many times a second (moving content keeps --fps), so a capturing sender finds a fresh one whenever it grabs.")
+    public var stampRate = 240
+    @Flag(name: .customLong("static"), help: "Draw one frame, then leave the screen still (an idle-screen benchmark).")
+    public var stillScreen = false
 
     public init() {}
 }

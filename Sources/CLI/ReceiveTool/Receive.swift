@@ -57,6 +57,7 @@ struct Receive: ParsableCommand {
         configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
         configuration.recordPath = record
         configuration.playAudio = !o.noAudio
+        configuration.readStamps = o.readStamps
         for audio in description?.audio ?? [] where audio.codec.lowercased() == "opus" {
             configuration.audioPayloadTypes.insert(audio.payloadType)
         }
@@ -96,7 +97,10 @@ struct Receive: ParsableCommand {
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed
-            capture to display: \(s.captureToDisplay.text)
+            capture to display: \(s.captureToDisplay.text)\(o.readStamps ? """
+
+                glass to glass: \(s.glassToGlass.text), \(s.stampsNew) stamps (\(s.stampsRepeated) repeated, \(s.stampsUnreadable) unreadable)
+                """ : "")
             audio: \(s.audio.streams) streams, \(s.audio.packetsReceived) packets, \(s.audio.packetsLost) lost, \
             \(s.audio.framesRecoveredByFEC) recovered by FEC, \(s.audio.framesConcealed) concealed, \(s.audio.packetsRecorded) recorded
             """)

@@ -2,7 +2,11 @@ import ArgumentParser
 import Foundation
 import ShareAudio
 import ShareCommands
+import ShareStamp
 import ShareX11
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Scene: ParsableCommand {
     static let configuration = CommandText.scene
@@ -18,20 +22,51 @@ struct Scene: ParsableCommand {
         do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
         let stop = StopSignal(duration: duration)
         let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var frame = 0
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "scene"))
-        timer.schedule(deadline: .now(), repeating: 1.0 / Double(max(1, fps)))
-        timer.setEventHandler {
-            scene.draw(frame: frame)
-            frame += 1
+        let overlay: ((DemoScene) -> Void)? = options.stamp ? { Self.drawStamp(on: $0) } : nil
+        let timer: (any DispatchSourceTimer)?
+        if options.stillScreen {
+            scene.draw(frame: 0, overlay: overlay)
+            timer = nil
+        } else {
+            // Content advances with the clock at `fps`; with a stamp, the
+            // timer ticks at the stamp rate and redraws only the stamp between.
+            let rate = max(1, options.stamp ? max(fps, options.stampRate) : fps)
+            let start = DispatchTime.now().uptimeNanoseconds
+            nonisolated(unsafe) var drawn = -1
+            let ticking = DispatchSource.makeTimerSource(flags: .strict, queue: DispatchQueue(label: "scene"))
+            ticking.schedule(deadline: .now(), repeating: 1.0 / Double(rate), leeway: .nanoseconds(0))
+            ticking.setEventHandler {
+                let frame = Int(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 * Double(max(1, fps)))
+                if frame != drawn {
+                    scene.draw(frame: frame, overlay: overlay)
+                    drawn = frame
+                } else if let overlay {
+                    overlay(scene)
+                    scene.sync()
+                }
+            }
+            ticking.resume()
+            timer = ticking
         }
-        timer.resume()
         DispatchQueue.global().async {
             stop.wait()
             done.signal()
         }
         done.wait()
-        timer.cancel()
+        timer?.cancel()
+    }
+
+    /// The stamp of this instant over a black band (see `FrameStamp`).
+    static func drawStamp(on scene: DemoScene) {
+        let band = FrameStamp.band(width: scene.width)
+        scene.fill(x: band.x, y: band.y, width: band.width, height: band.height, rgb: 0x000000)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let stamp = FrameStamp(microseconds: UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)
+        for (index, white) in stamp.blocks.enumerated() where white {
+            let r = FrameStamp.rect(block: index, width: scene.width)
+            scene.fill(x: r.x, y: r.y, width: r.size, height: r.size, rgb: 0xFFFFFF)
+        }
     }
 }
 

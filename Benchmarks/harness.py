@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""The benchmark harness: share, ffmpeg and GStreamer doing the same job, side by side.
+
+Each sender captures the same virtual X display, where `share scene --stamp`
+draws moving content and, 240 times a second, a frame stamp (the drawing
+time as a row of black/white blocks). Each encodes H.264 with x264
+(ultrafast, zerolatency, same bitrate, fps and keyframe interval),
+packetizes to RTP and protects with SRTP (AES_CM_128_HMAC_SHA1_80), to one
+common receiver (`share recv --read-stamps`, a window on a second virtual
+display), one sender after another in the same run, so only the sender
+varies. The receiver reads the stamp from every decoded picture as it shows
+it: glass-to-glass latency. /proc/<pid> of the sender is sampled ten times a
+second: CPU time, footprint (RssAnon + RssShmem, as iOS counts it), RSS and
+its high-water mark.
+
+Runs: moving content at every size, then a static screen (idle), then
+moving content with system audio (a tone playing into a private PulseAudio
+server; every sender also sends it as Opus). Each run is repeated; the
+report gives medians and ratios against share, as a Markdown table, JSON and
+an SVG plot.
+
+    make harness                      # the full run (about 12 minutes)
+    python3 Benchmarks/harness.py --quick
+    python3 Benchmarks/harness.py --sizes 1920x1080 --seconds 30 --repeats 3 --senders share,ffmpeg
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, ".build", "release")
+TICK = os.sysconf("SC_CLK_TCK")
+ALL_SENDERS = ("share", "ffmpeg", "gstreamer")
+WARMUP = 1.5  # seconds a sender runs before measuring starts
+EXTRA = 3.0   # seconds the receiver outlives the sender's measured window
+
+
+# MARK: processes and /proc
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1] & ~1
+
+
+def free_display(taken=()):
+    n = 140
+    while (os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock")) or f":{n}" in taken:
+        n += 1
+    return f":{n}"
+
+
+def start_xvfb(size, taken=()):
+    display = free_display(taken)
+    process = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten", "tcp", "-noreset"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.exists(f"/tmp/.X11-unix/X{display[1:]}"):
+            return display, process
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise SystemExit(f"harness: Xvfb {display} did not start")
+
+
+def stop(process, timeout=10):
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def sample(pid):
+    """CPU seconds, footprint, RSS and RSS high-water mark (bytes) of a live process, else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / TICK
+        kb = {}
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("RssAnon", "RssShmem", "VmRSS", "VmHWM"):
+                    kb[key] = int(value.split()[0])
+        return cpu, (kb.get("RssAnon", 0) + kb.get("RssShmem", 0)) * 1024, kb.get("VmRSS", 0) * 1024, \
+            kb.get("VmHWM", 0) * 1024
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+# MARK: the three senders
+
+def sender_command(kind, run, key, port, pulse):
+    size, fps, kbps, keyint, display = run["size"], run["fps"], run["bitrate"], run["keyint"], run["display"]
+    audio = run["audio"]
+    if kind == "share":
+        return [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(port), "--display", display,
+                "--fps", str(fps), "--bitrate", str(kbps), "--keyint", str(keyint), "--key-file", key["file"],
+                "--audio", "system" if audio else "none", "--stats-json", run["sender_stats"]]
+    if kind == "ffmpeg":
+        srtp = ["-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", key["inline"]]
+        command = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-progress", run["sender_stats"],
+                   "-f", "x11grab", "-framerate", str(fps), "-video_size", size, "-draw_mouse", "0", "-i", display]
+        if audio:
+            command += ["-f", "pulse", "-i", "default"]
+        command += ["-map", "0:v", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
+                    "-profile:v", "baseline", "-pix_fmt", "yuv420p", "-b:v", f"{kbps}k", "-maxrate", f"{kbps}k",
+                    "-bufsize", f"{kbps // 2}k", "-g", str(keyint), "-f", "rtp", *srtp,
+                    f"srtp://127.0.0.1:{port}?pkt_size=1200"]
+        if audio:
+            command += ["-map", "1:a", "-c:a", "libopus", "-ac", "2", "-b:a", "96k", "-application", "audio",
+                        "-frame_duration", "20", "-f", "rtp", "-payload_type", "111", *srtp,
+                        f"srtp://127.0.0.1:{port}?pkt_size=1200"]
+        return command
+    if kind == "gstreamer":
+        def srtpenc(name):
+            return ["srtpenc", f"name={name}", f"key={key['hex']}", "rtp-cipher=aes-128-icm", "rtp-auth=hmac-sha1-80",
+                    "rtcp-cipher=aes-128-icm", "rtcp-auth=hmac-sha1-80"]
+        command = ["gst-launch-1.0", "-q", "ximagesrc", f"display-name={display}", "use-damage=false",
+                   "show-pointer=false", "!", f"video/x-raw,framerate={fps}/1", "!", "videoconvert", "!",
+                   "video/x-raw,format=I420", "!", "x264enc", "speed-preset=ultrafast", "tune=zerolatency",
+                   f"bitrate={kbps}", f"key-int-max={keyint}", "!", "video/x-h264,profile=constrained-baseline", "!",
+                   "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!", *srtpenc("videosrtp"), "!",
+                   "udpsink", "host=127.0.0.1", f"port={port}", "sync=false", "async=false"]
+        if audio:
+            command += ["pulsesrc", "!", "audio/x-raw,rate=48000,channels=2", "!", "audioconvert", "!", "opusenc",
+                        "bitrate=96000", "frame-size=20", "!", "rtpopuspay", "pt=111", "!", *srtpenc("audiosrtp"),
+                        "!", "udpsink", "host=127.0.0.1", f"port={port}", "sync=false", "async=false"]
+        return command
+    raise ValueError(kind)
+
+
+def receiver_sdp(port, key, audio):
+    text = (f"v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=harness\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+            f"m=video {port} RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n"
+            f"a=extmap:1 http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time\r\n"
+            f"a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\r\n")
+    if audio:
+        text += (f"m=audio {port} RTP/SAVP 111\r\na=rtpmap:111 opus/48000/2\r\n"
+                 f"a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\r\n")
+    return text
+
+
+def frames_sent(kind, path, received):
+    """Frames the sender says it sent; GStreamer says nothing, so the frames seen on the wire."""
+    try:
+        if kind == "share":
+            with open(path) as f:
+                return json.load(f)["framesSent"]
+        if kind == "ffmpeg":
+            frames = [int(line.split("=")[1]) for line in open(path) if line.startswith("frame=")]
+            return frames[-1] if frames else 0
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        pass
+    return received["framesAssembled"] + received["framesLost"]
+
+
+def run_one(kind, run, key, work, pulse, progress):
+    port = free_port()
+    run["sender_stats"] = os.path.join(work, f"send-{kind}.out")
+    if os.path.exists(run["sender_stats"]):
+        os.remove(run["sender_stats"])
+    stats = os.path.join(work, f"recv-{kind}.json")
+    sdp = os.path.join(work, "recv.sdp")
+    with open(sdp, "w") as f:
+        f.write(receiver_sdp(port, key, run["audio"]))
+    seconds = run["seconds"]
+    receive = [os.path.join(BIN, "share-recv"), "recv", "--sdp", sdp, "--read-stamps", "--no-audio",
+               "--duration", str(WARMUP + seconds + EXTRA), "--stats-json", stats]
+    receive += ["--display", run["receiver_display"]] if run["receiver_display"] else ["--no-window"]
+    receiver = subprocess.Popen(receive, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    err = open(os.path.join(work, f"send-{kind}.err"), "w")
+    sender = subprocess.Popen(sender_command(kind, run, key, port, pulse), stdout=subprocess.DEVNULL, stderr=err)
+    time.sleep(WARMUP)
+    first = sample(sender.pid)
+    last, peak_footprint, peak_rss = first, 0, 0
+    end = time.time() + seconds
+    while time.time() < end:
+        time.sleep(0.1)
+        progress.tick()
+        s = sample(sender.pid)
+        if s is None:
+            break
+        last = s
+        peak_footprint, peak_rss = max(peak_footprint, s[1]), max(peak_rss, s[3])
+    stop(sender)
+    err.close()
+    receiver.wait(timeout=WARMUP + seconds + EXTRA + 20)
+    try:
+        with open(stats) as f:
+            received = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        raise SystemExit(f"harness: the receiver wrote no statistics for {kind}; see {work}")
+    if first is None or last is None:
+        with open(os.path.join(work, f"send-{kind}.err")) as f:
+            raise SystemExit(f"harness: {kind} did not run: {f.read()[-2000:]}")
+    cpu = last[0] - first[0]
+    # Frames in the measured window, at the rate the receiver decoded them.
+    active = max(received["elapsedSeconds"] - 0.5 - EXTRA, 1)
+    frames_in_window = received["framesDecoded"] / active * seconds
+    g2g = received.get("glassToGlass", {})
+    return {
+        "sender": kind, "cpu_ms_per_frame": cpu * 1000 / max(frames_in_window, 1),
+        "core_percent": cpu / seconds * 100, "peak_footprint_mib": peak_footprint / 1048576,
+        "peak_rss_mib": peak_rss / 1048576,
+        "frames_sent": frames_sent(kind, run["sender_stats"], received), "frames_decoded": received["framesDecoded"],
+        "decode_errors": received["decodeErrors"], "frames_lost": received["framesLost"],
+        "audio_packets": received["audio"]["packetsReceived"],
+        "g2g_p50": g2g.get("p50"), "g2g_p95": g2g.get("p95"), "g2g_p99": g2g.get("p99"), "g2g_max": g2g.get("max"),
+        "g2g_samples": g2g.get("samples", 0), "stamps_unreadable": received.get("stampsUnreadable", 0),
+    }
+
+
+# MARK: progress
+
+class Progress:
+    """One status line on a terminal (a line per run otherwise), with time left."""
+
+    def __init__(self, total_seconds, runs):
+        self.total, self.runs, self.started, self.done_seconds = total_seconds, runs, time.time(), 0.0
+        self.index, self.label, self.run_started = 0, "", time.time()
+        self.tty = sys.stderr.isatty()
+
+    def begin(self, label, planned):
+        self.index += 1
+        self.label, self.planned, self.run_started = label, planned, time.time()
+        if not self.tty:
+            print(f"[{self.index}/{self.runs}] {label}", file=sys.stderr, flush=True)
+        self.tick()
+
+    def end(self):
+        self.done_seconds += self.planned
+        self.tick()
+
+    def tick(self):
+        if not self.tty:
+            return
+        current = min(time.time() - self.run_started, self.planned)
+        fraction = min((self.done_seconds + current) / max(self.total, 1), 1)
+        elapsed = time.time() - self.started
+        left = max(self.total - self.done_seconds - current, 0)
+        bar = "#" * int(fraction * 24)
+        sys.stderr.write(f"\r\033[K[{self.index}/{self.runs}] {self.label:<40} [{bar:<24}] {fraction * 100:3.0f}%  "
+                         f"{elapsed // 60:.0f}:{elapsed % 60:02.0f} elapsed, ~{left // 60:.0f}:{left % 60:02.0f} left")
+        sys.stderr.flush()
+
+    def finish(self):
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+# MARK: report
+
+METRICS = ("cpu_ms_per_frame", "core_percent", "peak_footprint_mib", "peak_rss_mib", "frames_sent", "frames_decoded",
+           "g2g_p50", "g2g_p95", "g2g_p99", "g2g_max", "audio_packets")
+
+
+def medians(results):
+    table = {}
+    for r in results:
+        table.setdefault(r["run"], {}).setdefault(r["sender"], []).append(r)
+    out = {}
+    for run, senders in table.items():
+        out[run] = {}
+        for kind, rows in senders.items():
+            m = {}
+            for key in METRICS:
+                values = [row[key] for row in rows if row.get(key) is not None]
+                m[key] = statistics.median(values) if values else None
+            m["repeats"] = len(rows)
+            out[run][kind] = m
+    return out
+
+
+def fmt(value, digits=1):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(settings, med):
+    lines = [f"Sender benchmark: {settings['when']}, {settings['host']}; fps {settings['fps']}, keyframe every "
+             f"{settings['keyint']} frames, AES_CM_128_HMAC_SHA1_80, bitrate w x h x fps x 0.1 bit/s; "
+             f"{settings['seconds']:.0f} s measured per run after {WARMUP:.1f} s warm-up, medians of "
+             f"{settings['repeats']} repeats. Command: `{settings['command']}`.", ""]
+    lines += ["| run | sender | CPU ms/frame | % of a core | CPU vs share | glass-to-glass p50 / p95 / p99 / max ms | "
+              "peak footprint MiB | peak RSS MiB | frames sent / decoded |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for run, senders in med.items():
+        base = senders.get("share", {}).get("cpu_ms_per_frame")
+        for kind, m in senders.items():
+            ratio = f"{m['cpu_ms_per_frame'] / base:.2f}x" if base and m["cpu_ms_per_frame"] else "-"
+            g2g = " / ".join(fmt(m[k]) for k in ("g2g_p50", "g2g_p95", "g2g_p99", "g2g_max"))
+            if run.endswith("static"):
+                g2g = "(still screen)"
+            lines.append(f"| {run} | {kind} | {fmt(m['cpu_ms_per_frame'], 2)} | {fmt(m['core_percent'])} | {ratio} | "
+                         f"{g2g} | {fmt(m['peak_footprint_mib'])} | {fmt(m['peak_rss_mib'])} | "
+                         f"{fmt(m['frames_sent'], 0)} / {fmt(m['frames_decoded'], 0)} |")
+    lines += ["", "CPU is the sender process's user + system time over the measured window; footprint is "
+              "RssAnon + RssShmem sampled every 100 ms; peak RSS is the kernel's high-water mark (VmHWM). "
+              "Glass-to-glass runs from the scene drawing a frame stamp to the receiver showing the picture that "
+              "holds it (first appearance of each stamp). Frames sent: share's and ffmpeg's own counts; "
+              "GStreamer's are the frames seen on the wire."]
+    return "\n".join(lines) + "\n"
+
+
+COLOURS = {"share": "#2a7de1", "ffmpeg": "#e0782a", "gstreamer": "#3aa35a"}
+
+
+def svg(settings, med):
+    """Two panels per moving-content run: latency percentiles and CPU per frame, one row per sender."""
+    runs = [r for r in med if not r.endswith("static")]
+    row_h, panel_w, left, gap = 22, 330, 150, 40
+    senders_per_run = [len(med[r]) for r in runs]
+    height = 70 + sum(n * row_h + 40 for n in senders_per_run) + 40
+    width = left + 2 * panel_w + gap + 40
+    max_latency = max([m["g2g_p99"] or 0 for r in runs for m in med[r].values()] + [1])
+    max_cpu = max([m["cpu_ms_per_frame"] or 0 for r in runs for m in med[r].values()] + [0.1])
+    lat_scale, cpu_scale = (panel_w - 20) / (max_latency * 1.1), (panel_w - 60) / (max_cpu * 1.1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+           f'font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14" font-weight="bold">Glass-to-glass latency (ms)</text>',
+           f'<text x="{left + panel_w + gap}" y="20" font-size="14" font-weight="bold">Sender CPU per frame (ms)</text>',
+           f'<text x="{left}" y="38" fill="#555">bar: p50 to p95; whisker: p99; tick: p50</text>']
+    y = 60
+    for run in runs:
+        out.append(f'<text x="10" y="{y + 12}" font-weight="bold">{run}</text>')
+        y += 18
+        for kind, m in med[run].items():
+            colour = COLOURS.get(kind, "#888")
+            out.append(f'<text x="20" y="{y + 14}">{kind}</text>')
+            p50, p95, p99 = m["g2g_p50"], m["g2g_p95"], m["g2g_p99"]
+            if p50 is not None and p95 is not None and p99 is not None:
+                x50, x95, x99 = (left + v * lat_scale for v in (p50, p95, p99))
+                out.append(f'<line x1="{x95:.1f}" y1="{y + 10}" x2="{x99:.1f}" y2="{y + 10}" stroke="{colour}"/>')
+                out.append(f'<line x1="{x99:.1f}" y1="{y + 5}" x2="{x99:.1f}" y2="{y + 15}" stroke="{colour}"/>')
+                out.append(f'<rect x="{x50:.1f}" y="{y + 3}" width="{max(x95 - x50, 1):.1f}" height="14" '
+                           f'fill="{colour}" opacity="0.55"/>')
+                out.append(f'<line x1="{x50:.1f}" y1="{y + 1}" x2="{x50:.1f}" y2="{y + 19}" stroke="{colour}" '
+                           f'stroke-width="2"/>')
+                out.append(f'<text x="{x99 + 4:.1f}" y="{y + 14}" fill="#333">{p50:.1f} / {p95:.1f} / {p99:.1f}</text>')
+            cpu = m["cpu_ms_per_frame"] or 0
+            x0 = left + panel_w + gap
+            out.append(f'<rect x="{x0}" y="{y + 3}" width="{cpu * cpu_scale:.1f}" height="14" fill="{colour}"/>')
+            out.append(f'<text x="{x0 + cpu * cpu_scale + 4:.1f}" y="{y + 14}" fill="#333">{cpu:.2f}</text>')
+            y += row_h
+        y += 22
+    for x0, ticks, scale in ((left, max_latency * 1.1, lat_scale), (left + panel_w + gap, max_cpu * 1.1, cpu_scale)):
+        out.append(f'<line x1="{x0}" y1="50" x2="{x0}" y2="{y - 20}" stroke="#999"/>')
+        step = nice_step(ticks)
+        v = 0.0
+        while v <= ticks:
+            out.append(f'<line x1="{x0 + v * scale:.1f}" y1="{y - 20}" x2="{x0 + v * scale:.1f}" y2="{y - 15}" '
+                       f'stroke="#999"/><text x="{x0 + v * scale:.1f}" y="{y - 2}" text-anchor="middle" '
+                       f'fill="#555">{v:g}</text>')
+            v += step
+    out.append(f'<text x="10" y="{height - 6}" fill="#777" font-size="10">{settings["when"]}, {settings["host"]}: '
+               f'{settings["command"]}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def nice_step(span):
+    for step in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100):
+        if span / step <= 8:
+            return step
+    return 200
+
+
+# MARK: main
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1280x720,1920x1080", help="comma-separated WxH (default: 720p and 1080p)")
+    parser.add_argument("--fps", type=int, default=30)
+    parser.add_argument("--bitrate", type=int, help="kbit/s (default: w x h x fps x 0.1)")
+    parser.add_argument("--keyint", type=int, default=150)
+    parser.add_argument("--seconds", type=float, default=20, help="measured seconds per run")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--senders", default=",".join(ALL_SENDERS))
+    parser.add_argument("--no-idle", action="store_true", help="skip the static-screen run")
+    parser.add_argument("--no-audio", action="store_true", help="skip the run with audio")
+    parser.add_argument("--headless-receiver", action="store_true",
+                        help="the receiver decodes without a window (latency up to decoding)")
+    parser.add_argument("--quick", action="store_true", help="about a minute: 720p only, 5 s runs")
+    parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"),
+                        help="where results.md, results.json and results.svg go")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 5, 2
+    senders = [s for s in args.senders.split(",") if s]
+    for s in senders:
+        if s not in ALL_SENDERS:
+            parser.error(f"unknown sender {s!r}: choose from {', '.join(ALL_SENDERS)}")
+    for tool, needed in (("share-send", "share" in senders), ("share-recv", True), ("ffmpeg", "ffmpeg" in senders),
+                         ("gst-launch-1.0", "gstreamer" in senders), ("Xvfb", True)):
+        if needed and not (shutil.which(tool) or os.access(os.path.join(BIN, tool), os.X_OK)):
+            raise SystemExit(f"harness: {tool} not found (run `make harness`, which builds and installs what it needs)")
+    sizes = args.sizes.split(",")
+    for size in sizes:
+        try:
+            w, h = (int(x) for x in size.split("x"))
+        except ValueError:
+            parser.error(f"size {size!r} is not WxH")
+
+    # The plan: (label, size, static, audio, seconds, repeats).
+    plan = [(size, size, False, False, args.seconds, args.repeats) for size in sizes]
+    side_seconds = max(4.0, args.seconds / 2)
+    if not args.no_idle:
+        plan.append((f"{sizes[0]} static", sizes[0], True, False, side_seconds, args.repeats))
+    if not args.no_audio:
+        plan.append((f"{sizes[0]} + audio", sizes[0], False, True, args.seconds, args.repeats))
+    per_run_overhead = WARMUP + 2.5
+    total = sum(len(senders) * repeats * (seconds + per_run_overhead) for _, _, _, _, seconds, repeats in plan)
+    runs = sum(len(senders) * repeats for *_, repeats in plan)
+    progress = Progress(total, runs)
+
+    work = tempfile.mkdtemp(prefix="share-harness-")
+    raw = os.urandom(30)
+    key = {"file": os.path.join(work, "bench.key"), "inline": base64.b64encode(raw).decode(), "hex": raw.hex()}
+    fd = os.open(key["file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, f"AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\n".encode())
+    os.close(fd)
+
+    results, pulse, tone = [], None, None
+    try:
+        for label, size, static, audio, seconds, repeats in plan:
+            w, h = (int(x) for x in size.split("x"))
+            bitrate = args.bitrate or max(300, int(w * h * args.fps * 0.1 / 1000))
+            if audio and pulse is None:
+                pulse, tone = start_pulse(work)
+            display, xvfb = start_xvfb(size)
+            receiver_display, receiver_xvfb = (None, None) if args.headless_receiver else start_xvfb(size, (display,))
+            scene = [os.path.join(BIN, "share-send"), "scene", "--display", display, "--fps", str(args.fps), "--stamp"]
+            scene_process = subprocess.Popen(scene + (["--static"] if static else []))
+            run = {"size": size, "fps": args.fps, "bitrate": bitrate, "keyint": args.keyint, "display": display,
+                   "receiver_display": receiver_display, "audio": audio, "seconds": seconds}
+            try:
+                time.sleep(0.5)
+                for repeat in range(repeats):
+                    for kind in senders:
+                        progress.begin(f"{label}: {kind} ({repeat + 1}/{repeats})", seconds + per_run_overhead)
+                        result = run_one(kind, run, key, work, pulse, progress)
+                        result.update(run=label, repeat=repeat + 1, bitrate_kbps=bitrate)
+                        results.append(result)
+                        progress.end()
+            finally:
+                stop(scene_process)
+                stop(xvfb)
+                stop(receiver_xvfb)
+    finally:
+        progress.finish()
+        for process in (tone, pulse):
+            stop(process)
+
+    med = medians(results)
+    settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores",
+                "fps": args.fps, "keyint": args.keyint, "seconds": args.seconds, "repeats": args.repeats,
+                "sizes": sizes, "senders": senders,
+                "command": "python3 Benchmarks/harness.py " + " ".join(sys.argv[1:])}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"settings": settings, "medians": med, "results": results}, f, indent=2)
+    table = markdown(settings, med)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(table)
+    with open(os.path.join(args.out, "results.svg"), "w") as f:
+        f.write(svg(settings, med))
+    print(table)
+    print(f"wrote {os.path.join(args.out, 'results.md')}, results.json and results.svg")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def start_pulse(work):
+    """A private PulseAudio server with a 48 kHz null sink as default, a tone playing into it."""
+    directory = os.path.join(work, "pulse")
+    os.makedirs(directory, exist_ok=True)
+    server = f"unix:{directory}/native"
+    env = dict(os.environ, HOME=directory, XDG_RUNTIME_DIR=directory, PULSE_SERVER=server)
+    pulse = subprocess.Popen(["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
+                              "--load=module-null-sink sink_name=harness rate=48000",
+                              f"--load=module-native-protocol-unix socket={directory}/native auth-anonymous=1"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if os.path.exists(f"{directory}/native"):
+            break
+        time.sleep(0.05)
+    subprocess.run(["pactl", "set-default-source", "harness.monitor"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    os.environ.update(PULSE_SERVER=server, HOME=directory, XDG_RUNTIME_DIR=directory)
+    tone = subprocess.Popen(["ffmpeg", "-v", "error", "-re", "-f", "lavfi", "-i",
+                             "sine=frequency=440:sample_rate=48000", "-ac", "2", "-f", "pulse", "tone"],
+                            env=env, stdin=subprocess.DEVNULL)
+    time.sleep(1.0)
+    return pulse, tone
+
+
+if __name__ == "__main__":
+    main()
