@@ -15,7 +15,7 @@ SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp
 
-.PHONY: deps build test demo fuzz bench clean
+.PHONY: deps build test demo fuzz bench harness clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -55,9 +55,17 @@ fuzz: deps
 		grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log || true; \
 	done
 
-## bench: the package-benchmark suite in Benchmarks/
+## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, and the wire
+## path), checked against the p90s committed in Benchmarks/Thresholds/ (exit 2 on a regression).
+## After an intended change: cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update
 bench: deps
-	cd Benchmarks && swift package --allow-writing-to-directory .benchmarkBaselines benchmark
+	cd Benchmarks && swift package benchmark thresholds check --path "$$PWD/Thresholds" --no-progress
+
+## harness: share, ffmpeg and GStreamer side by side (glass-to-glass latency, CPU, memory);
+## HARNESS_ARGS="--quick" for a one-minute version. Writes Benchmarks/results/.
+harness: deps
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	python3 Benchmarks/harness.py $(HARNESS_ARGS)
 
 clean:
 	rm -rf .build Benchmarks/.build

@@ -25,6 +25,11 @@ let package = Package(
         .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
         .library(name: "ShareSender", targets: ["ShareSender"]),
         .library(name: "ShareReceiver", targets: ["ShareReceiver"]),
+        // The stages on their own (the per-stage benchmarks use them).
+        .library(name: "ShareX11", targets: ["ShareX11"]),
+        .library(name: "ShareColor", targets: ["ShareColor"]),
+        .library(name: "ShareVideo", targets: ["ShareVideo"]),
+        .library(name: "ShareDecode", targets: ["ShareDecode"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -21,5 +21,20 @@ let package = Package(
             path: "Benchmarks/WireBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Per-stage cost on real pictures of the demo scene (starts its own Xvfb).
+        .executableTarget(
+            name: "StageBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ShareWire", package: "share"),
+                .product(name: "ShareSRTP", package: "share"),
+                .product(name: "ShareX11", package: "share"),
+                .product(name: "ShareColor", package: "share"),
+                .product(name: "ShareVideo", package: "share"),
+                .product(name: "ShareDecode", package: "share"),
+            ],
+            path: "Benchmarks/StageBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

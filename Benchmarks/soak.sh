@@ -23,5 +23,5 @@ print('budget $budget: peak footprint %.1f MiB, peak RSS %.1f MiB, rung %s, step
 # For comparison, in the same run: ffmpeg's and GStreamer's peak RSS and
 # footprint for the same 1080p30 job (video only; they capture no audio here).
 if [ "${COMPARE:-1}" = 1 ]; then
-    python3 Benchmarks/compare_senders.py --size 1920x1080 --seconds "$seconds" --repeats 1 --senders ffmpeg,gstreamer 2>/dev/null | tail -4
+    python3 Benchmarks/harness.py --sizes 1920x1080 --seconds "$seconds" --repeats 1 --senders ffmpeg,gstreamer --no-idle --no-audio --out "$(mktemp -d)" 2>/dev/null | grep "^| 1920"
 fi

@@ -56,7 +56,7 @@ public struct I420Image: Sendable {
 public enum ColorConversion {
     /// Converts a BGRX/BGRA picture to I420 (BT.601 limited range), scaling
     /// with a bilinear filter when `image` is smaller than the source.
-    package static func convertBGRA(_ pixels: UnsafeRawPointer, stride: Int, width: Int, height: Int,
+    public static func convertBGRA(_ pixels: UnsafeRawPointer, stride: Int, width: Int, height: Int,
                                     into image: inout I420Image, scratch: inout I420Image?) {
         if image.width == width && image.height == height {
             convertBGRA(pixels, stride: stride, into: &image)

@@ -93,7 +93,7 @@ public final class H264Decoder {
     }
 
     /// Lends the last decoded picture's planes (YUV 4:2:0) to `body`.
-    package func withLastPicture<R>(
+    public func withLastPicture<R>(
         _ body: (_ y: UnsafePointer<UInt8>, _ yStride: Int, _ u: UnsafePointer<UInt8>, _ uStride: Int,
                  _ v: UnsafePointer<UInt8>, _ vStride: Int, _ width: Int, _ height: Int) -> R
     ) -> R? {

@@ -70,7 +70,7 @@ public struct FrameLease: ~Copyable, Sendable {
     }
 
     /// Lends the BGRX pixels (X11 ZPixmap, 32 bits per pixel) to `body`.
-    package func withPixels<R>(_ body: (UnsafeRawPointer) throws -> R) rethrows -> R {
+    public func withPixels<R>(_ body: (UnsafeRawPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawPointer(pool.slots[slot].pixels))
     }
 

@@ -37,27 +37,25 @@ let benchmarks: @Sendable () -> Void = {
         metrics: [.wallClock, .mallocCountTotal, .throughput],
         maxDuration: .seconds(3), maxIterations: 100_000)
 
-    /// Mallocs per frame measured on 2026-11-21 (p90), plus 10%: a regression
-    /// guard, not a goal. Nearly all of them are inside srtp_protect /
-    /// srtp_unprotect: Debian's libsrtp2 uses NSS, which allocates crypto
-    /// contexts per packet; the payloader, packetizer and buffers allocate
-    /// nothing per packet (see the probe in the issue notes).
-    let mallocCeiling: [String: Int] = [
-        "1080p keyframe 150 KB: packetize + protect": 1990,
-        "1080p keyframe 150 KB: unprotect + depacketize": 2140,
-        "1080p P-frame 25 KB: packetize + protect": 345,
-        "1080p P-frame 25 KB: unprotect + depacketize": 370,
-    ]
+    /// p90s are committed under `Thresholds/`; `make bench` fails past
+    /// these tolerances. Packetize + protect must not allocate at all (share's
+    /// own AES-ICM and HMAC-SHA1 replace the NSS-backed ones in libsrtp2's
+    /// kernel); the receive path allocates one packet record per packet.
     func configuration(_ name: String) -> Benchmark.Configuration {
-        .init(metrics: [.wallClock, .mallocCountTotal, .throughput], maxDuration: .seconds(3), maxIterations: 100_000,
-              thresholds: [.mallocCountTotal: .init(absolute: [.p90: mallocCeiling[name] ?? 0])])
+        let protects = name == "packetize-protect"
+        return .init(metrics: [.wallClock, .mallocCountTotal, .throughput], maxDuration: .seconds(3), maxIterations: 100_000,
+                     thresholds: [
+                         .mallocCountTotal: protects ? .init(absolute: [.p90: 0]) : .init(relative: [.p90: 10], absolute: [.p90: 2]),
+                         .wallClock: .init(relative: [.p90: 60]),
+                         .throughput: .init(relative: [.p90: 60]),
+                     ])
     }
 
-    for (name, size, keyframe) in [("keyframe 150 KB", 150_000, true), ("P-frame 25 KB", 25_000, false)] {
+    for (name, size, keyframe) in [("keyframe-150KB", 150_000, true), ("pframe-25KB", 25_000, false)] {
         let au = syntheticAccessUnit(sliceBytes: size, keyframe: keyframe)
         let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
 
-        Benchmark("1080p \(name): packetize + protect", configuration: configuration("1080p \(name): packetize + protect")) { benchmark in
+        Benchmark("synthetic-1080p-\(name)-packetize-protect", configuration: configuration("packetize-protect")) { benchmark in
             let srtp = try SRTPContext(keying: keying, direction: .outbound)
             var payloader = H264Payloader(maxPayloadSize: 1200 - 12 - 10)
             var packetizer = RTPPacketizer(ssrc: 1, payloadType: 96, clockRate: 90_000, initialSequenceNumber: 0)
@@ -75,7 +73,7 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(bytes)
         }
 
-        Benchmark("1080p \(name): unprotect + depacketize", configuration: configuration("1080p \(name): unprotect + depacketize")) { benchmark in
+        Benchmark("synthetic-1080p-\(name)-unprotect-depacketize", configuration: configuration("unprotect-depacketize")) { benchmark in
             // Protect a stream of frames once, outside the measurement.
             let sender = try SRTPContext(keying: keying, direction: .outbound)
             var payloader = H264Payloader(maxPayloadSize: 1200 - 12 - 10)

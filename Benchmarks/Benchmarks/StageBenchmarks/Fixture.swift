@@ -1,0 +1,104 @@
+import Foundation
+import ShareColor
+import ShareVideo
+import ShareX11
+
+/// What the per-stage benchmarks work on, for one picture size: a private
+/// Xvfb showing the moving demo scene, and a run of real pictures from it
+/// (captured, converted, encoded by x264 with the sender's settings), so
+/// every stage sees the content the real sender does.
+final class Fixture: @unchecked Sendable {
+    let width: Int
+    let height: Int
+    let display: String
+    let scene: DemoScene
+    /// One captured picture (BGRX) per drawn scene frame.
+    let bgra: [[UInt8]]
+    /// The same pictures in I420.
+    let pictures: [I420Image]
+    /// x264 output for `pictures` in order: the first is a keyframe.
+    let accessUnits: [[UInt8]]
+    private let xvfb: Process
+
+    static let frameCount = 60
+    nonisolated(unsafe) private static var made: [String: Fixture] = [:]
+    private static let lock = NSLock()
+
+    /// The fixture for `width` x `height`, made on first use.
+    static func of(width: Int, height: Int) -> Fixture {
+        lock.lock()
+        defer { lock.unlock() }
+        if let fixture = made["\(width)x\(height)"] { return fixture }
+        let fixture = Fixture(width: width, height: height)
+        made["\(width)x\(height)"] = fixture
+        return fixture
+    }
+
+    private init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        var number = 150
+        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)")
+            || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number += 1 }
+        display = ":\(number)"
+        // Through bash (dash cannot close descriptors above 9), which closes
+        // every inherited descriptor (the benchmark runner's result pipe among
+        // them: a server holding it open would keep the runner waiting) and
+        // kills the server when this process is gone, however it ends. SIGKILL: the server inherits this
+        // process's blocked signal mask (Dispatch blocks SIGTERM), which
+        // Foundation's Process does not reset.
+        xvfb = Process()
+        xvfb.executableURL = URL(fileURLWithPath: "/bin/bash")
+        let script = """
+            i=3; while [ $i -lt 256 ]; do eval "exec $i>&-"; i=$((i+1)); done
+            setpriv --pdeathsig KILL Xvfb \(display) -screen 0 \(width)x\(height)x24 -nolisten tcp -noreset >/dev/null 2>&1 & server=$!
+            while kill -0 \(getpid()) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
+            kill -KILL $server 2>/dev/null
+            rm -f /tmp/.X\(number)-lock /tmp/.X11-unix/X\(number)
+            """
+        xvfb.arguments = ["-c", script]
+        xvfb.standardInput = FileHandle.nullDevice
+        xvfb.standardOutput = FileHandle.nullDevice
+        xvfb.standardError = FileHandle.nullDevice
+        do { try xvfb.run() } catch { fatalError("cannot start Xvfb (apt-get install xvfb): \(error)") }
+        var scene: DemoScene?
+        for _ in 0..<200 where scene == nil {
+            scene = try? DemoScene(display: display)
+            if scene == nil { usleep(50_000) }
+        }
+        guard let scene else { fatalError("Xvfb \(display) did not come up") }
+        self.scene = scene
+        let capturer: ScreenCapturer
+        do { capturer = try ScreenCapturer(display: display, slots: 1) } catch { fatalError("\(error)") }
+        var bgra: [[UInt8]] = []
+        var pictures: [I420Image] = []
+        var scratch: I420Image?
+        for frame in 0..<Self.frameCount {
+            scene.draw(frame: frame)
+            guard let lease = try? capturer.capture() else { fatalError("capture failed") }
+            let (w, h, stride) = (lease.width, lease.height, lease.stride)
+            var picture = I420Image(width: w, height: h)
+            lease.withPixels { pixels in
+                bgra.append(Array(UnsafeRawBufferPointer(start: pixels, count: stride * h)))
+                ColorConversion.convertBGRA(pixels, stride: stride, width: w, height: h, into: &picture,
+                                            scratch: &scratch)
+            }
+            _ = consume lease
+            pictures.append(picture)
+        }
+        self.bgra = bgra
+        self.pictures = pictures
+        let encoder = Fixture.encoder(width: width, height: height)
+        var units: [[UInt8]] = []
+        var unit: [UInt8] = []
+        for picture in pictures {
+            if (try? encoder.encode(picture, into: &unit)) != nil { units.append(unit) }
+        }
+        accessUnits = units
+    }
+
+    /// An encoder with the sender's defaults for this size (30 fps).
+    static func encoder(width: Int, height: Int) -> H264Encoder {
+        do { return try H264Encoder(.init(width: width, height: height, fps: 30)) } catch { fatalError("\(error)") }
+    }
+}
