@@ -37,7 +37,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, ".build", "release")
+DEFAULT_BIN = BIN = os.path.join(ROOT, ".build", "release")
 TICK = os.sysconf("SC_CLK_TCK")
 ALL_SENDERS = ("share", "ffmpeg", "gstreamer")
 WARMUP = 1.5  # seconds a sender runs before measuring starts
@@ -159,7 +159,7 @@ def frames_sent(kind, path, received):
     try:
         if kind == "share":
             with open(path) as f:
-                return json.load(f)["framesSent"]
+                return json.load(f)["framesEncoded"]
         if kind == "ffmpeg":
             frames = [int(line.split("=")[1]) for line in open(path) if line.startswith("frame=")]
             return frames[-1] if frames else 0
@@ -397,7 +397,10 @@ def main():
     parser.add_argument("--quick", action="store_true", help="about a minute: 720p only, 5 s runs")
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"),
                         help="where results.md, results.json and results.svg go")
+    parser.add_argument("--bin", default=DEFAULT_BIN, help="where share-send and share-recv are (default: the release build)")
     args = parser.parse_args()
+    global BIN
+    BIN = args.bin
     if args.quick:
         args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 5, 2
     senders = [s for s in args.senders.split(",") if s]

@@ -309,10 +309,22 @@ public final class ScreenSender: @unchecked Sendable {
 
     private func captureLoop() {
         var next = Clock.monotonic()
+        let refresh = configuration.stillRefresh.map { UInt64($0.components.seconds) * 1_000_000_000
+            + UInt64($0.components.attoseconds / 1_000_000_000) }
+        let tracking = refresh != nil && capturer.trackChanges()
+        var lastGrab: UInt64 = 0
         while isActive {
             let interval = UInt64(1_000_000_000 / max(1, captureFPS.load(ordering: .relaxed)))
             next += interval
             if state.load(ordering: .relaxed) == State.running.rawValue {
+                // A still screen: nothing to grab unless a refresh or a keyframe is due.
+                if tracking, !capturer.screenChanged, !keyframeRequested.load(ordering: .relaxed),
+                   let refresh, Clock.monotonic() &- lastGrab < refresh {
+                    stats.withLock { $0.framesUnchanged += 1 }
+                    Clock.sleep(until: next)
+                    continue
+                }
+                lastGrab = Clock.monotonic()
                 do {
                     var incoming = try capturer.capture()
                     if incoming != nil {

@@ -54,6 +54,11 @@ public struct SenderConfiguration: Sendable {
     /// costs 10-20% less CPU per frame than sliced threads and adds under a
     /// millisecond of latency there) and lets x264 choose above it.
     public var encoderThreads: Int?
+    /// While nothing on screen changes (XDamage), grab, convert and encode
+    /// nothing, but still one picture every `stillRefresh` so a receiver sees
+    /// the stream is alive. A keyframe request always gets a fresh picture.
+    /// nil captures every frame regardless.
+    public var stillRefresh: Duration? = .seconds(1)
     public var cname: String = "share"
     public var payloadType: UInt8 = 96
     /// The memory budget the governor keeps the process under (footprint as
@@ -126,6 +131,8 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
 public struct SenderStatistics: Sendable, Codable, Equatable {
     public var elapsedSeconds = 0.0
     public var framesCaptured = 0
+    /// Capture ticks skipped because nothing on screen had changed.
+    public var framesUnchanged = 0
     /// Frames not captured because every pool slot was still leased.
     public var framesDroppedPoolExhausted = 0
     /// Frames captured but replaced by a newer one before the encoder got to them.

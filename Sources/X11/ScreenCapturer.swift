@@ -127,6 +127,45 @@ public final class ScreenCapturer: @unchecked Sendable {
         self.pool = SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
     }
 
+    /// XDamage on the root window, once `trackChanges()` has turned it on.
+    private var damage: xcb_damage_damage_t?
+    private var damageEvent: UInt8 = 0
+    private var changedSinceGrab = true
+
+    /// Starts tracking whether anything on screen changed between grabs
+    /// (XDamage, reporting only "no longer empty": one event per change
+    /// after each grab, not one per drawing request). Returns false when the
+    /// server has no DAMAGE extension: then every grab counts as a change.
+    @discardableResult
+    public func trackChanges() -> Bool {
+        if damage != nil { return true }
+        let c = connection.connection
+        guard let ext = share_xcb_damage_extension(c), ext.pointee.present != 0 else { return false }
+        // DAMAGE must be told which version the client speaks before use.
+        free(xcb_damage_query_version_reply(c, xcb_damage_query_version(c, 1, 1), nil))
+        let id = xcb_generate_id(c)
+        let level = UInt8(XCB_DAMAGE_REPORT_LEVEL_NON_EMPTY.rawValue)
+        guard (try? connection.check(xcb_damage_create_checked(c, id, connection.root, level), "XDamage")) != nil else {
+            return false
+        }
+        damage = id
+        damageEvent = ext.pointee.first_event + UInt8(XCB_DAMAGE_NOTIFY)
+        changedSinceGrab = true
+        return true
+    }
+
+    /// Whether the screen may have changed since the last grab: true until
+    /// `trackChanges()` succeeded, then true only after a damage event.
+    public var screenChanged: Bool {
+        guard damage != nil else { return true }
+        let c = connection.connection
+        while let event = xcb_poll_for_event(c) {
+            if event.pointee.response_type & 0x7F == damageEvent { changedSinceGrab = true }
+            free(event)
+        }
+        return changedSinceGrab
+    }
+
     /// Slots not leased out right now.
     public var freeSlots: Int { pool.available }
     public var slotCount: Int { pool.slots.count }
@@ -138,6 +177,12 @@ public final class ScreenCapturer: @unchecked Sendable {
         guard let slot = pool.acquire() else {
             droppedForPool += 1
             return nil
+        }
+        if let damage {
+            // Empty the damage region first: whatever is drawn from here on,
+            // during the grab included, marks the screen changed again.
+            xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
+            changedSinceGrab = false
         }
         let time = CaptureTime.now()
         do {

@@ -17,6 +17,7 @@ struct SenderTests {
         configuration.port = freeUDPPort()
         configuration.display = display.display
         configuration.simulatedEncodeDelay = .milliseconds(200)
+        configuration.stillRefresh = nil  // the screen here is still: grab every frame anyway
         let sender = try ScreenSender(configuration: configuration)
         sender.start()
         Thread.sleep(forTimeInterval: 1)
@@ -31,6 +32,33 @@ struct SenderTests {
         #expect(late.framesDroppedEncoderBusy - early.framesDroppedEncoderBusy >= captured - encoded - 3)
         #expect(late.framesDroppedPoolExhausted == 0, "the encoder holds at most one lease: the pool is never exhausted")
         #expect(late.footprintBytes - early.footprintBytes < 4 << 20, "no growth: \(early.footprintBytes) -> \(late.footprintBytes)")
+    }
+
+    /// A still screen costs a picture a second (XDamage says nothing
+    /// changed); the moment something is drawn, capture is back at full rate.
+    @Test func stillScreenIsNotGrabbedUntilItChanges() throws {
+        let display = try VirtualDisplay(width: 640, height: 480)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        let sender = try ScreenSender(configuration: configuration)
+        sender.start()
+        defer { sender.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let early = sender.statistics
+        Thread.sleep(forTimeInterval: 3)
+        let still = sender.statistics
+        let grabbed = still.framesCaptured - early.framesCaptured
+        #expect(grabbed >= 2 && grabbed <= 5, "one refresh a second while still, got \(grabbed) in 3 s")
+        #expect(still.framesUnchanged - early.framesUnchanged >= 80, "\(still)")
+        let scene = try ShareBinary.start(["scene", "--display", display.display])
+        defer { scene.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let moving = sender.statistics
+        Thread.sleep(forTimeInterval: 2)
+        let later = sender.statistics
+        #expect(later.framesCaptured - moving.framesCaptured >= 54, "full rate again: \(later.framesCaptured - moving.framesCaptured) in 2 s")
+        #expect(later.framesEncoded - moving.framesEncoded >= 54)
     }
 
     @Test func lifecycleEventsArriveInOrder() throws {

@@ -12,6 +12,8 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
     @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
     @Option(help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
+    @Flag(help: "Grab and encode every frame even while nothing on screen changes (default: a still screen costs one frame a second).")
+    public var everyFrame = false
     @Option(help: "Stay under this memory footprint (e.g. 50M, 32MiB; default 50 MiB; 0 turns the governor off).")
     public var memoryBudget: String?
     @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String

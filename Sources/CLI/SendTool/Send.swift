@@ -29,6 +29,7 @@ struct Send: ParsableCommand {
         configuration.keyframeInterval = keyint
         configuration.mtu = mtu
         configuration.encoderThreads = o.threads
+        if o.everyFrame { configuration.stillRefresh = nil }
         if let size {
             guard let parsed = VideoSize(size) else { fail("--size \(size) is not WIDTHxHEIGHT (16 to 8192 each)") }
             configuration.size = parsed

@@ -1,0 +1,71 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Glass-to-glass measurement and the benchmark harness, on real binaries.
+@Suite("Frame stamps and the benchmark harness", .serialized)
+struct BenchmarkHarnessTests {
+    /// `share scene --stamp` → `share send` → `share recv --read-stamps`:
+    /// nearly every decoded picture carries a new, readable stamp, and the
+    /// latency is that of a loopback stream (not 0, not seconds).
+    @Test func glassToGlassIsReadFromDecodedPictures() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        let scene = try ShareBinary.start(["scene", "--display", display.display, "--stamp"])
+        defer { scene.stop() }
+        usleep(300_000)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--read-stamps", "--duration", "8", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display,
+                                          "--key-file", key, "--audio", "none", "--duration", "5"])
+        #expect(sender.status == 0, "\(sender.output)")
+        let received = receiver.wait(timeout: 15)
+        #expect(received.output.contains("glass to glass:"), "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        let decoded = stats["framesDecoded"] as? Int ?? 0
+        let fresh = stats["stampsNew"] as? Int ?? 0
+        let unreadable = stats["stampsUnreadable"] as? Int ?? -1
+        #expect(decoded >= 140, "\(stats)")
+        #expect(Double(fresh) >= 0.95 * Double(decoded), "new stamps \(fresh) of \(decoded) pictures")
+        #expect(unreadable >= 0 && unreadable <= decoded / 50, "unreadable \(unreadable)")
+        let g2g = stats["glassToGlass"] as? [String: Any] ?? [:]
+        let p50 = g2g["p50"] as? Double ?? -1
+        #expect(p50 > 0.5 && p50 < 100, "glass-to-glass p50 \(p50) ms")
+        #expect(g2g["samples"] as? Int == fresh)
+    }
+
+    /// The harness end to end, small: share, ffmpeg and GStreamer, moving
+    /// and still screen, into one receiver; every sender's stream decoded
+    /// with stamps read, and the table, JSON and plot written.
+    @Test func harnessComparesTheThreeSenders() throws {
+        let dir = try TemporaryDirectory()
+        let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
+        let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/harness.py").path
+        let result = try ChildProcess("python3", [script, "--bin", bin, "--sizes", "640x360", "--seconds", "3",
+                                                  "--repeats", "1", "--no-audio", "--out", dir.path("out")]).wait(timeout: 240)
+        #expect(result.status == 0, "\(result.output)")
+        let table = (try? String(contentsOfFile: dir.path("out/results.md"), encoding: .utf8)) ?? ""
+        for sender in ["share", "ffmpeg", "gstreamer"] {
+            #expect(table.contains("| 640x360 | \(sender) |"), "\(table)")
+            #expect(table.contains("| 640x360 static | \(sender) |"), "\(table)")
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/results.json")))
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let results = json["results"] as? [[String: Any]] ?? []
+        #expect(results.count == 6)
+        for row in results where (row["run"] as? String) == "640x360" {
+            let sender = row["sender"] as? String ?? "?"
+            let decoded = row["frames_decoded"] as? Int ?? 0
+            #expect(decoded >= 60, "\(sender) decoded \(decoded)")
+            let p50 = row["g2g_p50"] as? Double ?? -1
+            #expect(p50 > 0 && p50 < 300, "\(sender) glass-to-glass p50 \(p50)")
+            #expect((row["g2g_samples"] as? Int ?? 0) >= decoded / 2, "\(sender): stamps read from its pictures")
+            #expect((row["cpu_ms_per_frame"] as? Double ?? 0) > 0)
+        }
+        let svg = (try? String(contentsOfFile: dir.path("out/results.svg"), encoding: .utf8)) ?? ""
+        #expect(svg.hasPrefix("<svg") && svg.contains("gstreamer"))
+    }
+}
