@@ -129,7 +129,7 @@ let package = Package(
                     path: "Tests/SessionTests", swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),
-        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SenderTests",
+        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareSRTP", "ShareWire", "ShareX11", "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),

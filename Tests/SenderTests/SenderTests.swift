@@ -2,6 +2,7 @@ import Foundation
 import ShareSender
 import ShareSRTP
 import ShareWire
+import ShareX11
 import TestSupport
 import Testing
 
@@ -35,7 +36,8 @@ struct SenderTests {
     }
 
     /// A still screen costs a picture a second (XDamage says nothing
-    /// changed); the moment something is drawn, capture is back at full rate.
+    /// changed), and a change is grabbed at the next tick, not at the next
+    /// refresh. Counted in ticks, so a loaded machine (slower ticks) passes.
     @Test func stillScreenIsNotGrabbedUntilItChanges() throws {
         let display = try VirtualDisplay(width: 640, height: 480)
         var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
@@ -49,16 +51,24 @@ struct SenderTests {
         Thread.sleep(forTimeInterval: 3)
         let still = sender.statistics
         let grabbed = still.framesCaptured - early.framesCaptured
+        let skipped = still.framesUnchanged - early.framesUnchanged
         #expect(grabbed >= 2 && grabbed <= 5, "one refresh a second while still, got \(grabbed) in 3 s")
-        #expect(still.framesUnchanged - early.framesUnchanged >= 80, "\(still)")
-        let scene = try ShareBinary.start(["scene", "--display", display.display])
-        defer { scene.stop() }
-        Thread.sleep(forTimeInterval: 0.5)
-        let moving = sender.statistics
-        Thread.sleep(forTimeInterval: 2)
-        let later = sender.statistics
-        #expect(later.framesCaptured - moving.framesCaptured >= 54, "full rate again: \(later.framesCaptured - moving.framesCaptured) in 2 s")
-        #expect(later.framesEncoded - moving.framesEncoded >= 54)
+        #expect(skipped >= 8 * grabbed, "still ticks skipped: \(skipped), grabbed: \(grabbed)")
+
+        // Ten changes, each drawn only after the previous one was grabbed:
+        // relying on the one-second refresh would take about 5 s.
+        let scene = try DemoScene(display: display.display)
+        let start = Date()
+        var slowest = 0.0
+        for frame in 0..<10 {
+            let before = sender.statistics.framesCaptured
+            let drawn = Date()
+            scene.draw(frame: frame)
+            while sender.statistics.framesCaptured == before && Date().timeIntervalSince(drawn) < 2 { usleep(5_000) }
+            slowest = max(slowest, Date().timeIntervalSince(drawn))
+        }
+        let total = Date().timeIntervalSince(start)
+        #expect(total < 2.5, "ten changes grabbed in \(total) s (slowest \(slowest) s)")
     }
 
     @Test func lifecycleEventsArriveInOrder() throws {

@@ -105,7 +105,10 @@ public func flashTimes(_ path: String) throws -> [Double] {
                                     "-of", "csv=p=0", path]).stdout
         .split(whereSeparator: \.isNewline).compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) }
     let gray = path + ".gray"
-    _ = try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-vf", "scale=16:9,format=gray", "-f", "rawvideo", "-y", gray])
+    // One raw frame per decoded frame (no constant-rate duplication: a
+    // still screen is recorded as few, widely spaced frames).
+    _ = try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-vf", "scale=16:9,format=gray", "-fps_mode", "passthrough",
+                           "-f", "rawvideo", "-y", gray])
     let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gray)))
     try? FileManager.default.removeItem(atPath: gray)
     let frames = min(bytes.count / 144, times.count)
