@@ -2,7 +2,7 @@
 """The benchmark harness: share, ffmpeg and GStreamer doing the same job, side by side.
 
 Each sender captures the same virtual X display, where `share scene --stamp`
-draws moving content and, 240 times a second, a frame stamp (the drawing
+draws moving content and, 233 times a second, a frame stamp (the drawing
 time as a row of black/white blocks). Each encodes H.264 with x264
 (ultrafast, zerolatency, same bitrate, fps and keyframe interval),
 packetizes to RTP and protects with SRTP (AES_CM_128_HMAC_SHA1_80), to one

@@ -97,8 +97,9 @@ final class Fixture: @unchecked Sendable {
         accessUnits = units
     }
 
-    /// An encoder with the sender's defaults for this size (30 fps).
+    /// An encoder with the sender's defaults for this size at 30 fps: one
+    /// x264 thread up to 1080p30 (SenderConfiguration.defaultEncoderThreads).
     static func encoder(width: Int, height: Int) -> H264Encoder {
-        do { return try H264Encoder(.init(width: width, height: height, fps: 30)) } catch { fatalError("\(error)") }
+        do { return try H264Encoder(.init(width: width, height: height, fps: 30, threads: 1)) } catch { fatalError("\(error)") }
     }
 }

@@ -58,8 +58,8 @@ public struct SceneOptions: ParsableArguments {
     public var avSync = false
     @Flag(help: "Draw a frame stamp (the drawing time as a row of black/white blocks, top left) each time; `share recv --read-stamps` reads it back.")
     public var stamp = false
-    @Option(help: "With --stamp: redraw the stamp this many times a second (moving content keeps --fps), so a capturing sender finds a fresh one whenever it grabs.")
-    public var stampRate = 240
+    @Option(help: "With --stamp: redraw the stamp this many times a second (moving content keeps --fps), so a capturing sender finds a fresh one whenever it grabs. A prime rate keeps its phase drifting against any capture rate.")
+    public var stampRate = 233
     @Flag(name: .customLong("static"), help: "Draw one frame, then leave the screen still (an idle-screen benchmark).")
     public var stillScreen = false
 
