@@ -41,7 +41,7 @@ DEFAULT_BIN = BIN = os.path.join(ROOT, ".build", "release")
 TICK = os.sysconf("SC_CLK_TCK")
 ALL_SENDERS = ("share", "ffmpeg", "gstreamer")
 WARMUP = 1.5  # seconds a sender runs before measuring starts
-EXTRA = 3.0   # seconds the receiver outlives the sender's measured window
+TAIL = 0.3    # seconds the receiver runs on after the sender stopped (packets in flight)
 
 
 # MARK: processes and /proc
@@ -115,6 +115,9 @@ def sender_command(kind, run, key, port, pulse):
         command = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-progress", run["sender_stats"],
                    "-f", "x11grab", "-framerate", str(fps), "-video_size", size, "-draw_mouse", "0", "-i", display]
         if audio:
+            # ffmpeg's transcode loop then holds the video back about 0.66 s
+            # behind the audio input's timestamps (20 ms fragments made it
+            # worse, 1.4 s); left as ffmpeg does it.
             command += ["-f", "pulse", "-i", "default"]
         command += ["-map", "0:v", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
                     "-profile:v", "baseline", "-pix_fmt", "yuv420p", "-b:v", f"{kbps}k", "-maxrate", f"{kbps}k",
@@ -178,13 +181,16 @@ def run_one(kind, run, key, work, pulse, progress):
     with open(sdp, "w") as f:
         f.write(receiver_sdp(port, key, run["audio"]))
     seconds = run["seconds"]
+    # The receiver is stopped (SIGINT: it writes its statistics) right after
+    # the sender; its duration is only a backstop.
     receive = [os.path.join(BIN, "share-recv"), "recv", "--sdp", sdp, "--read-stamps", "--no-audio",
-               "--duration", str(WARMUP + seconds + EXTRA), "--stats-json", stats]
+               "--duration", str(WARMUP + seconds + 30), "--stats-json", stats]
     receive += ["--display", run["receiver_display"]] if run["receiver_display"] else ["--no-window"]
     receiver = subprocess.Popen(receive, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     err = open(os.path.join(work, f"send-{kind}.err"), "w")
     sender = subprocess.Popen(sender_command(kind, run, key, port, pulse), stdout=subprocess.DEVNULL, stderr=err)
+    started = time.monotonic()
     time.sleep(WARMUP)
     first = sample(sender.pid)
     last, peak_footprint, peak_rss = first, 0, 0
@@ -198,8 +204,10 @@ def run_one(kind, run, key, work, pulse, progress):
         last = s
         peak_footprint, peak_rss = max(peak_footprint, s[1]), max(peak_rss, s[3])
     stop(sender)
+    lifetime = time.monotonic() - started
     err.close()
-    receiver.wait(timeout=WARMUP + seconds + EXTRA + 20)
+    time.sleep(TAIL)
+    stop(receiver, timeout=20)
     try:
         with open(stats) as f:
             received = json.load(f)
@@ -209,9 +217,9 @@ def run_one(kind, run, key, work, pulse, progress):
         with open(os.path.join(work, f"send-{kind}.err")) as f:
             raise SystemExit(f"harness: {kind} did not run: {f.read()[-2000:]}")
     cpu = last[0] - first[0]
-    # Frames in the measured window, at the rate the receiver decoded them.
-    active = max(received["elapsedSeconds"] - 0.5 - EXTRA, 1)
-    frames_in_window = received["framesDecoded"] / active * seconds
+    # Frames in the measured window, at the rate the receiver decoded them
+    # over the sender's life.
+    frames_in_window = received["framesDecoded"] / max(lifetime, 1) * seconds
     g2g = received.get("glassToGlass", {})
     return {
         "sender": kind, "cpu_ms_per_frame": cpu * 1000 / max(frames_in_window, 1),
@@ -324,11 +332,16 @@ def svg(settings, med):
     runs = [r for r in med if not r.endswith("static")]
     row_h, panel_w, left, gap = 22, 330, 150, 40
     senders_per_run = [len(med[r]) for r in runs]
-    height = 70 + sum(n * row_h + 40 for n in senders_per_run) + 40
+    height = 70 + sum(n * row_h + 40 for n in senders_per_run) + 56
     width = left + 2 * panel_w + gap + 40
-    max_latency = max([m["g2g_p99"] or 0 for r in runs for m in med[r].values()] + [1])
+    # The axis fits the rows within 5x of the fastest p50 in the plot; a row
+    # beyond that (ffmpeg holding video back for audio) is marked off scale.
+    fastest = min([m["g2g_p50"] for r in runs for m in med[r].values() if m["g2g_p50"]] + [1000])
+    on_scale = [m["g2g_p99"] or 0 for r in runs for m in med[r].values() if (m["g2g_p50"] or 0) <= 5 * fastest]
+    max_latency = max(on_scale + [1])
     max_cpu = max([m["cpu_ms_per_frame"] or 0 for r in runs for m in med[r].values()] + [0.1])
-    lat_scale, cpu_scale = (panel_w - 20) / (max_latency * 1.1), (panel_w - 60) / (max_cpu * 1.1)
+    # Room right of the p99 whisker for its label.
+    lat_scale, cpu_scale = (panel_w - 130) / (max_latency * 1.05), (panel_w - 60) / (max_cpu * 1.1)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
            f'font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{left}" y="20" font-size="14" font-weight="bold">Glass-to-glass latency (ms)</text>',
@@ -342,7 +355,10 @@ def svg(settings, med):
             colour = COLOURS.get(kind, "#888")
             out.append(f'<text x="20" y="{y + 14}">{kind}</text>')
             p50, p95, p99 = m["g2g_p50"], m["g2g_p95"], m["g2g_p99"]
-            if p50 is not None and p95 is not None and p99 is not None:
+            if p50 is not None and p50 > 5 * fastest:
+                out.append(f'<text x="{left + 4}" y="{y + 14}" fill="{colour}">off scale: {p50:.0f} / {p95:.0f} / '
+                           f'{p99:.0f} &#8594;</text>')
+            elif p50 is not None and p95 is not None and p99 is not None:
                 x50, x95, x99 = (left + v * lat_scale for v in (p50, p95, p99))
                 out.append(f'<line x1="{x95:.1f}" y1="{y + 10}" x2="{x99:.1f}" y2="{y + 10}" stroke="{colour}"/>')
                 out.append(f'<line x1="{x99:.1f}" y1="{y + 5}" x2="{x99:.1f}" y2="{y + 15}" stroke="{colour}"/>')
@@ -357,7 +373,7 @@ def svg(settings, med):
             out.append(f'<text x="{x0 + cpu * cpu_scale + 4:.1f}" y="{y + 14}" fill="#333">{cpu:.2f}</text>')
             y += row_h
         y += 22
-    for x0, ticks, scale in ((left, max_latency * 1.1, lat_scale), (left + panel_w + gap, max_cpu * 1.1, cpu_scale)):
+    for x0, ticks, scale in ((left, max_latency * 1.05, lat_scale), (left + panel_w + gap, max_cpu * 1.1, cpu_scale)):
         out.append(f'<line x1="{x0}" y1="50" x2="{x0}" y2="{y - 20}" stroke="#999"/>')
         step = nice_step(ticks)
         v = 0.0
@@ -366,6 +382,10 @@ def svg(settings, med):
                        f'stroke="#999"/><text x="{x0 + v * scale:.1f}" y="{y - 2}" text-anchor="middle" '
                        f'fill="#555">{v:g}</text>')
             v += step
+    still = [r for r in med if r.endswith("static")]
+    if still:
+        parts = ", ".join(f"{kind} {m['core_percent']:.1f}%" for kind, m in med[still[0]].items())
+        out.append(f'<text x="10" y="{height - 22}" fill="#333">{still[0]} screen, % of a core: {parts}</text>')
     out.append(f'<text x="10" y="{height - 6}" fill="#777" font-size="10">{settings["when"]}, {settings["host"]}: '
                f'{settings["command"]}</text>')
     out.append("</svg>")
@@ -394,7 +414,8 @@ def main():
     parser.add_argument("--no-audio", action="store_true", help="skip the run with audio")
     parser.add_argument("--headless-receiver", action="store_true",
                         help="the receiver decodes without a window (latency up to decoding)")
-    parser.add_argument("--quick", action="store_true", help="about a minute: 720p only, 5 s runs")
+    parser.add_argument("--quick", action="store_true",
+                        help="about a minute: the first size only, 3 s runs, still screen and audio once")
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"),
                         help="where results.md, results.json and results.svg go")
     parser.add_argument("--bin", default=DEFAULT_BIN, help="where share-send and share-recv are (default: the release build)")
@@ -402,7 +423,7 @@ def main():
     global BIN
     BIN = args.bin
     if args.quick:
-        args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 5, 2
+        args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 3, 2
     senders = [s for s in args.senders.split(",") if s]
     for s in senders:
         if s not in ALL_SENDERS:
@@ -420,12 +441,13 @@ def main():
 
     # The plan: (label, size, static, audio, seconds, repeats).
     plan = [(size, size, False, False, args.seconds, args.repeats) for size in sizes]
-    side_seconds = max(4.0, args.seconds / 2)
+    side_seconds = max(3.0, args.seconds / 2)
+    side_repeats = 1 if args.quick else args.repeats
     if not args.no_idle:
-        plan.append((f"{sizes[0]} static", sizes[0], True, False, side_seconds, args.repeats))
+        plan.append((f"{sizes[0]} static", sizes[0], True, False, side_seconds, side_repeats))
     if not args.no_audio:
-        plan.append((f"{sizes[0]} + audio", sizes[0], False, True, args.seconds, args.repeats))
-    per_run_overhead = WARMUP + 2.5
+        plan.append((f"{sizes[0]} + audio", sizes[0], False, True, args.seconds, side_repeats))
+    per_run_overhead = WARMUP + 1.2
     total = sum(len(senders) * repeats * (seconds + per_run_overhead) for _, _, _, _, seconds, repeats in plan)
     runs = sum(len(senders) * repeats for *_, repeats in plan)
     progress = Progress(total, runs)
