@@ -494,7 +494,7 @@ def main():
     settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores",
                 "fps": args.fps, "keyint": args.keyint, "seconds": args.seconds, "repeats": args.repeats,
                 "sizes": sizes, "senders": senders,
-                "command": "python3 Benchmarks/harness.py " + " ".join(sys.argv[1:])}
+                "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]])}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"settings": settings, "medians": med, "results": results}, f, indent=2)
