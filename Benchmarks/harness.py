@@ -53,7 +53,8 @@ def free_port():
 
 
 def free_display(taken=()):
-    n = 140
+    # Far from the numbers the test suite picks (90-300), which may run beside us.
+    n = 500 + os.getpid() % 100
     while (os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock")) or f":{n}" in taken:
         n += 1
     return f":{n}"
@@ -64,10 +65,16 @@ def start_xvfb(size, taken=()):
     process = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten", "tcp", "-noreset"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
-        if os.path.exists(f"/tmp/.X11-unix/X{display[1:]}"):
+        try:
+            # Ours only if the lock file names our server (not one started a moment earlier).
+            with open(f"/tmp/.X{display[1:]}-lock") as f:
+                owner = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            owner = 0
+        if owner == process.pid and os.path.exists(f"/tmp/.X11-unix/X{display[1:]}"):
             return display, process
         if process.poll() is not None:
-            break
+            return start_xvfb(size, taken + (display,))
         time.sleep(0.05)
     raise SystemExit(f"harness: Xvfb {display} did not start")
 

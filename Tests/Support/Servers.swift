@@ -88,27 +88,47 @@ public final class VirtualDisplay: @unchecked Sendable {
     public let height: Int
     private let server: ChildProcess
 
+    /// Display numbers this process has handed out: suites run in
+    /// parallel, and two of them must never race for the same number.
+    nonisolated(unsafe) private static var claimed = Set<Int>()
+    private static let claiming = NSLock()
+
     public init(width: Int = 1280, height: Int = 720) throws {
-        var number = 90 + Int(getpid() % 200)
-        // A display is free when neither its socket nor its lock file exists.
-        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)")
-                || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
-            number += 1
-        }
-        display = ":\(number)"
         self.width = width
         self.height = height
-        server = try ChildProcess("Xvfb", [display, "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp",
-                                           "-noreset", "+extension", "MIT-SHM"])
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
-            guard Date() < deadline, server.isRunning else {
-                server.stop()
-                throw TestEnvironmentError("Xvfb did not start on \(display)")
+        var number = 90 + Int(getpid() % 200)
+        for _ in 0..<20 {
+            // Free: not claimed here, and neither a socket nor a lock file exists.
+            Self.claiming.lock()
+            while Self.claimed.contains(number) || FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)")
+                    || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
+                number += 1
             }
-            usleep(20_000)
+            Self.claimed.insert(number)
+            Self.claiming.unlock()
+            let candidate = try ChildProcess("Xvfb", [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten",
+                                                      "tcp", "-noreset", "+extension", "MIT-SHM"])
+            // Ours only if the lock file names our server: another process
+            // may have started one on the same number a moment earlier.
+            let deadline = Date().addingTimeInterval(10)
+            var owner: pid_t?
+            while owner == nil && Date() < deadline && candidate.isRunning {
+                if FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"),
+                   let text = try? String(contentsOfFile: "/tmp/.X\(number)-lock", encoding: .utf8) {
+                    owner = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
+                if owner == nil { usleep(20_000) }
+            }
+            if owner == candidate.pid && candidate.isRunning {
+                display = ":\(number)"
+                server = candidate
+                usleep(100_000)
+                return
+            }
+            candidate.stop()
+            number += 1
         }
-        usleep(100_000)
+        throw TestEnvironmentError("Xvfb did not start on any free display")
     }
 
     deinit { server.stop() }
