@@ -181,9 +181,10 @@ def frames_sent(kind, path, received):
 def run_one(kind, run, key, work, pulse, progress):
     port = free_port()
     run["sender_stats"] = os.path.join(work, f"send-{kind}.out")
-    if os.path.exists(run["sender_stats"]):
-        os.remove(run["sender_stats"])
     stats = os.path.join(work, f"recv-{kind}.json")
+    for stale in (run["sender_stats"], stats):  # never read a previous run's figures
+        if os.path.exists(stale):
+            os.remove(stale)
     sdp = os.path.join(work, "recv.sdp")
     with open(sdp, "w") as f:
         f.write(receiver_sdp(port, key, run["audio"]))
