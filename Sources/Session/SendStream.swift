@@ -123,10 +123,25 @@ public final class SendStream {
         emit(buffer.bytes)
     }
 
+    /// The abs-capture-time extension as last sent. Encoded once; after
+    /// that only its 8 timestamp bytes (after the one-byte element header)
+    /// are rewritten, so a frame costs no allocation.
+    private var captureTimeExtension: RTPHeaderExtension?
+
     private func captureExtension(_ captureTime: NTPTimestamp) -> RTPHeaderExtension? {
         guard let id = configuration.captureTimeExtensionID else { return nil }
-        let element = RTPExtensionElement(id: id, data: AbsoluteCaptureTime(ntpTimestamp: captureTime).bytes[...])
-        return try? RTPHeaderExtension(elements: [element], form: .oneByte)
+        guard var encoded = captureTimeExtension else {
+            let element = RTPExtensionElement(id: id, data: AbsoluteCaptureTime(ntpTimestamp: captureTime).bytes[...])
+            captureTimeExtension = try? RTPHeaderExtension(elements: [element], form: .oneByte)
+            return captureTimeExtension
+        }
+        captureTimeExtension = nil  // keep the bytes uniquely referenced while rewriting them
+        let start = encoded.data.startIndex + 1
+        for index in 0..<8 {
+            encoded.data[start + index] = UInt8(truncatingIfNeeded: captureTime.rawValue >> UInt64(56 - 8 * index))
+        }
+        captureTimeExtension = encoded
+        return encoded
     }
 
     /// Handles a datagram from the receiver (SRTCP; anything else is counted
