@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "ShareSender", targets: ["ShareSender"]),
         .library(name: "ShareReceiver", targets: ["ShareReceiver"]),
         // The stages on their own (the per-stage benchmarks use them).
+        .library(name: "ShareSession", targets: ["ShareSession"]),
         .library(name: "ShareX11", targets: ["ShareX11"]),
         .library(name: "ShareColor", targets: ["ShareColor"]),
         .library(name: "ShareVideo", targets: ["ShareVideo"]),

@@ -2,6 +2,7 @@ import Benchmark
 import ShareColor
 import ShareDecode
 import ShareSRTP
+import ShareSession
 import ShareVideo
 import ShareWire
 import ShareX11
@@ -69,14 +70,16 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
         }
 
+        // The network stages run the sender's and receiver's own sans-IO
+        // sessions (SendStream, ReceiveSession), as the real loops call them.
         let sending = Cycle()
         Benchmark("\(label)-packetize-protect", configuration: configuration(allocates: false)) { benchmark in
             let fixture = Fixture.of(width: width, height: height)
-            if sending.sender == nil { sending.sender = try Sending() }
+            if sending.sender == nil { sending.sender = try Streams(warmingWith: fixture.accessUnits) }
             let unit = fixture.accessUnits[sending.next(fixture.accessUnits.count)]
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
-                sending.sender!.send(unit) { blackHole($0.count) }
+                try sending.sender!.send(unit) { blackHole($0.count) }
             }
             benchmark.stopMeasurement()
         }
@@ -84,13 +87,10 @@ let benchmarks: @Sendable () -> Void = {
         let receiving = Cycle()
         Benchmark("\(label)-unprotect-depacketize", configuration: configuration(allocates: true)) { benchmark in
             let fixture = Fixture.of(width: width, height: height)
-            if receiving.sender == nil {
-                receiving.sender = try Sending()
-                receiving.receiver = try SRTPContext(keying: receiving.sender!.keying, direction: .inbound)
-            }
+            if receiving.sender == nil { receiving.sender = try Streams(warmingWith: fixture.accessUnits) }
             // Protect this frame outside the measurement.
             var packets: [[UInt8]] = []
-            receiving.sender!.send(fixture.accessUnits[receiving.next(fixture.accessUnits.count)]) {
+            try receiving.sender!.send(fixture.accessUnits[receiving.next(fixture.accessUnits.count)]) {
                 packets.append(Array($0))
             }
             var buffer = PacketBuffer(capacity: 1500)
@@ -100,15 +100,11 @@ let benchmarks: @Sendable () -> Void = {
                 for bytes in packets {
                     buffer.removeAll()
                     buffer.append(slice: bytes[...])
-                    try receiving.receiver!.unprotect(&buffer)
-                    let packet = try RTPPacket(parsing: buffer.bytes)
-                    for case .frame(let unit) in receiving.assembler.insert(packet, now: .zero) {
-                        delivered &+= unit.data.count
-                    }
+                    for case .videoFrame(let unit) in receiving.sender!.receive(&buffer) { delivered &+= unit.data.count }
                 }
             }
             benchmark.stopMeasurement()
-            precondition(delivered > 0, "the assembler delivered no frame")
+            precondition(delivered > 0, "the receive session delivered no frame")
         }
 
         let decoding = Cycle()
@@ -126,14 +122,13 @@ let benchmarks: @Sendable () -> Void = {
 }
 
 /// State carried from one sample to the next: frames are processed in
-/// order (the decoder and assembler need the stream, not one frame again).
+/// order (the decoder and the receive session need the stream, not one
+/// frame again).
 final class Cycle: @unchecked Sendable {
     private var index = -1
     var encoder: H264Encoder?
     var unit: [UInt8] = []
-    var sender: Sending?
-    var receiver: SRTPContext?
-    var assembler = H264FrameAssembler()
+    var sender: Streams?
     var decoder: H264Decoder?
 
     func next(_ count: Int) -> Int {
@@ -142,28 +137,34 @@ final class Cycle: @unchecked Sendable {
     }
 }
 
-/// The sender's per-frame network path without the socket: plan the
-/// payloads, write each RTP packet into one reused buffer, protect it in place.
-final class Sending {
-    let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
-    private let srtp: SRTPContext
-    private var payloader = H264Payloader(maxPayloadSize: 1200 - 12 - 10)
-    private var packetizer = RTPPacketizer(ssrc: 1, payloadType: 96, clockRate: 90_000, initialSequenceNumber: 0)
-    private var buffer = PacketBuffer(capacity: 1500)
+/// A sender's SendStream and a receiver's ReceiveSession on one key, with
+/// the sender's defaults (abs-capture-time on every packet, MTU 1200,
+/// retransmission history).
+final class Streams {
+    private let stream: SendStream
+    private let session: ReceiveSession
     private var timestamp: UInt32 = 0
+    private var now = MonotonicTime(nanoseconds: 1_000_000_000)
 
-    init() throws {
-        srtp = try SRTPContext(keying: keying, direction: .outbound)
+    /// Sends `units` until every retransmission-history slot has been used
+    /// once: the steady state of a running sender.
+    init(warmingWith units: [[UInt8]]) throws {
+        let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+        stream = try SendStream(configuration: .init(ssrc: 1, cname: "bench"), keying: keying)
+        session = try ReceiveSession(configuration: .init(ssrc: 2, cname: "bench", videoPayloadType: 96), keying: keying)
+        while stream.statistics.packets < stream.configuration.historyPackets {
+            for unit in units { try send(unit) { _ in } }
+        }
     }
 
-    func send(_ unit: [UInt8], _ sink: (ArraySlice<UInt8>) -> Void) {
+    func send(_ unit: [UInt8], _ emit: (ArraySlice<UInt8>) -> Void) throws {
         timestamp &+= 3000
-        let count = payloader.prepare(accessUnit: unit[...])
-        for index in 0..<count {
-            packetizer.beginPacket(in: &buffer, timestamp: timestamp, marker: index == count - 1)
-            payloader.writePayload(index, of: unit[...], into: &buffer)
-            do { try srtp.protect(&buffer) } catch { fatalError("\(error)") }
-            sink(buffer.bytes)
-        }
+        now = MonotonicTime(nanoseconds: now.nanoseconds + 33_333_333)
+        try stream.send(accessUnit: unit, rtpTimestamp: timestamp, captureTime: NTPTimestamp(unixNanoseconds: now.nanoseconds),
+                        isKeyframe: false, now: now, emit: emit)
+    }
+
+    func receive(_ datagram: inout PacketBuffer) -> [ReceiveEvent] {
+        session.handle(datagram: &datagram, now: now) { _ in }
     }
 }
