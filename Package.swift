@@ -21,12 +21,14 @@ let package = Package(
         .executable(name: "share", targets: ["share"]),
         .executable(name: "share-send", targets: ["share-send"]),
         .executable(name: "share-recv", targets: ["share-recv"]),
+        .executable(name: "share-relay", targets: ["share-relay"]),
         .library(name: "ShareWire", targets: ["ShareWire"]),
         .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
         .library(name: "ShareSender", targets: ["ShareSender"]),
         .library(name: "ShareReceiver", targets: ["ShareReceiver"]),
         // The stages on their own (the per-stage benchmarks use them).
         .library(name: "ShareSession", targets: ["ShareSession"]),
+        .library(name: "ShareCongestion", targets: ["ShareCongestion"]),
         .library(name: "ShareX11", targets: ["ShareX11"]),
         .library(name: "ShareColor", targets: ["ShareColor"]),
         .library(name: "ShareVideo", targets: ["ShareVideo"]),
@@ -75,13 +77,21 @@ let package = Package(
         // RTP sessions, sans-IO: streams, RTCP feedback, retransmission, jitter buffer.
         .target(name: "ShareSession", dependencies: ["ShareWire", "ShareSRTP"], path: "Sources/Session",
                 swiftSettings: strict),
+        // Congestion control, sans-IO: RFC 8888 feedback, delay-based and
+        // loss-based estimators, AIMD rate control, the pacer, the quality ladder.
+        .target(name: "ShareCongestion", dependencies: ["ShareWire"], path: "Sources/Congestion",
+                swiftSettings: strict),
+        // The impairment relay: a simulated network path (loss, bursts, delay,
+        // jitter, duplication, a bottleneck with a drop-tail queue) for tests and the harness.
+        .target(name: "ShareImpairment", dependencies: ["ShareWire", "ShareTransport"], path: "Sources/Impairment",
+                swiftSettings: strict),
         // UDP sockets: the only module that owns them.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
                 dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareTransport", "CMalloc"],
+                               "ShareSession", "ShareCongestion", "ShareTransport", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
@@ -109,6 +119,11 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/ReceiveTool"),
 
+        .executableTarget(name: "share-relay",
+                          dependencies: ["ShareCommands", "ShareImpairment", "ShareTransport",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/CLI/RelayTool"),
+
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
@@ -132,6 +147,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareSRTP", "ShareWire", "ShareX11", "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
+        .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareWire"],
+                    path: "Tests/CongestionTests", swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

@@ -39,8 +39,23 @@ public struct SenderConfiguration: Sendable {
     public var fps: Int = 30
     /// Target bitrate; nil sizes it to the resolution.
     public var bitrateKbps: Int?
-    /// Frames between IDR frames; nil means five seconds' worth.
+    /// Frames per intra-refresh sweep (a column of intra blocks crossing
+    /// the picture, so a receiver can join or recover without an IDR);
+    /// nil means three seconds' worth. IDR frames come only when a receiver
+    /// asks (PLI/FIR) and, with `intraRefresh` off, every interval.
     public var keyframeInterval: Int?
+    /// Periodic intra refresh instead of periodic IDR frames (no frame much
+    /// larger than the others, so no burst to overflow a queue on the path).
+    public var intraRefresh = true
+    /// Follow the path: RFC 8888 feedback drives a delay- and loss-based
+    /// controller that sets the encoder's bitrate (and, below a floor, its
+    /// frame rate and size) and the pacer's rate. Off: the configured
+    /// bitrate is sent whatever happens (for receivers that send no feedback).
+    public var congestionControl = true
+    /// Retransmissions on their own SSRC (RFC 4588 RTX, payload type
+    /// `retransmissionPayloadType`); off resends the original packets.
+    public var retransmissionStream = true
+    public var retransmissionPayloadType: UInt8 = 97
     /// Scale the picture to this size before encoding; nil keeps the screen's size.
     public var size: VideoSize?
     /// Largest UDP payload.
@@ -162,10 +177,59 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var captureToSend: LatencySummary = LatencySummary(samples: 0)
     /// Colour conversion + encode per frame.
     public var encodeMilliseconds: LatencySummary = LatencySummary(samples: 0)
+    /// The congestion controller: its target for all we send, what the
+    /// receiver acknowledged, the loss it saw and the delay detector's verdict.
+    public var targetKbps = 0.0
+    public var acknowledgedKbps: Double?
+    public var feedbackLossFraction = 0.0
+    public var delaySignal = "normal"
+    public var feedbackReports = 0
+    /// The encoder's bitrate, frame rate and picture now.
+    public var encoderKbps = 0
+    public var encodedFPS = 0
+    public var encodedWidth = 0
+    public var encodedHeight = 0
+    /// Steps of the quality ladder (rate and size for bandwidth).
+    public var qualitySteps = 0
+    /// NACKed packets not resent: a repair had left less than a round trip before.
+    public var retransmissionsSuppressed = 0
+    /// Packets the pacer dropped (waited too long, or its queue was full).
+    public var pacerDrops = 0
+    public var pacerQueueMilliseconds = 0.0
+    /// Once a second: the target and what actually left.
+    public var rateTimeline: [RateSample] = []
 
     public init() {}
 
     public var fps: Double { elapsedSeconds > 0 ? Double(framesEncoded) / elapsedSeconds : 0 }
     public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytesSent) * 8 / elapsedSeconds / 1000 : 0 }
     public var cpuMillisecondsPerFrame: Double { framesEncoded > 0 ? cpuSeconds * 1000 / Double(framesEncoded) : 0 }
+}
+
+/// The sender's rate at one moment of the run, and why.
+public struct RateSample: Sendable, Codable, Equatable {
+    public var seconds: Double
+    /// The congestion controller's target, and its delay- and loss-based parts.
+    public var targetKbps: Double
+    public var delayBasedKbps: Double
+    public var lossBasedKbps: Double
+    /// What left in the last interval (media, repairs, audio, RTCP).
+    public var sentKbps: Double
+    public var encoderKbps: Int
+    public var queueDelayMilliseconds: Double?
+    public var lossFraction: Double
+    public var roundTripMilliseconds: Double?
+
+    public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double, sentKbps: Double,
+                encoderKbps: Int, queueDelayMilliseconds: Double?, lossFraction: Double, roundTripMilliseconds: Double?) {
+        self.seconds = seconds
+        self.targetKbps = targetKbps
+        self.delayBasedKbps = delayBasedKbps
+        self.lossBasedKbps = lossBasedKbps
+        self.sentKbps = sentKbps
+        self.encoderKbps = encoderKbps
+        self.queueDelayMilliseconds = queueDelayMilliseconds
+        self.lossFraction = lossFraction
+        self.roundTripMilliseconds = roundTripMilliseconds
+    }
 }

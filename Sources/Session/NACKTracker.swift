@@ -1,30 +1,61 @@
 public import ShareWire
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// Tracks missing packets of one stream and decides when to NACK them
-/// (RFC 4585 §6.2.1): right after a gap is seen, then again every
-/// `retryInterval`, at most `maxAttempts` times, never for gaps older than
-/// `maxAge` (past the jitter buffer's patience) or wider than `maxGap`.
+/// (RFC 4585 §6.2.1), from what the path does rather than fixed numbers:
+/// the first NACK waits out the reordering seen so far (a packet that is
+/// merely late is not requested), a repeat waits one round trip plus a
+/// margin (the repair may still be on its way), and a packet is given up
+/// by time, once the jitter buffer would no longer wait for it (`maxAge`),
+/// never by a count of attempts. Gaps wider than `maxGap` (a restart or a
+/// forged sequence number) are not NACKed. Sans-IO.
 public struct NACKTracker: Sendable {
-    public var retryInterval: Duration
-    public var maxAttempts: Int
+    /// The round trip to the sender; repeats wait this plus `retryMargin`.
+    public var roundTrip: Duration = .milliseconds(50)
+    public var retryMargin: Duration = .milliseconds(10)
     public var maxAge: Duration
     public var maxGap: Int
+    /// The first NACK waits at most this long for reordering.
+    public var maxReorderWait: Duration = .milliseconds(80)
 
     private var highest: Int64?
     private var missing: [Int64: (firstSeen: MonotonicTime, lastSent: MonotonicTime?, attempts: Int)] = [:]
+    /// How late an original packet has arrived behind its successors (ns),
+    /// a maximum that decays by half every `reorderHalfLife`.
+    private var reorderNanoseconds = 0.0
+    private var reorderUpdated: MonotonicTime?
+    static let reorderHalfLife = 2.0
     public private(set) var recovered = 0
+    /// Originals that arrived after being NACKed: requests that were not needed.
+    public private(set) var needlessRequests = 0
 
-    public init(retryInterval: Duration = .milliseconds(30), maxAttempts: Int = 3, maxAge: Duration = .milliseconds(200),
-                maxGap: Int = 400) {
-        self.retryInterval = retryInterval
-        self.maxAttempts = maxAttempts
+    public init(maxAge: Duration = .milliseconds(200), maxGap: Int = 400) {
         self.maxAge = maxAge
         self.maxGap = maxGap
     }
 
-    /// Records a received packet (extended sequence number).
-    public mutating func received(_ sequence: Int64, now: MonotonicTime) {
-        if missing.removeValue(forKey: sequence) != nil { recovered += 1 }
+    /// How long the first NACK for a gap waits: the reordering seen lately
+    /// with a quarter on top, plus a millisecond.
+    public var reorderWait: Duration {
+        let wait = Duration.nanoseconds(Int64(reorderNanoseconds * 1.25)) + .milliseconds(1)
+        return min(wait, maxReorderWait)
+    }
+
+    /// Records a received packet (extended sequence number). `isRepair`
+    /// marks a retransmission (RTX): it fills a gap but says nothing about
+    /// reordering on the path.
+    public mutating func received(_ sequence: Int64, now: MonotonicTime, isRepair: Bool = false) {
+        decayReorder(now: now)
+        if let entry = missing.removeValue(forKey: sequence) {
+            recovered += 1
+            if !isRepair {
+                let lateness = Double(now.since(entry.firstSeen).nanoseconds)
+                reorderNanoseconds = max(reorderNanoseconds, min(lateness, 1e9))
+                if entry.attempts > 0 { needlessRequests += 1 }
+            }
+        }
         guard let top = highest else {
             highest = sequence
             return
@@ -33,24 +64,55 @@ public struct NACKTracker: Sendable {
             let gap = sequence - top - 1
             if gap > 0 && gap <= Int64(maxGap) {
                 for lost in (top + 1)..<sequence { missing[lost] = (now, nil, 0) }
+            } else if gap > Int64(maxGap) {
+                missing.removeAll()
             }
             highest = sequence
         }
     }
 
+    private mutating func decayReorder(now: MonotonicTime) {
+        guard let last = reorderUpdated else {
+            reorderUpdated = now
+            return
+        }
+        let elapsed = now.since(last).seconds
+        guard elapsed >= 0.1 else { return }
+        reorderUpdated = now
+        reorderNanoseconds *= exp2(-elapsed / Self.reorderHalfLife)
+    }
+
     /// The sequence numbers to NACK now, oldest first.
     public mutating func due(now: MonotonicTime) -> [UInt16] {
         var result: [Int64] = []
+        let firstWait = reorderWait
+        let retry = roundTrip + retryMargin
         for (sequence, entry) in missing {
-            if now.since(entry.firstSeen) > maxAge || entry.attempts >= maxAttempts {
+            if now.since(entry.firstSeen) > maxAge {
                 missing[sequence] = nil
                 continue
             }
-            if let last = entry.lastSent, now.since(last) < retryInterval { continue }
+            if let last = entry.lastSent {
+                if now.since(last) < retry { continue }
+            } else if now.since(entry.firstSeen) < firstWait {
+                continue
+            }
             missing[sequence] = (entry.firstSeen, now, entry.attempts + 1)
             result.append(sequence)
         }
         return result.sorted().map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// When `due` may next have something to send, if anything is missing.
+    public func nextDeadline() -> MonotonicTime? {
+        var next: MonotonicTime?
+        let firstWait = reorderWait
+        let retry = roundTrip + retryMargin
+        for entry in missing.values {
+            let at = entry.lastSent.map { $0 + retry } ?? entry.firstSeen + firstWait
+            next = min(next ?? at, at)
+        }
+        return next
     }
 
     public var outstanding: Int { missing.count }

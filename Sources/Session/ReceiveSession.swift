@@ -31,6 +31,11 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var duplicates = 0
     public var late = 0
     public var framesLost = 0
+    /// Retransmissions (RTX, RFC 4588) received, and those that filled a gap.
+    public var repairsReceived = 0
+    public var feedbackReportsSent = 0
+    /// NACKs whose original arrived after all: the path reordered it.
+    public var needlessNACKs = 0
 }
 
 /// The receiving side of an RTP/SAVP session on one port (rtcp-mux),
@@ -43,7 +48,14 @@ public final class ReceiveSession {
         public var cname: String
         /// Video payload type; nil accepts the first dynamic one seen (96-127).
         public var videoPayloadType: UInt8?
-        public var reorderDelay: Duration = .milliseconds(100)
+        /// The payload type of retransmissions of the video (RFC 4588 RTX, apt=video).
+        public var retransmissionPayloadType: UInt8? = 97
+        /// Bounds of the jitter buffer's wait for a missing packet; in
+        /// between, it follows the round trip and the reordering seen.
+        public var minimumDelay: Duration = .milliseconds(50)
+        public var maximumDelay: Duration = .milliseconds(1000)
+        /// Send RFC 8888 congestion control feedback (share's own senders use it).
+        public var congestionFeedback = true
         public var keyframeRequestInterval: Duration = .milliseconds(300)
         public var reportInterval: Duration = .seconds(1)
         public var nack = true
@@ -67,18 +79,45 @@ public final class ReceiveSession {
     private var reception: ReceptionStatistics?
     private var lastKeyframeRequest: MonotonicTime?
     private var nextReport: MonotonicTime?
+    private var feedback = FeedbackReporter()
+    private var probe = RoundTripProbe()
 
     public init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
         self.configuration = configuration
         srtp = try SRTPContext(keying: keying, direction: .inbound)
         outbound = try SRTPContext(keying: keying, direction: .outbound)
-        assembler = H264FrameAssembler(maxDelay: configuration.reorderDelay)
-        nack = NACKTracker(maxAge: configuration.reorderDelay)
+        let start = max(configuration.minimumDelay, .milliseconds(100))
+        assembler = H264FrameAssembler(maxDelay: start)
+        nack = NACKTracker(maxAge: start)
         videoPayloadType = configuration.videoPayloadType
     }
 
     /// The sender's SSRC once video arrived.
     public var senderSSRC: UInt32? { videoSSRC }
+
+    /// The round trip to the sender, once measured (RFC 3611 RRTR/DLRR).
+    public var roundTrip: Duration? { probe.smoothed }
+
+    /// How long the jitter buffer now waits for a missing packet.
+    public var jitterBufferDelay: Duration { assembler.maxDelay }
+
+    /// The earliest instant `poll` has work (NACK, feedback, give-up, report).
+    public var nextDeadline: MonotonicTime? {
+        [assembler.deadline, configuration.nack ? nack.nextDeadline() : nil,
+         configuration.congestionFeedback ? feedback.deadline : nil, nextReport].compactMap { $0 }.min()
+    }
+
+    /// Waits sized to the path: the first NACK waits out the reordering,
+    /// a repair takes a round trip, and one more try fits before the jitter
+    /// buffer gives up (RTT 1 ms: 50 ms; RTT 100 ms: ~230 ms).
+    private func tuneDelays() {
+        let rtt = probe.smoothed ?? .milliseconds(50)
+        nack.roundTrip = rtt
+        let wait = nack.reorderWait + rtt * 2 + .milliseconds(30)
+        let depth = min(max(wait, configuration.minimumDelay), configuration.maximumDelay)
+        assembler.maxDelay = depth
+        nack.maxAge = depth
+    }
 
     /// Handles one datagram. `emit` sends RTCP feedback back to the sender.
     public func handle(datagram: inout PacketBuffer, now: MonotonicTime,
@@ -109,6 +148,22 @@ public final class ReceiveSession {
             return []
         }
         statistics.rtpPackets += 1
+        if configuration.congestionFeedback { feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
+        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = videoSSRC,
+           let videoPayloadType, packet.ssrc != ssrc {
+            // RFC 4588 §4: the original sequence number, then the original payload.
+            guard packet.payload.count >= 2 else {
+                statistics.malformed += 1
+                return []
+            }
+            let start = packet.payload.startIndex
+            let original = RTPPacket(marker: packet.marker, payloadType: videoPayloadType,
+                                     sequenceNumber: UInt16(packet.payload[start]) << 8 | UInt16(packet.payload[start + 1]),
+                                     timestamp: packet.timestamp, ssrc: ssrc, headerExtension: packet.headerExtension,
+                                     payload: packet.payload.dropFirst(2))
+            statistics.repairsReceived += 1
+            return video(original, isRepair: true, now: now, emit: emit)
+        }
         if videoSSRC == nil, packet.payloadType == (videoPayloadType ?? packet.payloadType),
            (96...127).contains(packet.payloadType) || videoPayloadType != nil {
             videoSSRC = packet.ssrc
@@ -119,7 +174,18 @@ public final class ReceiveSession {
             return [.otherPacket(packet)]
         }
         reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-        if configuration.nack { nack.received(unwrapper.unwrap(packet.sequenceNumber), now: now) }
+        return video(packet, isRepair: false, now: now, emit: emit)
+    }
+
+    /// A video packet, original or rebuilt from a repair, into NACK
+    /// tracking and the jitter buffer.
+    private func video(_ packet: RTPPacket, isRepair: Bool, now: MonotonicTime,
+                       emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        if configuration.nack {
+            let needless = nack.needlessRequests
+            nack.received(unwrapper.unwrap(packet.sequenceNumber), now: now, isRepair: isRepair)
+            statistics.needlessNACKs += nack.needlessRequests - needless
+        }
         let before = assembler.counters
         var events = convert(assembler.insert(packet, now: now), now: now, emit: emit)
         statistics.duplicates += assembler.counters.duplicates - before.duplicates
@@ -151,6 +217,10 @@ public final class ReceiveSession {
             case .goodbye(let bye):
                 let reason = bye.reason.map { String(decoding: $0, as: UTF8.self) }
                 events += bye.sources.map { .goodbye(ssrc: $0, reason: reason) }
+            case .extendedReport(let xr):
+                for echo in xr.delaySinceLastReceiverReports where echo.ssrc == configuration.ssrc {
+                    if probe.handle(echo, now: now) != nil { tuneDelays() }
+                }
             default:
                 continue
             }
@@ -162,6 +232,10 @@ public final class ReceiveSession {
     /// Call it at least every `pollInterval` when no datagram arrives.
     public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         let events = convert(assembler.poll(now: now), now: now, emit: emit)
+        if configuration.congestionFeedback, let report = feedback.poll(now: now, senderSSRC: configuration.ssrc) {
+            statistics.feedbackReportsSent += 1
+            sendRTCP([.congestionFeedback(report)], emit: emit)
+        }
         if let ssrc = videoSSRC, configuration.nack {
             let lost = nack.due(now: now)
             if !lost.isEmpty {
@@ -175,8 +249,10 @@ public final class ReceiveSession {
             let report = reception.makeReport(now: now)
             self.reception = reception
             statistics.reportsSent += 1
+            tuneDelays()
             sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc, reports: [report])),
-                      .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname))],
+                      .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname)),
+                      .extendedReport(ExtendedReport(ssrc: configuration.ssrc, receiverReferenceTime: probe.reference(now: now)))],
                      emit: emit)
         }
         return events

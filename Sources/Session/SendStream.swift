@@ -9,6 +9,8 @@ public enum SenderFeedback: Sendable, Equatable {
     case retransmitted(count: Int, missed: Int)
     /// A receiver report: loss fraction (0-1) and round-trip time if measurable.
     case receiverReport(fractionLost: Double, roundTrip: Duration?)
+    /// RFC 8888 per-packet feedback, for the congestion controller.
+    case congestion(CongestionControlFeedback)
     case goodbye
 }
 
@@ -22,6 +24,8 @@ public struct SendStatistics: Sendable, Equatable {
     public var nacksReceived = 0
     public var keyframeRequests = 0
     public var rtcpRejected = 0
+    /// NACKed packets not resent because a repair left less than a round trip ago.
+    public var retransmissionsSuppressed = 0
     public var roundTrip: Duration?
     public var fractionLost = 0.0
 }
@@ -43,8 +47,12 @@ public final class SendStream {
         /// One-byte header extension id for abs-capture-time; nil to omit it.
         public var captureTimeExtensionID: UInt8? = 1
         public var historyPackets = 1024
-        /// Minimum time between honoured keyframe requests.
+        /// Minimum time between honoured keyframe requests; at least two
+        /// round trips are kept between them too.
         public var keyframeRequestInterval: Duration = .milliseconds(200)
+        /// Retransmissions on their own SSRC and payload type (RFC 4588);
+        /// nil resends the original packet as it was.
+        public var retransmission: (ssrc: UInt32, payloadType: UInt8)?
         public var reportInterval: Duration = .seconds(1)
 
         public init(ssrc: UInt32, cname: String) {
@@ -58,6 +66,8 @@ public final class SendStream {
     private let srtp: SRTPContext
     private let inbound: SRTPContext
     private var packetizer: RTPPacketizer
+    private var repairPacketizer: RTPPacketizer?
+    private var repairBuffer: PacketBuffer
     private var payloader: H264Payloader
     private var history: RetransmissionHistory
     private var buffer: PacketBuffer
@@ -76,10 +86,18 @@ public final class SendStream {
                                    clockRate: configuration.clockRate,
                                    initialSequenceNumber: initialSequenceNumber)
         let extensionBytes = configuration.captureTimeExtensionID == nil ? 0 : 4 + 12
+        // RFC 4588 §4: a repair carries the original sequence number (2 bytes) in front of the payload.
+        let repairBytes = configuration.retransmission == nil ? 0 : 2
         payloader = H264Payloader(maxPayloadSize: configuration.mtu - RTPPacket.fixedHeaderSize - extensionBytes
-                                  - keying.profile.rtpOverhead)
+                                  - keying.profile.rtpOverhead - repairBytes)
         history = RetransmissionHistory(capacity: configuration.historyPackets)
         buffer = PacketBuffer(capacity: max(configuration.mtu, 1500))
+        repairBuffer = PacketBuffer(capacity: max(configuration.mtu, 1500))
+        if let repair = configuration.retransmission {
+            repairPacketizer = RTPPacketizer(ssrc: repair.ssrc, payloadType: repair.payloadType,
+                                             clockRate: configuration.clockRate,
+                                             initialSequenceNumber: UInt16.random(in: 0...UInt16.max))
+        }
     }
 
     /// Sends one Annex B access unit: every packet carries the frame's
@@ -113,11 +131,12 @@ public final class SendStream {
         clockAnchor = (rtpTimestamp, captureTime, now)
     }
 
-    /// Accounts, protects, keeps for retransmission and emits the packet in `buffer`.
+    /// Accounts, keeps for retransmission (unprotected: a repair is
+    /// protected anew), protects and emits the packet in `buffer`.
     private func finishPacket(sequence: UInt16, payloadSize: Int, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
         packetizer.didSend(payloadSize: payloadSize)
-        try srtp.protect(&buffer)
         history.remember(sequence: sequence, bytes: buffer.bytes)
+        try srtp.protect(&buffer)
         statistics.packets += 1
         statistics.bytes += buffer.count
         emit(buffer.bytes)
@@ -145,9 +164,16 @@ public final class SendStream {
     }
 
     /// Handles a datagram from the receiver (SRTCP; anything else is counted
-    /// and dropped). Retransmissions are emitted at once.
+    /// and dropped). Retransmissions and replies go to `emit` at once.
     public func handle(datagram: inout PacketBuffer, now: MonotonicTime,
                        emit: (ArraySlice<UInt8>) -> Void) -> [SenderFeedback] {
+        handle(datagram: &datagram, now: now, reply: emit, repair: emit)
+    }
+
+    /// Handles a datagram from the receiver: RTCP replies (extended report
+    /// echoes) go to `reply`, retransmissions to `repair` (for a pacer).
+    public func handle(datagram: inout PacketBuffer, now: MonotonicTime, reply: (ArraySlice<UInt8>) -> Void,
+                       repair: (ArraySlice<UInt8>) -> Void) -> [SenderFeedback] {
         guard datagram.count >= 2, RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1])
         else {
             statistics.rtcpRejected += 1
@@ -171,11 +197,10 @@ public final class SendStream {
                 var sent = 0
                 var missed = 0
                 for sequence in nack.lostSequenceNumbers {
-                    if let bytes = history.packet(sequence) {
-                        emit(bytes)
-                        sent += 1
-                    } else {
-                        missed += 1
+                    switch retransmit(sequence, now: now, emit: repair) {
+                    case .sent: sent += 1
+                    case .missing: missed += 1
+                    case .suppressed: statistics.retransmissionsSuppressed += 1
                     }
                 }
                 statistics.retransmitted += sent
@@ -192,6 +217,17 @@ public final class SendStream {
                 if let report = sr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
                 }
+            case .congestionFeedback(let report):
+                feedback.append(.congestion(report))
+            case .extendedReport(let xr):
+                // RFC 3611 §4.5: echo the receiver's reference time at once,
+                // so the receiver learns the round trip (held: zero).
+                if let reference = xr.receiverReferenceTime {
+                    let echo = ExtendedReport(ssrc: configuration.ssrc, delaySinceLastReceiverReports: [
+                        .init(ssrc: xr.ssrc, lastReceiverReport: reference.middle32, delay: 0),
+                    ])
+                    sendRTCP([.extendedReport(echo)], emit: reply)
+                }
             case .goodbye:
                 feedback.append(.goodbye)
             default:
@@ -201,8 +237,47 @@ public final class SendStream {
         return feedback
     }
 
+    private enum RepairOutcome { case sent, missing, suppressed }
+
+    /// Resends one packet from history: as an RTX packet (RFC 4588 §4:
+    /// same timestamp and marker, the original sequence number in front of
+    /// the original payload) or as it was. A packet resent less than a round
+    /// trip ago is not resent again: that repair may still be on its way.
+    private func retransmit(_ sequence: UInt16, now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> RepairOutcome {
+        guard let plain = history.packet(sequence) else { return .missing }
+        if let last = history.lastResent(sequence), now.since(last) < (statistics.roundTrip ?? .milliseconds(5)) {
+            return .suppressed
+        }
+        guard let original = try? RTPPacket(parsing: plain) else { return .missing }
+        repairBuffer.removeAll()
+        if var rtx = repairPacketizer {
+            rtx.beginPacket(in: &repairBuffer, timestamp: original.timestamp, marker: original.marker,
+                            headerExtension: original.headerExtension)
+            repairBuffer.appendUInt16(original.sequenceNumber)
+            repairBuffer.append(slice: original.payload)
+            rtx.didSend(payloadSize: original.payload.count + 2)
+            repairPacketizer = rtx
+        } else {
+            repairBuffer.append(slice: plain)
+        }
+        do {
+            try srtp.protect(&repairBuffer)
+        } catch {
+            return .missing
+        }
+        history.markResent(sequence, at: now)
+        emit(repairBuffer.bytes)
+        return .sent
+    }
+
+    /// A round trip measured elsewhere (the congestion controller's).
+    public func observeRoundTrip(_ roundTrip: Duration) {
+        statistics.roundTrip = roundTrip
+    }
+
     private func requestKeyframe(now: MonotonicTime) -> Bool {
-        if let last = lastKeyframeRequest, now.since(last) < configuration.keyframeRequestInterval { return false }
+        let interval = max(configuration.keyframeRequestInterval, (statistics.roundTrip ?? .zero) * 2)
+        if let last = lastKeyframeRequest, now.since(last) < interval { return false }
         lastKeyframeRequest = now
         statistics.keyframeRequests += 1
         return true

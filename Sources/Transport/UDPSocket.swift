@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+import Synchronization
 
 /// A socket failure: what was attempted and the errno it ended with.
 public struct TransportError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -89,8 +90,9 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 public final class UDPSocket: @unchecked Sendable {
     private let descriptor: Int32
     let family: Int32
+    private let drops = Atomic<Int>(0)
     /// Datagrams the kernel refused because its buffer was full.
-    public private(set) var sendDrops = 0
+    public var sendDrops: Int { drops.load(ordering: .relaxed) }
 
     /// A socket bound to `port` on every local address (0 picks a free port).
     public init(bindingPort port: Int, ipv6: Bool = false, receiveBuffer: Int = 4 << 20) throws(TransportError) {
@@ -100,7 +102,11 @@ public final class UDPSocket: @unchecked Sendable {
         descriptor = fd
         self.family = family
         var size = Int32(receiveBuffer)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        // SO_RCVBUFFORCE passes net.core.rmem_max for a privileged process;
+        // otherwise the plain request is capped there (see receiveBufferSize).
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var sendSize = Int32(4 << 20)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendSize, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_storage()
@@ -175,7 +181,7 @@ public final class UDPSocket: @unchecked Sendable {
                 return sent
             }
         }
-        if result < 0 { sendDrops += 1 }
+        if result < 0 { drops.add(1, ordering: .relaxed) }
         return result >= 0
     }
 
@@ -209,5 +215,35 @@ public final class UDPSocket: @unchecked Sendable {
             count = received
             return SocketAddress(storage: address, length: length)
         }
+    }
+
+    /// Waits up to `timeout` until any of `sockets` has a datagram; returns
+    /// which do. poll counts whole milliseconds, so the last fraction of a
+    /// millisecond is slept precisely instead: releases hold to ~0.1 ms.
+    public static func waitForInput(_ sockets: [UDPSocket], timeout: Duration) throws(TransportError) -> [Bool] {
+        var fds = sockets.map { Glibc.pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = seconds < 0 ? 0 : Int64(seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
+        var milliseconds = Int32(clamping: nanoseconds / 1_000_000)
+        if milliseconds == 0 && nanoseconds > 0 {
+            var pause = timespec(tv_sec: 0, tv_nsec: Int(nanoseconds))
+            nanosleep(&pause, nil)
+            milliseconds = 0
+        }
+        while true {
+            let ready = poll(&fds, nfds_t(fds.count), milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { throw TransportError("poll", errno: errno) }
+            return fds.map { $0.revents & Int16(POLLIN) != 0 }
+        }
+    }
+
+    /// The receive buffer the kernel granted (it may cap what was asked:
+    /// net.core.rmem_max), in bytes as the kernel counts them.
+    public var receiveBufferSize: Int {
+        var size: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, &length)
+        return Int(size)
     }
 }

@@ -26,19 +26,34 @@ public final class H264Encoder {
         public var height: Int
         public var fps: Int
         public var bitrateKbps: Int
-        /// Frames between forced IDR frames.
+        /// Frames between refreshes: with `intraRefresh`, the length of one
+        /// sweep of intra blocks across the picture; without, between IDR frames.
         public var keyframeInterval: Int
         /// Encoder threads; 0 lets x264 choose from the core count.
         public var threads: Int
+        /// Periodic intra refresh (a column of intra blocks sweeping across
+        /// the picture) instead of periodic IDR frames, so no frame is much
+        /// larger than the others; an IDR comes only when asked for.
+        public var intraRefresh: Bool
+        /// The VBV buffer in frames' worth of the bitrate: how far one frame
+        /// may exceed the average (and so how large an asked-for IDR may be).
+        public var vbvFrames: Double
 
         public init(width: Int, height: Int, fps: Int = 30, bitrateKbps: Int? = nil, keyframeInterval: Int? = nil,
-                    threads: Int = 0) {
+                    threads: Int = 0, intraRefresh: Bool = true, vbvFrames: Double = 4) {
             self.width = width
             self.height = height
             self.fps = fps
             self.bitrateKbps = bitrateKbps ?? Self.defaultBitrateKbps(width: width, height: height, fps: fps)
-            self.keyframeInterval = keyframeInterval ?? fps * 5
+            self.keyframeInterval = keyframeInterval ?? fps * 3
             self.threads = threads
+            self.intraRefresh = intraRefresh
+            self.vbvFrames = vbvFrames
+        }
+
+        /// The VBV buffer in kbit for a bitrate.
+        func vbvBuffer(kbps: Int) -> Int32 {
+            Int32(max(Double(kbps) * vbvFrames / Double(max(fps, 1)), 32))
         }
 
         /// A bitrate sized to the picture: 0.1 bit per pixel per frame,
@@ -53,6 +68,7 @@ public final class H264Encoder {
     private let encoder: OpaquePointer
     private var picture = x264_picture_t()
     private var frameCount: Int64 = 0
+    private var lastPTS: Int64 = -1
 
     public init(_ configuration: Configuration) throws(EncoderError) {
         let c = configuration
@@ -70,9 +86,12 @@ public final class H264Encoder {
         param.i_csp = X264_CSP_I420
         param.i_fps_num = UInt32(c.fps)
         param.i_fps_den = 1
+        // Timestamps in the RTP clock's 90 kHz: rate control follows the
+        // real spacing of frames, so a lower capture rate, or a still screen
+        // sending one frame a second, keeps its bitrate without a new encoder.
         param.i_timebase_num = 1
-        param.i_timebase_den = UInt32(c.fps)
-        param.b_vfr_input = 0
+        param.i_timebase_den = 90_000
+        param.b_vfr_input = 1
         param.i_keyint_max = Int32(max(1, c.keyframeInterval))
         param.i_keyint_min = min(param.i_keyint_max, Int32(c.fps))
         param.i_threads = Int32(c.threads)
@@ -80,8 +99,8 @@ public final class H264Encoder {
         param.rc.i_rc_method = X264_RC_ABR
         param.rc.i_bitrate = Int32(c.bitrateKbps)
         param.rc.i_vbv_max_bitrate = Int32(c.bitrateKbps)
-        // Half a second of VBV: room for a keyframe without queueing frames.
-        param.rc.i_vbv_buffer_size = Int32(max(c.bitrateKbps / 2, 64))
+        param.rc.i_vbv_buffer_size = c.vbvBuffer(kbps: c.bitrateKbps)
+        param.b_intra_refresh = c.intraRefresh ? 1 : 0
         param.b_repeat_headers = 1
         param.b_annexb = 1
         // Baseline-compatible output that every RTP peer decodes.
@@ -118,8 +137,10 @@ public final class H264Encoder {
     }
 
     /// Encodes `image` and replaces `accessUnit` with the Annex B output.
-    /// Returns nil when x264 emitted nothing for this picture.
-    public func encode(_ image: I420Image, forceKeyframe: Bool = false,
+    /// `time` is the picture's capture time in 90 kHz ticks (nil: frames
+    /// evenly spaced at the configured rate). Returns nil when x264 emitted
+    /// nothing for this picture.
+    public func encode(_ image: I420Image, forceKeyframe: Bool = false, time: Int64? = nil,
                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
         guard image.width == configuration.width, image.height == configuration.height else {
             throw EncoderError("picture is \(image.width)x\(image.height), encoder is \(configuration.width)x\(configuration.height)")
@@ -128,7 +149,10 @@ public final class H264Encoder {
         var nals: UnsafeMutablePointer<x264_nal_t>?
         var count: Int32 = 0
         picture.i_type = forceKeyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
-        picture.i_pts = frameCount
+        let pts = time ?? frameCount * 90_000 / Int64(configuration.fps)
+        // x264 needs strictly increasing timestamps.
+        picture.i_pts = max(pts, lastPTS + 1)
+        lastPTS = picture.i_pts
         frameCount += 1
         let size: Int32 = image.withPlanes { y, u, v in
             picture.img.i_csp = X264_CSP_I420
@@ -144,17 +168,25 @@ public final class H264Encoder {
         guard size > 0, let first = nals?[0].p_payload else { return nil }
         // x264 guarantees the payloads of one call are contiguous.
         accessUnit.append(contentsOf: UnsafeBufferPointer(start: first, count: Int(size)))
-        return EncodedFrameInfo(isKeyframe: output.b_keyframe != 0, size: Int(size),
-                                quantizer: Double(output.prop.f_crf_avg))
+        // With intra refresh x264 also flags the frame a sweep starts on as a
+        // keyframe; only an IDR picture is one for a decoder joining here.
+        var idr = false
+        for index in 0..<Int(count) where nals![index].i_type == Int32(NAL_SLICE_IDR.rawValue) { idr = true }
+        return EncodedFrameInfo(isKeyframe: idr, size: Int(size), quantizer: Double(output.prop.f_crf_avg))
     }
 
-    /// Changes the target bitrate on the fly (x264_encoder_reconfig).
+    /// The bitrate the encoder aims at now (kbit/s).
+    public private(set) lazy var bitrateKbps: Int = configuration.bitrateKbps
+
+    /// Changes the target bitrate and the VBV with it, on the fly
+    /// (x264_encoder_reconfig; the next frame is coded to it).
     public func setBitrate(kbps: Int) {
+        let kbps = max(16, kbps)
         var param = x264_param_t()
         x264_encoder_parameters(encoder, &param)
-        param.rc.i_bitrate = Int32(max(16, kbps))
-        param.rc.i_vbv_max_bitrate = param.rc.i_bitrate
-        param.rc.i_vbv_buffer_size = max(param.rc.i_bitrate / 2, 64)
-        _ = x264_encoder_reconfig(encoder, &param)
+        param.rc.i_bitrate = Int32(kbps)
+        param.rc.i_vbv_max_bitrate = Int32(kbps)
+        param.rc.i_vbv_buffer_size = configuration.vbvBuffer(kbps: kbps)
+        if x264_encoder_reconfig(encoder, &param) == 0 { bitrateKbps = kbps }
     }
 }

@@ -96,6 +96,8 @@ struct SessionTests {
         try link.send(1, size: 20_000)
         link.deliver { index, _ in index == 3 }  // drop one packet of frame 1
         #expect(link.frames.count == 1)
+        link.advance(.milliseconds(2))  // past the reordering wait (1 ms while none was seen)
+        link.deliver()
         #expect(link.receiver.statistics.nacksSent == 1)
         #expect(link.feedback.contains(.retransmitted(count: 1, missed: 0)))
         link.deliver()  // the retransmission arrives
@@ -206,24 +208,56 @@ struct SessionTests {
         #expect(link.sender.statistics.rtcpRejected == 1)
     }
 
-    @Test func nackTrackerRetriesThenGivesUp() {
-        var tracker = NACKTracker(retryInterval: .milliseconds(30), maxAttempts: 3, maxAge: .milliseconds(500))
-        var now = MonotonicTime.zero
+    @Test func nackTrackerRepeatsAfterARoundTripAndGivesUpByTime() {
+        var tracker = NACKTracker(maxAge: .milliseconds(250))
+        tracker.roundTrip = .milliseconds(100)
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
         tracker.received(10, now: now)
         tracker.received(14, now: now)  // 11, 12, 13 missing
-        #expect(tracker.due(now: now) == [11, 12, 13])
-        #expect(tracker.due(now: now).isEmpty, "not again before the retry interval")
-        tracker.received(12, now: now)
-        now = now + .milliseconds(30)
+        now = now + .milliseconds(1)
+        #expect(tracker.due(now: now) == [11, 12, 13], "no reordering seen yet: asked for at once")
+        now = now + .milliseconds(50)
+        #expect(tracker.due(now: now).isEmpty, "not again within a round trip: the repair may be on its way")
+        tracker.received(12, now: now, isRepair: true)
+        now = now + .milliseconds(60)
+        #expect(tracker.due(now: now) == [11, 13], "again after the round trip and its margin")
+        now = now + .milliseconds(110)
         #expect(tracker.due(now: now) == [11, 13])
-        now = now + .milliseconds(30)
-        #expect(tracker.due(now: now) == [11, 13])
-        now = now + .milliseconds(30)
-        #expect(tracker.due(now: now).isEmpty, "three attempts at most")
+        now = now + .milliseconds(110)
+        #expect(tracker.due(now: now).isEmpty, "given up once the jitter buffer would no longer wait")
+        #expect(tracker.outstanding == 0)
         #expect(tracker.recovered == 1)
         // A huge jump (a restart or a forged sequence) is not NACKed.
         tracker.received(5000, now: now)
         #expect(tracker.outstanding == 0)
+    }
+
+    @Test func nackTrackerLearnsReorderingAndDoesNotAskForLatePackets() {
+        var tracker = NACKTracker(maxAge: .milliseconds(500))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        var sequence: Int64 = 0
+        var requested = 0
+        // Every 10th packet arrives 15 ms behind its successor.
+        for round in 0..<50 {
+            for i in 0..<10 {
+                let value = sequence + Int64(i)
+                if i == 5 { continue }
+                tracker.received(value, now: now)
+                now = now + .milliseconds(3)
+                requested += tracker.due(now: now).count
+            }
+            now = now + .milliseconds(3)
+            tracker.received(sequence + 5, now: now)
+            requested += tracker.due(now: now).count
+            sequence += 10
+            _ = round
+        }
+        #expect(tracker.reorderWait > .milliseconds(12), "learnt: \(tracker.reorderWait)")
+        #expect(requested <= 3, "after the first few, a late packet is waited for, not NACKed (\(requested) NACKs)")
+        // A real loss is still asked for, once the reordering wait is over.
+        tracker.received(sequence + 1, now: now)
+        now = now + tracker.reorderWait + .milliseconds(1)
+        #expect(tracker.due(now: now) == [UInt16(sequence)])
     }
 
     private func nalTypes(_ data: [UInt8]) -> [UInt8] { AnnexB.nalUnits(in: data).map { data[$0.lowerBound] & 0x1F } }

@@ -66,11 +66,33 @@ public struct SceneOptions: ParsableArguments {
     public init() {}
 }
 
+/// Options of `share relay`.
+public struct RelayOptions: ParsableArguments {
+    @Option(help: "UDP port to listen on: point the sender here.") public var listen: Int
+    @Option(help: "Where to forward, HOST:PORT (the receiver).") public var to: String
+    @Option(help: "A named network (\(networkNames)); --forward/--reverse add to or replace it.")
+    public var network: String?
+    @Option(help: "Impairments toward the receiver, e.g. loss=2%,delay=50ms,jitter=20ms,reorder,duplicate=1%,burst=1%/25%,rate=4mbit/2mbit@10s/off@25s,queue=200ms.")
+    public var forward: String?
+    @Option(help: "Impairments on the way back to the sender (same form).") public var reverse: String?
+    @Option(help: "Seed of the random choices (a run can be repeated exactly).") public var seed: UInt64 = 1
+    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(help: "Write the counters of both directions as JSON (on exit).") public var statsJson: String?
+
+    public init() {}
+}
+
+/// The names `share relay --network` takes (kept here for help text only).
+public let networkNames = "clean, loss2, loss5, burst, cap1m, cap3m, halving, rtt100, jitter20"
+
 /// Command descriptions shared by the dispatcher and the tools.
 public enum CommandText {
     public static let send = CommandConfiguration(commandName: "send", abstract: "Capture this X display and send it to a receiver.")
     public static let receive = CommandConfiguration(commandName: "recv",
                                                      abstract: "Receive a shared screen: show it, record it, or both.")
+    public static let relay = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Forward UDP between a sender and a receiver through a simulated network (loss, delay, jitter, bottleneck).")
     public static let scene = CommandConfiguration(
         commandName: "scene", abstract: "Draw moving content (scrolling text, moving shapes) on a display, for demos and benchmarks.")
 }

@@ -11,7 +11,7 @@ struct Share: ParsableCommand {
             On the sharing machine:   share send <viewer-host> --key-file share.key
             (copy share.key to both machines over a channel you trust; it stays mode 0600)
             """,
-        subcommands: [Send.self, Receive.self, KeyGen.self, Ctl.self, Scene.self])
+        subcommands: [Send.self, Receive.self, KeyGen.self, Ctl.self, Scene.self, Relay.self])
 }
 
 struct Send: ParsableCommand {
@@ -30,4 +30,10 @@ struct Scene: ParsableCommand {
     static let configuration = CommandText.scene
     @OptionGroup var options: SceneOptions
     func run() throws { execTool("share-send") }
+}
+
+struct Relay: ParsableCommand {
+    static let configuration = CommandText.relay
+    @OptionGroup var options: RelayOptions
+    func run() throws { execTool("share-relay") }
 }

@@ -70,7 +70,8 @@ public struct H264FrameAssembler: Sendable {
         var arrival: MonotonicTime
     }
 
-    public let maxDelay: Duration
+    /// How long a gap is waited for; the receiver tunes it to the path.
+    public var maxDelay: Duration
     public let maxPackets: Int
     public private(set) var counters = Counters()
 

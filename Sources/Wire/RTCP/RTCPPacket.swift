@@ -248,6 +248,8 @@ public enum RTCPPacket: Equatable, Sendable {
     case nack(GenericNACK)
     case pictureLoss(PictureLossIndication)
     case fullIntraRequest(FullIntraRequest)
+    case congestionFeedback(CongestionControlFeedback)
+    case extendedReport(ExtendedReport)
     /// A type (or feedback format) this implementation does not interpret;
     /// kept so it can be skipped or forwarded, never fatal.
     case unknown(packetType: UInt8, count: UInt8, body: [UInt8])
@@ -262,6 +264,8 @@ public enum RTCPPacket: Equatable, Sendable {
         public static let transportFeedback: UInt8 = 205
         /// RFC 4585 §6.1: payload-specific feedback.
         public static let payloadFeedback: UInt8 = 206
+        /// RFC 3611: extended reports.
+        public static let extendedReport: UInt8 = 207
     }
 
     /// True for the packet types of RTCP (RFC 5761 §4: 192-223 when demultiplexing with RTP).
@@ -338,6 +342,12 @@ extension RTCPPacket {
                 entries.append(GenericNACK.Entry(packetID: reader.readUInt16()!, lostBitmask: reader.readUInt16()!))
             }
             return .nack(GenericNACK(senderSSRC: sender, mediaSSRC: media, entries: entries))
+        case PacketType.transportFeedback where count == CongestionControlFeedback.format:
+            guard let feedback = CongestionControlFeedback(body: body) else { throw .truncated(packetType: type) }
+            return .congestionFeedback(feedback)
+        case PacketType.extendedReport:
+            guard let report = ExtendedReport(body: body) else { throw .truncated(packetType: type) }
+            return .extendedReport(report)
         case PacketType.payloadFeedback where count == 1:
             guard let sender = reader.readUInt32(), let media = reader.readUInt32() else {
                 throw .truncated(packetType: type)
@@ -470,6 +480,10 @@ extension RTCPPacket {
                 out.append(entry.sequenceNumber)
                 out.appendZeros(3)
             }
+        case .congestionFeedback(let feedback):
+            feedback.appendBody(to: &out)
+        case .extendedReport(let report):
+            report.appendBody(to: &out)
         case .unknown(_, _, let body):
             out.append(contentsOf: body)
         }
@@ -489,6 +503,8 @@ extension RTCPPacket {
         case .nack: (PacketType.transportFeedback, 1)
         case .pictureLoss: (PacketType.payloadFeedback, 1)
         case .fullIntraRequest: (PacketType.payloadFeedback, 4)
+        case .congestionFeedback: (PacketType.transportFeedback, CongestionControlFeedback.format)
+        case .extendedReport: (PacketType.extendedReport, 0)
         case .unknown(let type, let count, _): (type, count & 0x1F)
         }
     }

@@ -39,6 +39,12 @@ public struct MediaDescription: Sendable, Equatable {
     public var rtcpMux: Bool
     /// a=ssrc (RFC 5576): the sender's SSRC and CNAME, when announced.
     public var source: (ssrc: UInt32, cname: String)?
+    /// Retransmissions (RFC 4588 §8.6): an `rtx` payload type with apt= this
+    /// section's, and its SSRC (a=ssrc-group:FID) when announced.
+    public var retransmission: (payloadType: UInt8, ssrc: UInt32?)?
+    /// RTCP feedback the sender answers (RFC 4585 §4.2, RFC 8888 §6):
+    /// NACK, PLI, FIR and congestion control feedback. Written, not parsed.
+    public var feedback: [String] = []
 
     public init(kind: Kind, port: Int, transport: String = "RTP/SAVP", payloadType: UInt8, codec: String,
                 clockRate: Int, channels: Int? = nil, formatParameters: [(String, String)] = [],
@@ -78,6 +84,8 @@ public struct MediaDescription: Sendable, Equatable {
             && a.crypto?.suite == b.crypto?.suite && a.crypto?.keySalt == b.crypto?.keySalt
             && a.extensions.elementsEqual(b.extensions) { $0 == $1 } && a.rtcpMux == b.rtcpMux
             && a.source?.ssrc == b.source?.ssrc && a.source?.cname == b.source?.cname
+            && a.retransmission?.payloadType == b.retransmission?.payloadType
+            && a.retransmission?.ssrc == b.retransmission?.ssrc && a.feedback == b.feedback
     }
 }
 
@@ -108,15 +116,25 @@ public struct SessionDescription: Sendable, Equatable {
             "t=0 0",
         ]
         for m in media {
-            lines.append("m=\(m.kind.rawValue) \(m.port) \(m.transport) \(m.payloadType)")
+            let formats = [m.payloadType] + (m.retransmission.map { [$0.payloadType] } ?? [])
+            lines.append("m=\(m.kind.rawValue) \(m.port) \(m.transport) " + formats.map { "\($0)" }.joined(separator: " "))
             lines.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)\(m.channels.map { "/\($0)" } ?? "")")
             if !m.formatParameters.isEmpty {
                 lines.append("a=fmtp:\(m.payloadType) " + m.formatParameters.map { "\($0.0)=\($0.1)" }.joined(separator: ";"))
             }
+            for item in m.feedback { lines.append("a=rtcp-fb:\(m.payloadType) \(item)") }
+            if let rtx = m.retransmission {
+                lines.append("a=rtpmap:\(rtx.payloadType) rtx/\(m.clockRate)")
+                lines.append("a=fmtp:\(rtx.payloadType) apt=\(m.payloadType)")
+            }
             if m.rtcpMux { lines.append("a=rtcp-mux") }
             for ext in m.extensions { lines.append("a=extmap:\(ext.id) \(ext.uri)") }
             if let crypto = m.crypto { lines.append("a=crypto:1 \(crypto.suite) inline:\(crypto.keySalt)") }
-            if let source = m.source { lines.append("a=ssrc:\(source.ssrc) cname:\(source.cname)") }
+            if let source = m.source {
+                if let rtx = m.retransmission?.ssrc { lines.append("a=ssrc-group:FID \(source.ssrc) \(rtx)") }
+                lines.append("a=ssrc:\(source.ssrc) cname:\(source.cname)")
+                if let rtx = m.retransmission?.ssrc { lines.append("a=ssrc:\(rtx) cname:\(source.cname)") }
+            }
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -169,6 +187,10 @@ public struct SessionDescription: Sendable, Equatable {
         switch key {
         case "rtpmap":
             let (pt, encoding) = rest.splitOnce(" ")
+            if let number = UInt8(pt), number != m.payloadType, encoding.lowercased().hasPrefix("rtx/") {
+                m.retransmission = (number, m.retransmission?.ssrc)
+                return
+            }
             guard UInt8(pt) == m.payloadType else { return }
             let fields = encoding.split(separator: "/")
             guard fields.count >= 2, let rate = Int(fields[1]) else { throw .malformedLine(line) }
@@ -189,10 +211,17 @@ public struct SessionDescription: Sendable, Equatable {
             if let number = Int(id.split(separator: "/").first ?? "") {
                 m.extensions.append((number, String(uri.split(separator: " ").first ?? "")))
             }
+        case "ssrc-group":
+            // RFC 5576 §4.2 with RFC 4588 §8.7's FID: the media SSRC, then its repairs.
+            let fields = rest.split(separator: " ")
+            if fields.count == 3, fields[0] == "FID", let media = UInt32(fields[1]), let repair = UInt32(fields[2]) {
+                if let rtx = m.retransmission { m.retransmission = (rtx.payloadType, repair) }
+                if m.source == nil { m.source = (media, "") }
+            }
         case "ssrc":
             // RFC 5576 §4.1: a=ssrc:<ssrc-id> <attribute>:<value>
             let (id, attribute) = rest.splitOnce(" ")
-            if let ssrc = UInt32(id), m.source == nil {
+            if let ssrc = UInt32(id), m.source == nil || (m.source?.ssrc == ssrc && m.source?.cname == "") {
                 let (name, value) = attribute.splitOnce(":")
                 m.source = (ssrc, name == "cname" ? value : "")
             }

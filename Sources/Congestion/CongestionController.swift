@@ -1,0 +1,130 @@
+public import ShareWire
+
+/// The sender's congestion controller, sans-IO: one owner that records what
+/// was sent, reads RFC 8888 feedback, runs the delay-based detector, the
+/// AIMD rate control, the loss-based estimator and the acknowledged rate,
+/// and combines them into one target bitrate, always within
+/// [minimum, maximum] whatever the feedback says.
+public struct CongestionController: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Bits per second.
+        public var start: Double
+        public var minimum: Double
+        public var maximum: Double
+        /// With no feedback for this long while sending, the rate halves.
+        public var feedbackTimeout: Duration = .milliseconds(1500)
+
+        public init(start: Double, minimum: Double, maximum: Double) {
+            self.maximum = max(maximum, 1)
+            self.minimum = min(max(minimum, 1), self.maximum)
+            self.start = min(max(start, self.minimum), self.maximum)
+        }
+    }
+
+    /// A snapshot for statistics.
+    public struct Estimate: Sendable, Equatable {
+        public var target: Double
+        public var delayBased: Double
+        public var lossBased: Double
+        /// Milliseconds packets wait in queues on the path, once known.
+        public var queueDelay: Double?
+        public var acknowledged: Double?
+        public var lossFraction: Double
+        public var roundTrip: Duration?
+        public var usage: BandwidthUsage
+    }
+
+    public let configuration: Configuration
+    private var history = FeedbackHistory()
+    private var trendline = TrendlineEstimator()
+    private var rate: RateControl
+    private var loss: LossBasedEstimator
+    private var acknowledged = AcknowledgedBitrate()
+    private var queue = QueueDelayEstimator()
+    /// A queue standing longer than this (ms) is congestion even when flat.
+    public var queueDelayLimit = 40.0
+    private var lastStandingCut: (at: MonotonicTime, queue: Double)?
+    private var smoothedRoundTrip: Duration?
+    private var lastFeedback: MonotonicTime?
+    private var lastSend: MonotonicTime?
+    private var lastTimeoutCut: MonotonicTime?
+    public private(set) var target: Double
+    public private(set) var feedbackReports = 0
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        rate = RateControl(start: configuration.start, minimum: configuration.minimum, maximum: configuration.maximum)
+        loss = LossBasedEstimator(start: configuration.start, minimum: configuration.minimum,
+                                  maximum: configuration.maximum)
+        target = configuration.start
+    }
+
+    /// Records a packet as it leaves.
+    public mutating func sent(_ packet: SentPacket) {
+        history.sent(packet)
+        lastSend = packet.sendTime
+    }
+
+    /// The round trip the controller works with (feedback or RTCP reports).
+    public var roundTrip: Duration? { smoothedRoundTrip }
+
+    /// A round trip measured elsewhere (RTCP receiver reports).
+    public mutating func observeRoundTrip(_ sample: Duration) {
+        let clamped = min(max(sample, .zero), .seconds(10))
+        smoothedRoundTrip = smoothedRoundTrip.map { ($0 * 7 + clamped) / 8 } ?? clamped
+    }
+
+    /// Handles one feedback report; returns the new target.
+    @discardableResult
+    public mutating func handle(_ report: CongestionControlFeedback, now: MonotonicTime) -> Double {
+        // A missing packet is lost once a report made after it could have
+        // arrived, late by up to 50 ms, says so.
+        let lossDelay = (smoothedRoundTrip ?? .milliseconds(100)) + .milliseconds(100)
+        let feedback = history.handle(report, now: now, lossDelay: lossDelay)
+        feedbackReports += 1
+        lastFeedback = now
+        if let sample = feedback.roundTrip { observeRoundTrip(sample) }
+        guard !feedback.results.isEmpty else { return target }
+        let rtt = smoothedRoundTrip ?? .milliseconds(100)
+        acknowledged.update(feedback.results)
+        queue.update(feedback.results)
+        var usage = trendline.update(feedback.results)
+        if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
+        let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, roundTrip: rtt, now: now)
+        loss.cap(at: delayBased)
+        let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
+        target = min(max(min(delayBased, lossBased), configuration.minimum), configuration.maximum)
+        return target
+    }
+
+    /// A full, flat queue: over the limit, not draining since the last cut
+    /// it caused, and that cut at least half a second and a round trip ago.
+    private mutating func standingQueue(now: MonotonicTime, roundTrip: Duration) -> Bool {
+        guard let delay = queue.queueDelay, delay > queueDelayLimit else { return false }
+        if let last = lastStandingCut {
+            guard now.since(last.at) > .milliseconds(500) + roundTrip, delay >= last.queue - 5 else { return false }
+        }
+        lastStandingCut = (now, delay)
+        return true
+    }
+
+    /// Runs the feedback timeout: while we send and hear nothing back, the
+    /// path may be gone or saturated in the reverse direction.
+    @discardableResult
+    public mutating func poll(now: MonotonicTime) -> Double {
+        guard let heard = lastFeedback, let sent = lastSend, sent > heard,
+              now.since(heard) > configuration.feedbackTimeout else { return target }
+        if let cut = lastTimeoutCut, now.since(cut) < configuration.feedbackTimeout { return target }
+        lastTimeoutCut = now
+        target = max(target / 2, configuration.minimum)
+        rate.reduce(to: target)
+        loss.cap(at: target / 1.5)
+        return target
+    }
+
+    public var estimate: Estimate {
+        Estimate(target: target, delayBased: rate.bitrate, lossBased: loss.bitrate, queueDelay: queue.queueDelay,
+                 acknowledged: acknowledged.bitsPerSecond, lossFraction: loss.lossFraction,
+                 roundTrip: smoothedRoundTrip, usage: trendline.state)
+    }
+}

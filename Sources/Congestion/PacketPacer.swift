@@ -1,0 +1,220 @@
+public import ShareWire
+
+/// Spreads packets at a rate above the target (libwebrtc's pacer: 2.5x) so
+/// a large frame never leaves as one burst that overflows a queue on the
+/// path, sans-IO. Media is paced by a token bucket refilled by elapsed
+/// time, with a small burst allowance so an ordinary frame leaves at once;
+/// retransmissions come first but draw on a budget of their own, a set share
+/// of the target, so repairs cannot crowd out the stream. Packets wait in
+/// rings of reusable buffers: nothing is allocated per packet once warm.
+public struct PacketPacer: Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// Paced at the pacing rate.
+        case media
+        /// Paced, first in line, within the retransmission budget.
+        case retransmission
+        /// Leaves at once: audio and RTCP are small and time-critical.
+        case immediate
+    }
+
+    public struct Configuration: Sendable, Equatable {
+        /// Pacing rate as a multiple of the target.
+        public var pacingFactor = 2.5
+        /// Time's worth of the pacing rate that may leave as one burst.
+        public var burst: Duration = .milliseconds(20)
+        /// Retransmissions may use at most this share of the target.
+        public var retransmissionShare = 0.3
+        /// A packet that waited longer than this is dropped (counted): it is
+        /// too late to matter, and an ever-growing queue is worse.
+        public var maxQueueDelay: Duration = .seconds(2)
+        /// Packets the queue holds at most.
+        public var capacity = 2048
+
+        public init() {}
+    }
+
+    public struct Counters: Sendable, Equatable {
+        public var sent = 0
+        public var dropped = 0
+        public var retransmissionsDropped = 0
+        public var bytesSent = 0
+    }
+
+    public let configuration: Configuration
+    public private(set) var counters = Counters()
+    /// Bits per second the media bucket refills at.
+    public private(set) var pacingRate: Double
+    private var retransmissionRate: Double
+    private var mediaTokens: Double
+    private var repairTokens: Double
+    private var lastRefill: MonotonicTime?
+    private var media: PacketRing
+    private var repairs: PacketRing
+    private var urgent: PacketRing
+
+    public init(targetBitrate: Double, configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        pacingRate = 0
+        retransmissionRate = 0
+        mediaTokens = 0
+        repairTokens = 0
+        media = PacketRing(capacity: configuration.capacity)
+        repairs = PacketRing(capacity: max(64, configuration.capacity / 4))
+        urgent = PacketRing(capacity: 256)
+        setTarget(targetBitrate)
+        mediaTokens = burstBytes
+        repairTokens = repairDepth
+    }
+
+    /// Follows a new target bitrate (bits per second).
+    public mutating func setTarget(_ bitsPerSecond: Double) {
+        let target = max(bitsPerSecond, 10_000)
+        pacingRate = target * configuration.pacingFactor
+        retransmissionRate = target * configuration.retransmissionShare
+    }
+
+    private var burstBytes: Double { max(pacingRate / 8 * configuration.burst.seconds, 2 * 1500) }
+    private var repairDepth: Double { max(retransmissionRate / 8 * 0.1, 2 * 1500) }
+
+    /// Queues a packet. Returns false (counted) when its queue is full.
+    @discardableResult
+    public mutating func enqueue(_ bytes: ArraySlice<UInt8>, kind: Kind, now: MonotonicTime) -> Bool {
+        let accepted: Bool
+        switch kind {
+        case .media: accepted = media.push(bytes, at: now)
+        case .retransmission: accepted = repairs.push(bytes, at: now)
+        case .immediate: accepted = urgent.push(bytes, at: now)
+        }
+        if !accepted {
+            counters.dropped += 1
+            if kind == .retransmission { counters.retransmissionsDropped += 1 }
+        }
+        return accepted
+    }
+
+    /// Hands every packet that may leave by `now` to `send`, in order:
+    /// immediate ones, then repairs within their budget, then media.
+    /// `send` gets the bytes and whether it is a retransmission.
+    public mutating func release(now: MonotonicTime, send: (ArraySlice<UInt8>, Kind) -> Void) {
+        refill(now: now)
+        while let bytes = urgent.front {
+            send(bytes, .immediate)
+            account(bytes.count)
+            urgent.pop()
+        }
+        dropStale(now: now)
+        while let bytes = repairs.front, repairTokens >= Double(bytes.count) || repairTokens >= repairDepth {
+            repairTokens -= Double(bytes.count)
+            // Repairs are on the wire too: they spend the media budget as well.
+            mediaTokens -= Double(bytes.count)
+            send(bytes, .retransmission)
+            account(bytes.count)
+            repairs.pop()
+        }
+        while let bytes = media.front, mediaTokens > 0 {
+            mediaTokens -= Double(bytes.count)
+            send(bytes, .media)
+            account(bytes.count)
+            media.pop()
+        }
+    }
+
+    /// When `release` next has something to send, if anything is queued.
+    public func nextRelease(now: MonotonicTime) -> MonotonicTime? {
+        if !urgent.isEmpty { return now }
+        var next: MonotonicTime?
+        if !media.isEmpty {
+            let deficit = max(0, -mediaTokens + 1)
+            next = wake(now, deficit: deficit, rate: pacingRate)
+        }
+        if let front = repairs.front {
+            let deficit = max(0, min(Double(front.count), repairDepth) - repairTokens)
+            let at = wake(now, deficit: deficit, rate: retransmissionRate)
+            next = min(next ?? at, at)
+        }
+        return next
+    }
+
+    /// Packets waiting.
+    public var queued: Int { media.count + repairs.count + urgent.count }
+    /// Bytes waiting to be paced.
+    public var queuedBytes: Int { media.bytes + repairs.bytes }
+
+    /// How long the oldest waiting media packet has waited.
+    public func queueDelay(now: MonotonicTime) -> Duration {
+        media.frontTime.map { now.since($0) } ?? .zero
+    }
+
+    private func wake(_ now: MonotonicTime, deficit: Double, rate: Double) -> MonotonicTime {
+        guard deficit > 0 else { return now }
+        let nanoseconds = deficit * 8 / max(rate, 1) * 1e9
+        return now + .nanoseconds(Int64(min(nanoseconds, 1e9)))
+    }
+
+    private mutating func refill(now: MonotonicTime) {
+        if let last = lastRefill {
+            let elapsed = now.since(last).seconds
+            mediaTokens = min(mediaTokens + elapsed * pacingRate / 8, burstBytes)
+            repairTokens = min(repairTokens + elapsed * retransmissionRate / 8, repairDepth)
+        }
+        lastRefill = now
+    }
+
+    private mutating func account(_ bytes: Int) {
+        counters.sent += 1
+        counters.bytesSent += bytes
+    }
+
+    private mutating func dropStale(now: MonotonicTime) {
+        while let at = repairs.frontTime, now.since(at) > configuration.maxQueueDelay / 4 {
+            repairs.pop()
+            counters.dropped += 1
+            counters.retransmissionsDropped += 1
+        }
+        while let at = media.frontTime, now.since(at) > configuration.maxQueueDelay {
+            media.pop()
+            counters.dropped += 1
+        }
+    }
+}
+
+/// A FIFO of datagrams in fixed slots whose buffers are reused.
+struct PacketRing: Sendable {
+    private var slots: [[UInt8]]
+    private var times: [MonotonicTime]
+    private var head = 0
+    private(set) var count = 0
+    private(set) var bytes = 0
+
+    init(capacity: Int) {
+        slots = Array(repeating: [], count: max(capacity, 1))
+        times = Array(repeating: .zero, count: max(capacity, 1))
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func push(_ packet: ArraySlice<UInt8>, at time: MonotonicTime) -> Bool {
+        guard count < slots.count else { return false }
+        let index = (head + count) % slots.count
+        var slot = slots[index]
+        slots[index] = []  // keep the buffer uniquely referenced while reusing it
+        slot.removeAll(keepingCapacity: true)
+        if slot.capacity < packet.count { slot.reserveCapacity(max(packet.count, 1500)) }
+        slot.append(contentsOf: packet)
+        slots[index] = slot
+        times[index] = time
+        count += 1
+        bytes += packet.count
+        return true
+    }
+
+    var front: ArraySlice<UInt8>? { count == 0 ? nil : slots[head][...] }
+    var frontTime: MonotonicTime? { count == 0 ? nil : times[head] }
+
+    mutating func pop() {
+        guard count > 0 else { return }
+        bytes -= slots[head].count
+        head = (head + 1) % slots.count
+        count -= 1
+    }
+}

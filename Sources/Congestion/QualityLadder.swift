@@ -1,0 +1,73 @@
+public import ShareWire
+
+/// Below a floor, a lower bitrate alone makes screen text unreadable: the
+/// ladder trades frame rate first, then picture size, for the bitrate the
+/// path allows, with hysteresis (down after `downDelay` below a rung's
+/// floor, up after `upDelay` comfortably above the next rung's), sans-IO.
+public struct QualityLadder: Sendable {
+    public struct Rung: Sendable, Equatable {
+        public var fps: Int
+        /// Lines of the encoded picture (the source's height on rung 0).
+        public var height: Int
+        /// Below this target (bits per second) the rung is left.
+        public var floor: Double
+    }
+
+    public let rungs: [Rung]
+    public private(set) var index = 0
+    public var downDelay: Duration = .seconds(1)
+    public var upDelay: Duration = .seconds(3)
+    /// A larger picture means a new encoder and an IDR: it waits longer.
+    public var sizeUpDelay: Duration = .seconds(8)
+    /// The next rung up must have this much headroom over its floor.
+    public var upMargin = 1.4
+    private var belowSince: MonotonicTime?
+    private var aboveSince: MonotonicTime?
+
+    /// Rungs for a stream whose full quality needs `bitrate` bits per second
+    /// at `fps` and `height` lines: full, half rate, then 3/4 and 1/2 size.
+    public init(fps: Int, height: Int, bitrate: Double) {
+        let floor = bitrate * 0.45
+        var rungs = [Rung(fps: fps, height: height, floor: floor)]
+        let slow = max(fps / 2, 1)
+        if slow < fps { rungs.append(Rung(fps: slow, height: height, floor: floor * Double(slow) / Double(fps))) }
+        let halfRate = rungs.last!.floor
+        for (scale, numerator) in [(0.5625, 3), (0.25, 2)] {
+            let lines = height * numerator / 4 / 2 * 2
+            if lines >= 180 { rungs.append(Rung(fps: slow, height: lines, floor: halfRate * scale)) }
+        }
+        self.rungs = rungs
+    }
+
+    public var current: Rung { rungs[index] }
+
+    /// Follows the target; returns true when the rung changed.
+    public mutating func update(target: Double, now: MonotonicTime) -> Bool {
+        if index + 1 < rungs.count, target < rungs[index].floor {
+            aboveSince = nil
+            let since = belowSince ?? now
+            belowSince = since
+            if now.since(since) >= downDelay {
+                // Straight to the rung that fits, not one step a second.
+                while index + 1 < rungs.count, target < rungs[index].floor { index += 1 }
+                belowSince = nil
+                return true
+            }
+            return false
+        }
+        belowSince = nil
+        if index > 0, target > rungs[index - 1].floor * upMargin {
+            let since = aboveSince ?? now
+            aboveSince = since
+            let wait = rungs[index - 1].height != rungs[index].height ? sizeUpDelay : upDelay
+            if now.since(since) >= wait {
+                index -= 1
+                aboveSince = nil
+                return true
+            }
+            return false
+        }
+        aboveSince = nil
+        return false
+    }
+}

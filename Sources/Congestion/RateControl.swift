@@ -1,0 +1,159 @@
+public import ShareWire
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// The additive-increase / multiplicative-decrease rate controller of Google
+/// Congestion Control (draft-ietf-rmcat-gcc-02 §5.5): overuse cuts the rate
+/// to 85% of what the receiver acknowledged; normal use grows it by 8% a
+/// second far from the last congestion point and by about a packet per
+/// round trip near it; underuse holds it while queues drain.
+public struct RateControl: Sendable {
+    public enum Phase: Sendable, Equatable { case hold, increase, decrease }
+
+    static let beta = 0.85
+    /// Growth per second far from the last congestion point (GCC's 8%,
+    /// raised so a lifted cap is found again within seconds).
+    static let growth = 1.12
+    public let minimum: Double
+    public let maximum: Double
+    public private(set) var bitrate: Double
+    public private(set) var phase: Phase = .increase
+    private var lastUpdate: MonotonicTime?
+    private var lastDecrease: MonotonicTime?
+    /// Average and variance of the acknowledged rate at overuse (kbit/s),
+    /// the estimate of the link capacity.
+    private var linkCapacity: Double?
+    private var linkVariance = 0.4
+
+    public init(start: Double, minimum: Double, maximum: Double) {
+        self.minimum = minimum
+        self.maximum = max(maximum, minimum)
+        bitrate = min(max(start, minimum), self.maximum)
+    }
+
+    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, roundTrip: Duration,
+                                now: MonotonicTime) -> Double {
+        let elapsed = lastUpdate.map { min(now.since($0).seconds, 1) } ?? 0
+        lastUpdate = now
+        switch usage {
+        case .overusing:
+            phase = .decrease
+        case .underusing:
+            phase = .hold
+        case .normal:
+            if phase == .hold || phase == .decrease { phase = .increase }
+        }
+        switch phase {
+        case .hold:
+            break
+        case .increase:
+            // libwebrtc's link capacity: forgotten when more gets through than it allows.
+            if let ack = acknowledged, let capacity = linkCapacity, ack / 1000 > capacity + band(capacity) {
+                linkCapacity = nil
+            }
+            var next: Double
+            if linkCapacity != nil {
+                // Near convergence: about one packet (1200 B) per response time.
+                let response = roundTrip.seconds + 0.1
+                next = bitrate + max(1000, 1200 * 8 * elapsed / response)
+            } else {
+                next = bitrate * pow(Self.growth, elapsed) + 1000 * elapsed
+            }
+            // Never far above what gets through: an encoder that sends less
+            // than its target (a still screen, simple content) would otherwise
+            // let the estimate float into territory never tried, and the
+            // first busy second would overflow the path. Near the last
+            // congestion point, stay within 10% of it; far from it, 50%.
+            if let ack = acknowledged { next = min(next, (linkCapacity == nil ? 1.5 : 1.1) * ack + 10_000) }
+            bitrate = max(bitrate, next)
+        case .decrease:
+            if let last = lastDecrease, now.since(last) < roundTrip + .milliseconds(100) {
+                phase = .hold
+                break
+            }
+            lastDecrease = now
+            let base = acknowledged ?? bitrate
+            let next = Self.beta * base
+            bitrate = min(bitrate, next)
+            if let ack = acknowledged {
+                let kbps = ack / 1000
+                // Far below the old capacity: the path changed, start afresh.
+                if let capacity = linkCapacity, kbps < capacity - band(capacity) { linkCapacity = nil }
+                if let capacity = linkCapacity {
+                    let error = capacity - kbps
+                    linkVariance = min(max(0.95 * linkVariance + 0.05 * error * error / max(capacity, 1), 0.4), 2.5)
+                    linkCapacity = 0.95 * capacity + 0.05 * kbps
+                } else {
+                    linkCapacity = kbps
+                }
+            }
+            phase = .hold
+        }
+        bitrate = min(max(bitrate, minimum), maximum)
+        return bitrate
+    }
+
+    /// Three standard deviations of the capacity estimate (kbit/s).
+    private func band(_ capacity: Double) -> Double { 3 * (capacity * linkVariance).squareRoot() }
+
+    /// Lowers the rate from outside (a feedback timeout).
+    public mutating func reduce(to limit: Double) {
+        bitrate = min(max(min(bitrate, limit), minimum), maximum)
+        phase = .hold
+    }
+}
+
+/// The loss-based part of Google Congestion Control
+/// (draft-ietf-rmcat-gcc-02 §6): above 10% loss the rate drops by half the
+/// loss, below 2% it may grow 5% per update; in between it holds.
+public struct LossBasedEstimator: Sendable {
+    public let minimum: Double
+    public let maximum: Double
+    public private(set) var bitrate: Double
+    public private(set) var lossFraction = 0.0
+    private var received = 0
+    private var lost = 0
+    private var lastChange: MonotonicTime?
+
+    public init(start: Double, minimum: Double, maximum: Double) {
+        self.minimum = minimum
+        self.maximum = max(maximum, minimum)
+        bitrate = min(max(start, minimum), self.maximum)
+    }
+
+    /// Counts reported packets; decides once enough (20) have been reported
+    /// and at most once per round trip plus 100 ms for decreases.
+    public mutating func update(_ results: [PacketResult], roundTrip: Duration, now: MonotonicTime) -> Double {
+        for result in results where !result.packet.isRetransmission {
+            if result.received { received += 1 } else { lost += 1 }
+        }
+        // A late arrival of a packet first reported lost counts as both: the
+        // loss stays counted, which errs on the side of caution.
+        let total = received + lost
+        guard total >= 20 else { return bitrate }
+        lossFraction = Double(lost) / Double(total)
+        received = 0
+        lost = 0
+        let since = lastChange.map { now.since($0) } ?? .seconds(3600)
+        if lossFraction > 0.1 {
+            if since >= roundTrip + .milliseconds(100) {
+                bitrate *= 1 - 0.5 * lossFraction
+                lastChange = now
+            }
+        } else if lossFraction < 0.02 {
+            if since >= .milliseconds(200) {
+                bitrate *= 1.05
+                lastChange = now
+            }
+        }
+        bitrate = min(max(bitrate, minimum), maximum)
+        return bitrate
+    }
+
+    /// Keeps the loss-based rate within reach of the delay-based one, as
+    /// libwebrtc does, so it cannot sit far above it after a long calm.
+    public mutating func cap(at limit: Double) {
+        bitrate = min(bitrate, max(limit * 1.5, minimum))
+    }
+}

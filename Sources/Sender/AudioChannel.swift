@@ -1,0 +1,67 @@
+internal import ShareAudio
+internal import ShareSRTP
+internal import ShareSession
+internal import ShareWire
+internal import ShareX11
+
+/// One audio stream: its reader, its Opus encoder and its RTP stream; its
+/// thread reads, encodes and hands packets to the network driver, 20 ms at
+/// a time. It never touches the video path: a stalled or vanished audio
+/// server stops only this stream, with one warning.
+final class AudioChannel: @unchecked Sendable {
+    // Safe: reader and encoder are used by this channel's thread only.
+    let input: AudioInput
+    let reader: AudioReader
+    let encoder: OpusEncoder
+    let timestampBase = UInt32.random(in: 0...UInt32.max)
+    let ssrc: UInt32
+
+    init(input: AudioInput) throws(SenderError) {
+        self.input = input
+        reader = try AudioReader(input)
+        do {
+            encoder = try OpusEncoder(channels: reader.channels, content: input.isVoice ? .voice : .music,
+                                      bitrate: input.bitrate)
+        } catch {
+            throw .audio("\(input.label): \(error)")
+        }
+        ssrc = UInt32.random(in: 1...UInt32.max)
+    }
+
+    func makeStream(keying: SRTPKeyingMaterial, payloadType: UInt8, cname: String) throws(SenderError) -> SendStream {
+        var configuration = SendStream.Configuration(ssrc: ssrc, cname: cname)
+        configuration.payloadType = payloadType
+        configuration.clockRate = 48_000
+        configuration.historyPackets = 64
+        do {
+            return try SendStream(configuration: configuration, keying: keying)
+        } catch {
+            throw .encryption(error.description)
+        }
+    }
+
+    func run(_ context: SenderContext, index: Int, network: NetworkDriver) {
+        var samples: UInt32 = 0
+        while context.isActive {
+            let frame: (pcm: [Int16], captured: CaptureTime)
+            do {
+                frame = try reader.read()
+            } catch {
+                context.emit(.warning("\(input.label) stopped: \(error); video goes on"))
+                return
+            }
+            guard context.isRunning else { continue }
+            let timestamp = timestampBase &+ samples
+            samples &+= UInt32(OpusFormat.frameSamples)
+            do {
+                let packet = try encoder.encode(frame.pcm)
+                try network.sendAudio(index, payload: packet, rtpTimestamp: timestamp,
+                                      captureTime: NTPTimestamp(unixNanoseconds: frame.captured.unixNanoseconds),
+                                      now: MonotonicTime(nanoseconds: frame.captured.monotonicNanoseconds))
+            } catch {
+                context.emit(.warning("\(input.label) stopped: \(error); video goes on"))
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Dispatch
+internal import ShareColor
+internal import ShareCongestion
+internal import ShareSRTP
+internal import ShareSession
+internal import ShareVideo
+internal import ShareWire
+internal import ShareX11
+import Synchronization
+
+/// The encode thread: takes the newest captured frame, converts it (the
+/// lease ends there), encodes it at the bitrate, rate and size the network
+/// and the memory budget allow, and hands it to the network driver.
+final class EncodePipeline: @unchecked Sendable {
+    // Safe: everything here is used by the encode thread only, after init.
+    private let configuration: SenderConfiguration
+    private let capture: CaptureLoop
+    private let network: NetworkDriver
+    private let governor: GovernorControl?
+    private(set) var encoder: H264Encoder
+    private var ladder: QualityLadder
+    private let baseSize: VideoSize
+    private let baseBitrate: Int
+    /// Bits per second the audio streams take from the target.
+    private let audioBitrate: Int
+    private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
+    private var lastRateChange: UInt64 = 0
+
+    init(configuration: SenderConfiguration, capture: CaptureLoop, network: NetworkDriver, governor: GovernorControl?,
+         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Int, audioBitrate: Int) {
+        self.configuration = configuration
+        self.capture = capture
+        self.network = network
+        self.governor = governor
+        self.encoder = encoder
+        self.baseSize = baseSize
+        self.baseBitrate = baseBitrate
+        self.audioBitrate = audioBitrate
+        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
+    }
+
+    /// `base` scaled to `height` lines (even), or `base` when not smaller.
+    static func size(_ base: VideoSize, height: Int) -> VideoSize {
+        guard height < base.height else { return base }
+        return VideoSize(width: base.width * height / base.height, height: height).even
+    }
+
+    static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize, fps: Int,
+                            bitrate: Int) throws(EncoderError) -> H264Encoder {
+        try H264Encoder(.init(width: size.width, height: size.height, fps: fps, bitrateKbps: bitrate,
+                              keyframeInterval: configuration.keyframeInterval.map { $0 * fps / max(configuration.fps, 1) },
+                              threads: configuration.encoderThreads
+                                  ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: fps),
+                              intraRefresh: configuration.intraRefresh))
+    }
+
+    func run(_ context: SenderContext) {
+        var image = I420Image(width: encoder.configuration.width, height: encoder.configuration.height)
+        var scratch: I420Image?
+        var accessUnit: [UInt8] = []
+        accessUnit.reserveCapacity(256 * 1024)
+        var captureToSend = LatencyRecorder()
+        var encodeTime = LatencyRecorder()
+        var frames = 0
+        while context.isActive {
+            _ = capture.frameReady.wait(timeout: .now() + .milliseconds(100))
+            guard let lease = capture.take() else { continue }
+            let captured = lease.time
+            let began = Clock.monotonic()
+            Self.convert(lease, into: &image, scratch: &scratch)
+            let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
+            let info: EncodedFrameInfo?
+            do {
+                info = try encoder.encode(image, forceKeyframe: forceKeyframe,
+                                          time: Int64(captured.monotonicNanoseconds / 100_000 * 9), into: &accessUnit)
+            } catch {
+                context.fail(.encoder(error.description))
+                return
+            }
+            if configuration.simulatedEncodeDelay > .zero {
+                Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
+            }
+            let encoded = Clock.monotonic()
+            guard let info else { continue }
+            let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
+            do {
+                try network.sendVideo(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp,
+                                      captureTime: NTPTimestamp(unixNanoseconds: captured.unixNanoseconds),
+                                      isKeyframe: info.isKeyframe, now: MonotonicTime(nanoseconds: encoded))
+            } catch {
+                context.fail(.encryption(error.description))
+                return
+            }
+            let queued = Clock.monotonic()
+            guard adapt(&image, context) else { return }
+            captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
+            encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
+            frames += 1
+            let summarize = frames % 15 == 1 || frames < 15
+            context.stats.withLock { s in
+                s.framesEncoded += 1
+                if info.isKeyframe { s.keyframes += 1 }
+                if summarize {
+                    s.captureToSend = captureToSend.summary
+                    s.encodeMilliseconds = encodeTime.summary
+                }
+            }
+        }
+        context.stats.withLock { s in
+            s.captureToSend = captureToSend.summary
+            s.encodeMilliseconds = encodeTime.summary
+        }
+    }
+
+    /// After each frame: what the memory budget and the network allow now.
+    /// A new size or rate means a new encoder (a new SPS, which receivers
+    /// take in band); a new bitrate alone is a reconfiguration. Returns false
+    /// when the sender has to stop.
+    private func adapt(_ image: inout I420Image, _ context: SenderContext) -> Bool {
+        var memory = governor?.current
+        if let governor {
+            switch governor.observe(context) {
+            case .stay: break
+            case .fail(let message):
+                context.fail(.memory(message))
+                return false
+            case .step(let rung):
+                memory = rung
+                network.video.withLock { $0.setHistoryCapacity(rung.historyPackets) }
+            }
+        }
+        let now = Clock.monotonic()
+        // What is left of the target for video: audio and repairs come first,
+        // and RTP/SRTP headers take about 4%.
+        var videoBits = Double(baseBitrate) * 1000
+        if configuration.congestionControl {
+            let target = Double(network.targetBitrate.load(ordering: .relaxed))
+            let available = (target - Double(audioBitrate) - Double(network.repairBitrate.load(ordering: .relaxed))) * 0.96
+            videoBits = max(available, target * 0.3)
+            if ladder.update(target: videoBits, now: MonotonicTime(nanoseconds: now)) {
+                context.stats.withLock { $0.qualitySteps += 1 }
+            }
+        }
+        let fps = min(memory?.fps ?? configuration.fps, ladder.current.fps)
+        let height = min(memory?.height ?? baseSize.height, ladder.current.height)
+        let size = Self.size(baseSize, height: height)
+        let ceiling = Double(baseBitrate) * (memory?.bitrateScale ?? 1)
+        let kbps = max(Int(min(videoBits, ceiling * 1000) / 1000), 50)
+        let old = encoder.configuration
+        // The encoder takes capture times, so a new frame rate needs no new
+        // encoder (and no IDR): only a new size does.
+        capture.fps.store(fps, ordering: .relaxed)
+        if old.width != size.width || old.height != size.height {
+            do {
+                encoder = try Self.makeEncoder(configuration, size: size, fps: configuration.fps, bitrate: kbps)
+            } catch {
+                context.fail(.encoder(error.description))
+                return false
+            }
+            image = I420Image(width: size.width, height: size.height)
+            lastRateChange = now
+        } else {
+            // Down at once; up at most every 300 ms (x264 rate control settles in between).
+            let current = encoder.bitrateKbps
+            let change = Double(kbps - current) / Double(max(current, 1))
+            if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
+                encoder.setBitrate(kbps: kbps)
+                lastRateChange = now
+            }
+        }
+        let (width, encodedHeight, rate) = (encoder.configuration.width, encoder.configuration.height, encoder.bitrateKbps)
+        network.encoderKbps.store(rate, ordering: .relaxed)
+        context.stats.withLock { s in
+            s.encoderKbps = rate
+            s.encodedFPS = fps
+            s.encodedWidth = width
+            s.encodedHeight = encodedHeight
+        }
+        return true
+    }
+
+    /// Converts the captured frame and ends its lease: the slot goes back to
+    /// the pool before encoding starts.
+    private static func convert(_ lease: consuming FrameLease, into image: inout I420Image, scratch: inout I420Image?) {
+        let (width, height, stride) = (lease.width, lease.height, lease.stride)
+        lease.withPixels { pixels in
+            ColorConversion.convertBGRA(pixels, stride: stride, width: width, height: height, into: &image,
+                                        scratch: &scratch)
+        }
+    }
+}

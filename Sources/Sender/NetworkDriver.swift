@@ -1,0 +1,222 @@
+import Dispatch
+internal import ShareCongestion
+internal import ShareSRTP
+internal import ShareSession
+internal import ShareTransport
+internal import ShareWire
+import Synchronization
+
+/// The sender's network side: the one owner of the socket. Two threads:
+/// the pacer thread sends what the pacer releases (and tells the congestion
+/// controller what left when); the feedback thread reads RTCP, answers
+/// NACKs (into the pacer), runs the congestion controller on RFC 8888
+/// feedback and sends sender reports. Neither sleeps holding a lock.
+final class NetworkDriver: @unchecked Sendable {
+    // Safe: the socket is thread-safe for send/receive; everything mutable
+    // is behind a mutex or an atomic; lock order is stream -> pacer, and the
+    // controller's lock is never held with another.
+    let socket: UDPSocket
+    let video: Mutex<SendStream>
+    let audio: [LockedStream]
+    private let pacer: Mutex<PacketPacer>
+    private let controller: Mutex<CongestionController>
+    private let wake = DispatchSemaphore(value: 0)
+    /// The congestion controller's target for everything we send (bits/s).
+    let targetBitrate: Atomic<Int>
+    /// Retransmissions sent over the last second (bits/s).
+    let repairBitrate = Atomic<Int>(0)
+    private let timeline = Mutex<[RateSample]>([])
+    /// The encoder's bitrate (kbit/s), for the timeline.
+    let encoderKbps = Atomic<Int>(0)
+    static let sampleInterval: UInt64 = 250_000_000
+    private let began = Clock.monotonic()
+
+    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration) {
+        self.socket = socket
+        self.video = Mutex(video)
+        self.audio = audio
+        controller = Mutex(CongestionController(configuration: congestion))
+        pacer = Mutex(PacketPacer(targetBitrate: congestion.start))
+        targetBitrate = Atomic(Int(congestion.start))
+    }
+
+    // MARK: sending (any thread)
+
+    /// Packetizes, protects and queues one access unit for pacing.
+    func sendVideo(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
+                   now: MonotonicTime) throws(SRTPError) {
+        try video.withLock { stream throws(SRTPError) in
+            try stream.send(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
+                            isKeyframe: isKeyframe, now: now) { datagram in
+                pacer.withLock { _ = $0.enqueue(datagram, kind: .media, now: now) }
+            }
+        }
+        wake.signal()
+    }
+
+    /// Protects and queues one audio packet (sent ahead of video).
+    func sendAudio(_ index: Int, payload: ArraySlice<UInt8>, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
+                   now: MonotonicTime) throws(SRTPError) {
+        try audio[index].withLock { stream throws(SRTPError) in
+            try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
+                pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
+            }
+        }
+        wake.signal()
+    }
+
+    /// RTCP BYE on every stream, straight to the socket (the threads are done).
+    func goodbye(reason: String) {
+        video.withLock { $0.goodbye(reason: reason) { socket.send($0) } }
+        for stream in audio { stream.withLock { $0.goodbye(reason: reason) { socket.send($0) } } }
+    }
+
+    // MARK: pacer thread
+
+    func pacerLoop(_ context: SenderContext) {
+        var sent: [SentPacket] = []
+        sent.reserveCapacity(256)
+        var repairWindow: [(at: UInt64, bits: Int)] = []
+        while context.isActive {
+            let clock = Clock.monotonic()
+            let now = MonotonicTime(nanoseconds: clock)
+            let next: MonotonicTime? = pacer.withLock { pacer in
+                pacer.release(now: now) { bytes, kind in
+                    socket.send(bytes)
+                    if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
+                    if kind == .retransmission { repairWindow.append((clock, bytes.count * 8)) }
+                }
+                return pacer.nextRelease(now: now)
+            }
+            if !sent.isEmpty {
+                controller.withLock { controller in for packet in sent { controller.sent(packet) } }
+                sent.removeAll(keepingCapacity: true)
+            }
+            while let first = repairWindow.first, clock &- first.at > 1_000_000_000 { repairWindow.removeFirst() }
+            repairBitrate.store(repairWindow.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
+            let wait = next.map { $0.nanoseconds > clock ? $0.nanoseconds - clock : 0 } ?? 50_000_000
+            if wait > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 50_000_000)))) }
+        }
+    }
+
+    /// What the congestion controller needs of a datagram that left: its
+    /// SSRC and sequence number (in the clear in SRTP) and size. RTCP is not
+    /// reported on, so it is not recorded.
+    static func sentPacket(_ bytes: ArraySlice<UInt8>, kind: PacketPacer.Kind, at now: MonotonicTime) -> SentPacket? {
+        guard bytes.count >= 12 else { return nil }
+        let start = bytes.startIndex
+        guard !RTCPPacket.isRTCP(payloadTypeByte: bytes[start + 1]) else { return nil }
+        let sequence = UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
+        var ssrc: UInt32 = 0
+        for index in 8..<12 { ssrc = ssrc << 8 | UInt32(bytes[start + index]) }
+        return SentPacket(ssrc: ssrc, sequence: sequence, size: bytes.count, sendTime: now,
+                          isRetransmission: kind == .retransmission)
+    }
+
+    // MARK: feedback thread
+
+    /// `keyframe` is called for each honoured keyframe request.
+    func feedbackLoop(_ context: SenderContext, keyframe: @escaping () -> Void) {
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var count = 0
+        var lastSample = Clock.monotonic()
+        var bytesAtSample = 0
+        while context.isActive {
+            do {
+                if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10) != nil {
+                    let now = MonotonicTime(nanoseconds: Clock.monotonic())
+                    var datagram = PacketBuffer(buffer[0..<count])
+                    let feedback = video.withLock { stream in
+                        stream.handle(datagram: &datagram, now: now, reply: { bytes in
+                            pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
+                        }, repair: { bytes in
+                            pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
+                        })
+                    }
+                    for item in feedback { handle(item, now: now, keyframe: keyframe) }
+                    wake.signal()
+                }
+            } catch {
+                context.fail(.transport(error.description))
+                return
+            }
+            let clock = Clock.monotonic()
+            let now = MonotonicTime(nanoseconds: clock)
+            let (polled, rtt) = controller.withLock { ($0.poll(now: now), $0.roundTrip) }
+            apply(target: polled)
+            video.withLock { stream in
+                if let rtt { stream.observeRoundTrip(rtt) }
+                _ = stream.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } }
+            }
+            for stream in audio {
+                stream.withLock { _ = $0.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } } }
+            }
+            if clock &- lastSample >= Self.sampleInterval {
+                let bytes = pacer.withLock { $0.counters.bytesSent }
+                let estimate = controller.withLock { $0.estimate }
+                let sample = RateSample(seconds: Double(clock &- began) / 1e9, targetKbps: estimate.target / 1000,
+                                        delayBasedKbps: estimate.delayBased / 1000, lossBasedKbps: estimate.lossBased / 1000,
+                                        sentKbps: Double(bytes - bytesAtSample) * 8 / (Double(clock &- lastSample) / 1e9) / 1000,
+                                        encoderKbps: encoderKbps.load(ordering: .relaxed),
+                                        queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
+                                        roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
+                timeline.withLock { samples in
+                    samples.append(sample)
+                    if samples.count > 4 * 3600 { samples.removeFirst() }
+                }
+                lastSample = clock
+                bytesAtSample = bytes
+            }
+        }
+    }
+
+    private func handle(_ item: SenderFeedback, now: MonotonicTime, keyframe: () -> Void) {
+        switch item {
+        case .keyframeRequested:
+            keyframe()
+        case .congestion(let report):
+            apply(target: controller.withLock { $0.handle(report, now: now) })
+        case .receiverReport(_, let roundTrip):
+            if let roundTrip { controller.withLock { $0.observeRoundTrip(roundTrip) } }
+        default:
+            break
+        }
+    }
+
+    private func apply(target: Double) {
+        let bits = Int(target)
+        guard bits != targetBitrate.load(ordering: .relaxed) else { return }
+        targetBitrate.store(bits, ordering: .relaxed)
+        pacer.withLock { $0.setTarget(target) }
+    }
+
+    // MARK: statistics
+
+    struct Snapshot {
+        var estimate: CongestionController.Estimate
+        var feedbackReports: Int
+        var pacer: PacketPacer.Counters
+        var queueDelay: Duration
+        var timeline: [RateSample]
+    }
+
+    func snapshot() -> Snapshot {
+        let now = MonotonicTime(nanoseconds: Clock.monotonic())
+        let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
+        let (counters, delay) = pacer.withLock { ($0.counters, $0.queueDelay(now: now)) }
+        return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay,
+                        timeline: timeline.withLock { $0 })
+    }
+}
+
+/// A stream behind its own lock, so a list of them can be kept (a Mutex
+/// cannot be copied into an array).
+final class LockedStream: Sendable {
+    private let mutex: Mutex<SendStream>
+
+    init(_ stream: sending SendStream) { mutex = Mutex(stream) }
+
+    func withLock<Result, Failure: Error>(_ body: (inout sending SendStream) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
+        try mutex.withLock(body)
+    }
+}

@@ -1,0 +1,42 @@
+internal import ShareWire
+import Synchronization
+
+/// What the sender's parts share: the lifecycle state, the counters, the
+/// host's event handler, the keyframe flag and the way to end the run.
+final class SenderContext: @unchecked Sendable {
+    // Safe: every stored property is an atomic or a mutex.
+    enum State: Int {
+        case idle, running, paused, stopping, finished
+    }
+
+    let state = Atomic<Int>(State.idle.rawValue)
+    let stats = Mutex(SenderStatistics())
+    /// Set by a keyframe request, a resume or the start; taken by the encoder.
+    let keyframeRequested = Atomic<Bool>(true)
+    private let handlers = Mutex<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))
+
+    /// Capturing or paused: the threads keep going.
+    var isActive: Bool {
+        let current = state.load(ordering: .relaxed)
+        return current == State.running.rawValue || current == State.paused.rawValue
+    }
+
+    var isRunning: Bool { state.load(ordering: .relaxed) == State.running.rawValue }
+
+    func transition(from: State, to: State) -> Bool {
+        state.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    func install(events: @escaping @Sendable (SenderEvent) -> Void, fail: @escaping @Sendable (SenderError) -> Void) {
+        handlers.withLock { $0 = (events, fail) }
+    }
+
+    func emit(_ event: SenderEvent) {
+        handlers.withLock { $0.events }?(event)
+    }
+
+    /// Ends the run with `error` (the first one wins).
+    func fail(_ error: SenderError) {
+        handlers.withLock { $0.fail }?(error)
+    }
+}

@@ -1,0 +1,47 @@
+internal import ShareSRTP
+internal import ShareTransport
+internal import ShareVideo
+internal import ShareWire
+
+/// The SDP a receiver of the sender's streams needs: H.264
+/// packetization-mode 1 with the parameter sets, its RTX repairs (RFC 4588),
+/// rtcp-mux, the capture-time extension, the SDES key; one Opus section per
+/// audio stream.
+enum SenderDescription {
+    static func make(encoder: H264Encoder, configuration: SenderConfiguration, destination: SocketAddress,
+                     ssrc: UInt32, repairSSRC: UInt32?) -> SessionDescription {
+        let sets = encoder.parameterSets()
+        var fmtp: [(String, String)] = [("packetization-mode", "1")]
+        if let sps = sets.first(where: { $0.first.map { $0 & 0x1F == 7 } ?? false }), sps.count >= 4 {
+            // RFC 6184 §8.1: profile_idc, constraint flags and level_idc from the SPS.
+            let hex = sps[1...3].map { byte in
+                let digits = Array("0123456789abcdef")
+                return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+            }.joined()
+            fmtp.append(("profile-level-id", hex))
+        }
+        if !sets.isEmpty {
+            fmtp.append(("sprop-parameter-sets", sets.map { Base64.encode($0) }.joined(separator: ",")))
+        }
+        var video = MediaDescription(
+            kind: .video, port: configuration.port, payloadType: configuration.payloadType, codec: "H264",
+            clockRate: 90_000, formatParameters: fmtp,
+            crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+            extensions: [(1, AbsoluteCaptureTime.uri)], source: (ssrc, configuration.cname))
+        video.feedback = ["nack", "nack pli", "ccm fir"] + (configuration.congestionControl ? ["ack ccfb"] : [])
+        if let repairSSRC {
+            video.retransmission = (configuration.retransmissionPayloadType, repairSSRC)
+        }
+        return SessionDescription(connectionAddress: destination.host, media: [video])
+    }
+
+    static func audio(_ channel: AudioChannel, configuration: SenderConfiguration) -> MediaDescription {
+        // RFC 7587 §7: opus/48000/2 always; stereo=1 says what we send.
+        MediaDescription(
+            kind: .audio, port: configuration.port, payloadType: configuration.audioPayloadType, codec: "opus",
+            clockRate: 48_000, channels: 2,
+            formatParameters: [("minptime", "10"), ("useinbandfec", "1"), ("stereo", channel.reader.channels == 2 ? "1" : "0")],
+            crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+            extensions: [(1, AbsoluteCaptureTime.uri)], source: (channel.ssrc, configuration.cname))
+    }
+}

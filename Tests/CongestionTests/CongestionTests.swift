@@ -1,0 +1,235 @@
+import ShareCongestion
+import ShareImpairment
+import ShareSession
+import ShareWire
+import Testing
+
+@Suite("Congestion control: estimators, controller, pacer, ladder (sans-IO)")
+struct CongestionTests {
+    static let ssrc: UInt32 = 0xABCD
+
+    /// `count` packets of `size` bytes sent every `spacing` from `start`.
+    static func sent(_ count: Int, size: Int = 1200, spacing: Duration, start: MonotonicTime = .zero,
+                     first: UInt16 = 0) -> [SentPacket] {
+        (0..<count).map { i in
+            SentPacket(ssrc: ssrc, sequence: first &+ UInt16(i), size: size,
+                       sendTime: start + .nanoseconds(spacing.nanoseconds.int64 * Int64(i)))
+        }
+    }
+
+    /// A report stamped at `reportAt` (receiver clock) for packets that
+    /// arrived at `arrivals` (nil: lost).
+    static func report(first: UInt16, arrivals: [Duration?], reportAt: Duration) -> CongestionControlFeedback {
+        let metrics = arrivals.map { arrival -> CongestionControlFeedback.Metric in
+            guard let arrival else { return .lost }
+            let offset = (reportAt - arrival) / .microseconds(1) * 1024 / 1e6
+            return .init(received: true, ecn: 0, arrivalOffset: UInt16(offset.rounded()))
+        }
+        let stamp = UInt32(truncatingIfNeeded: Int64((reportAt / .microseconds(1)) * 65536 / 1e6))
+        return CongestionControlFeedback(senderSSRC: 1, blocks: [.init(ssrc: ssrc, beginSequence: first, metrics: metrics)],
+                                         reportTimestamp: stamp)
+    }
+
+    @Test func feedbackHistoryMatchesReportsToWhatWasSentAndMeasuresTheRoundTrip() {
+        var history = FeedbackHistory()
+        for packet in Self.sent(10, spacing: .milliseconds(1), start: MonotonicTime(nanoseconds: 1_000_000_000)) {
+            history.sent(packet)
+        }
+        // Packets 0-9 arrive 20 ms after they left (receiver clock: +5 s), 4 and 7 lost;
+        // the report is made 10 ms after the last arrival and reaches us 20 ms later.
+        let arrivals: [Duration?] = (0..<10).map { i in i == 4 || i == 7 ? nil : .seconds(5) + .milliseconds(20 + i) }
+        let report = Self.report(first: 0, arrivals: arrivals, reportAt: .seconds(5) + .milliseconds(39))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000) + .milliseconds(59)
+        let feedback = history.handle(report, now: now, lossDelay: .milliseconds(100))
+        #expect(feedback.results.count == 8, "the missing two are not given up yet: they may be late")
+        #expect(feedback.results.allSatisfy { $0.received })
+        let rtt = feedback.roundTrip.map { $0 / .milliseconds(1) } ?? -1
+        #expect(abs(rtt - 40) < 2, "round trip \(rtt) ms: 20 ms there, 20 ms back, 10 ms held out")
+        // The same report again teaches nothing new; a late arrival of 4 is reported once.
+        #expect(history.handle(report, now: now, lossDelay: .milliseconds(100)).results.isEmpty)
+        var late = arrivals
+        late[4] = .seconds(5) + .milliseconds(38)
+        let second = history.handle(Self.report(first: 0, arrivals: late, reportAt: .seconds(5) + .milliseconds(45)),
+                                    now: now, lossDelay: .milliseconds(100))
+        #expect(second.results.map(\.packet.sequence) == [4])
+        #expect(second.results.allSatisfy { $0.received })
+        // Once 100 ms have passed since it was sent, 7 is lost for good.
+        now = now + .milliseconds(50)
+        let verdict = history.handle(Self.report(first: 0, arrivals: late, reportAt: .seconds(5) + .milliseconds(95)),
+                                     now: now, lossDelay: .milliseconds(100))
+        #expect(verdict.results.map(\.packet.sequence) == [7])
+        #expect(verdict.results.allSatisfy { !$0.received })
+        // Reports about packets never sent are ignored.
+        let forged = Self.report(first: 5000, arrivals: [.seconds(1), .seconds(1)], reportAt: .seconds(2))
+        #expect(history.handle(forged, now: now).results.isEmpty)
+    }
+
+    /// Groups of packets sent every 10 ms whose one-way delay grows by
+    /// `growth` per group (a filling queue) or stays constant.
+    static func trendline(growth: Double, groups: Int = 60) -> BandwidthUsage {
+        var estimator = TrendlineEstimator()
+        var verdicts: [BandwidthUsage] = []
+        for g in 0..<groups {
+            let send = MonotonicTime(nanoseconds: UInt64(g) * 10_000_000)
+            let delay = 20 + growth * Double(g)
+            let arrival = Duration.nanoseconds(Int64((Double(g) * 10 + max(delay, 0)) * 1e6))
+            let packet = SentPacket(ssrc: ssrc, sequence: UInt16(g), size: 1200, sendTime: send)
+            verdicts.append(estimator.update([PacketResult(packet: packet, received: true, arrival: arrival)]))
+        }
+        return verdicts.suffix(10).contains(.overusing) ? .overusing
+            : (verdicts.suffix(10).allSatisfy { $0 == .underusing } ? .underusing : verdicts.last!)
+    }
+
+    @Test func trendlineSeesAGrowingQueueAndNotAConstantDelay() {
+        #expect(Self.trendline(growth: 0) == .normal)
+        #expect(Self.trendline(growth: 2) == .overusing, "2 ms more delay every 10 ms: a queue filling at 20%")
+        #expect(Self.trendline(growth: -0.5, groups: 40) != .overusing)
+    }
+
+    @Test func acknowledgedBitrateMeasuresWhatArrives() {
+        var acknowledged = AcknowledgedBitrate()
+        // 1200 bytes every 4.8 ms: 2 Mbit/s.
+        let results = Self.sent(300, spacing: .microseconds(4800)).enumerated().map { i, packet in
+            PacketResult(packet: packet, received: true, arrival: .microseconds(Int64(i) * 4800))
+        }
+        acknowledged.update(Array(results.prefix(150)))
+        acknowledged.update(Array(results.suffix(150)))
+        let rate = acknowledged.bitsPerSecond ?? 0
+        #expect(abs(rate - 2_000_000) < 100_000, "measured \(rate)")
+    }
+
+    @Test func lossBasedEstimatorCutsOnHeavyLossHoldsOnModerateAndGrowsOnLittle() {
+        func run(loss: Int) -> Double {
+            var estimator = LossBasedEstimator(start: 1_000_000, minimum: 100_000, maximum: 4_000_000)
+            var now = MonotonicTime.zero
+            for round in 0..<10 {
+                let results = Self.sent(100, spacing: .milliseconds(1), first: UInt16(round * 100)).enumerated().map { i, p in
+                    PacketResult(packet: p, received: i >= loss, arrival: i >= loss ? .milliseconds(Int64(i)) : nil)
+                }
+                now = now + .milliseconds(500)
+                _ = estimator.update(results, roundTrip: .milliseconds(50), now: now)
+            }
+            return estimator.bitrate
+        }
+        #expect(run(loss: 20) < 500_000)
+        #expect(run(loss: 5) == 1_000_000)
+        #expect(run(loss: 0) > 1_400_000)
+    }
+
+    @Test func controllerGetsUnderABottleneckWithinThreeSeconds() {
+        // 1 Mbit/s with a 200 ms drop-tail queue; we start at 3 Mbit/s.
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=1mbit,queue=200ms"))
+        sim.run(for: .seconds(20))
+        #expect(sim.target(at: 3) < 1_000_000, "target at 3 s: \(sim.target(at: 3))")
+        let after = sim.maxTarget(from: 5, to: 20)
+        #expect(after < 1_150_000, "stays near the cap: \(after)")
+        #expect(sim.target(at: 20) > 600_000, "and uses it: \(sim.target(at: 20))")
+    }
+
+    @Test func controllerFollowsACapThatHalvesAndComesBackWhenItLifts() {
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@10s/off@20s,queue=100ms"),
+                                    start: 3_000_000, maximum: 5_000_000)
+        sim.run(for: .seconds(32))
+        let before = sim.meanTarget(from: 5, to: 10)
+        #expect(before > 3_300_000, "uses the 4 Mbit/s: \(before)")
+        #expect(sim.target(at: 12) < 2_000_000, "under the halved cap within 2 s: \(sim.target(at: 12))")
+        // GCC probes just past the capacity and backs off: a sawtooth around it.
+        #expect(sim.meanTarget(from: 12, to: 20) < 2_000_000, "on average under the cap: \(sim.meanTarget(from: 12, to: 20))")
+        #expect(sim.maxTarget(from: 12, to: 19.5) < 2_300_000, "peaks near it: \(sim.maxTarget(from: 12, to: 19.5))")
+        #expect(sim.target(at: 30) > 0.9 * before, "back up within 10 s of the lift: \(sim.target(at: 30)) vs \(before)")
+    }
+
+    @Test func controllerHoldsOnRandomLossWithoutAQueue() {
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=2%"), start: 2_000_000)
+        sim.run(for: .seconds(10))
+        #expect(sim.maxTarget(from: 2, to: 10) >= 1_900_000, "2% random loss is not congestion")
+    }
+
+    @Test func forgedOrAbsurdFeedbackStaysWithinTheBounds() {
+        var controller = CongestionController(configuration: .init(start: 2_000_000, minimum: 300_000, maximum: 3_000_000))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        for round in 0..<50 {
+            let packets = Self.sent(50, spacing: .milliseconds(1), start: now, first: UInt16(round * 50))
+            for packet in packets { controller.sent(packet) }
+            now = now + .milliseconds(100)
+            // Everything lost, or arrival times all over the place.
+            let arrivals: [Duration?] = round % 2 == 0 ? Array(repeating: nil, count: 50)
+                : (0..<50).map { _ in .milliseconds(Int64.random(in: 0...8000)) }
+            controller.handle(Self.report(first: UInt16(round * 50), arrivals: arrivals, reportAt: .seconds(9)), now: now)
+            #expect(controller.target >= 300_000 && controller.target <= 3_000_000)
+        }
+        // Silence while sending halves the rate, never below the floor.
+        for _ in 0..<20 {
+            now = now + .seconds(2)
+            controller.sent(SentPacket(ssrc: Self.ssrc, sequence: 1, size: 100, sendTime: now))
+            controller.poll(now: now)
+        }
+        #expect(controller.target == 300_000)
+    }
+
+    @Test func pacerSendsOrdinaryFramesAtOnceAndSpreadsLargeOnes() {
+        var pacer = PacketPacer(targetBitrate: 2_000_000)  // paced at 5 Mbit/s, 12.5 KB burst
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        let packet = [UInt8](repeating: 0, count: 1200)
+        for _ in 0..<8 { pacer.enqueue(packet[...], kind: .media, now: now) }
+        var sent = 0
+        pacer.release(now: now) { _, _ in sent += 1 }
+        #expect(sent == 8, "a 9.6 KB frame leaves at once")
+        now = now + .milliseconds(100)
+        for _ in 0..<50 { pacer.enqueue(packet[...], kind: .media, now: now) }  // a 60 KB frame
+        var times: [MonotonicTime] = []
+        while pacer.queued > 0 {
+            pacer.release(now: now) { _, _ in times.append(now) }
+            now = max(now + .microseconds(100), pacer.nextRelease(now: now) ?? now)
+        }
+        let spread = times.last!.since(times.first!) / .milliseconds(1)
+        // 60 KB at 5 Mbit/s is 96 ms, less the 12.5 KB that may leave at once.
+        #expect(spread > 60 && spread < 90, "spread over \(spread) ms")
+    }
+
+    @Test func retransmissionsGoFirstButWithinTheirBudget() {
+        var pacer = PacketPacer(targetBitrate: 1_000_000)  // repairs: 300 kbit/s
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        let packet = [UInt8](repeating: 0, count: 1000)
+        var repairs = 0
+        var media = 0
+        for _ in 0..<1000 {
+            // Offer far more of both than fits.
+            if pacer.queued < 200 {
+                pacer.enqueue(packet[...], kind: .retransmission, now: now)
+                pacer.enqueue(packet[...], kind: .media, now: now)
+            }
+            pacer.release(now: now) { _, kind in if kind == .retransmission { repairs += 1 } else { media += 1 } }
+            now = now + .milliseconds(1)
+        }
+        let repairBits = Double(repairs * 8000)
+        #expect(repairBits < 400_000 && repairBits > 200_000, "repairs \(repairBits) bit/s within the 30% budget")
+        #expect(Double((repairs + media) * 8000) < 2_700_000, "all within 2.5x the target")
+    }
+
+    @Test func qualityLadderStepsRateThenSizeWithHysteresis() {
+        var ladder = QualityLadder(fps: 30, height: 720, bitrate: 2_800_000)
+        #expect(ladder.rungs.map(\.fps) == [30, 15, 15, 15])
+        #expect(ladder.rungs.map(\.height) == [720, 720, 540, 360])
+        var now = MonotonicTime.zero
+        func hold(_ target: Double, _ seconds: Int) -> Int {
+            for _ in 0..<(seconds * 10) {
+                _ = ladder.update(target: target, now: now)
+                now = now + .milliseconds(100)
+            }
+            return ladder.index
+        }
+        #expect(hold(2_500_000, 5) == 0)
+        #expect(hold(900_000, 2) == 1, "below the floor: half the frame rate first")
+        #expect(hold(1_300_000, 10) == 1, "just above the floor is not enough to climb back")
+        #expect(hold(300_000, 2) == 3, "far below: straight to the smallest picture")
+        #expect(hold(2_500_000, 2) == 3, "no climb before 3 s")
+        #expect(hold(2_500_000, 9) == 2, "a larger picture (a new encoder, an IDR) waits 8 s")
+        #expect(hold(2_500_000, 8) == 1)
+        #expect(hold(2_500_000, 4) == 0, "a higher frame rate 3 s")
+    }
+}
+
+extension UInt64 {
+    var int64: Int64 { Int64(clamping: self) }
+}

@@ -1,0 +1,100 @@
+import ShareCongestion
+import ShareImpairment
+import ShareSession
+import ShareWire
+
+/// A whole sender and receiver loop with no sockets and no clock: a video
+/// source at the controller's target, the pacer, an impaired link, the
+/// receiver's RFC 8888 reporter and the way back, stepped 1 ms at a time.
+struct NetworkSimulation {
+    var controller: CongestionController
+    var pacer: PacketPacer
+    var forward: ImpairedLink
+    var reporter = FeedbackReporter()
+    var now = MonotonicTime(nanoseconds: 1_000_000_000)
+    var sequence: UInt16 = 100
+    var inFlight: [(at: MonotonicTime, sequence: UInt16)] = []
+    var feedbackInFlight: [(at: MonotonicTime, report: CongestionControlFeedback)] = []
+    var returnDelay: Duration
+    var nextFrame = MonotonicTime(nanoseconds: 1_000_000_000)
+    /// (seconds, target bits/s) every 100 ms.
+    var targets: [(seconds: Double, bits: Double)] = []
+    var delivered = 0
+    var maxQueue = 0.0
+    let ssrc: UInt32 = 0x1234
+    private var frameBuffer = [UInt8](repeating: 0, count: 1200)
+
+    init(link: ImpairmentProfile, start: Double = 3_000_000, minimum: Double = 150_000, maximum: Double = 3_000_000,
+         returnDelay: Duration = .milliseconds(1), seed: UInt64 = 7) {
+        controller = CongestionController(configuration: .init(start: start, minimum: minimum, maximum: maximum))
+        pacer = PacketPacer(targetBitrate: start)
+        forward = ImpairedLink(profile: link, seed: seed)
+        self.returnDelay = returnDelay
+    }
+
+    var seconds: Double { Double(now.nanoseconds - 1_000_000_000) / 1e9 }
+
+    mutating func run(for duration: Duration) {
+        let end = now + duration
+        while now < end { step() }
+    }
+
+    private mutating func step() {
+        if now >= nextFrame {
+            // A frame of the target's size (30 fps), in 1200-byte packets.
+            var bytes = Int(controller.target / 8 / 30)
+            while bytes > 0 {
+                let size = min(bytes, 1200)
+                var packet = [UInt8](repeating: 0, count: max(size, 12))
+                packet[0] = 0x80
+                packet[1] = 96
+                packet[2] = UInt8(sequence >> 8)
+                packet[3] = UInt8(sequence & 0xFF)
+                for (i, byte) in [UInt8(0), 0, 0x12, 0x34].enumerated() { packet[8 + i] = byte }
+                sequence &+= 1
+                pacer.enqueue(packet[...], kind: .media, now: now)
+                bytes -= size
+            }
+            nextFrame = nextFrame + .nanoseconds(33_333_333)
+        }
+        var leaving: [ArraySlice<UInt8>] = []
+        pacer.release(now: now) { bytes, _ in leaving.append(bytes) }
+        for bytes in leaving {
+            let seq = UInt16(bytes[bytes.startIndex + 2]) << 8 | UInt16(bytes[bytes.startIndex + 3])
+            controller.sent(SentPacket(ssrc: ssrc, sequence: seq, size: bytes.count, sendTime: now))
+            for at in forward.submit(size: bytes.count, now: now) { inFlight.append((at, seq)) }
+        }
+        inFlight.sort { $0.at < $1.at }
+        while let first = inFlight.first, first.at <= now {
+            inFlight.removeFirst()
+            reporter.received(ssrc: ssrc, sequence: first.sequence, now: now)
+            delivered += 1
+        }
+        if let report = reporter.poll(now: now, senderSSRC: 9) { feedbackInFlight.append((now + returnDelay, report)) }
+        while let first = feedbackInFlight.first, first.at <= now {
+            feedbackInFlight.removeFirst()
+            controller.handle(first.report, now: now)
+            pacer.setTarget(controller.target)
+        }
+        controller.poll(now: now)
+        maxQueue = max(maxQueue, forward.counters.maxQueueMilliseconds)
+        if now.nanoseconds % 100_000_000 == 0 { targets.append((seconds, controller.target)) }
+        now = now + .milliseconds(1)
+    }
+
+    /// The target at `seconds` into the run.
+    func target(at seconds: Double) -> Double {
+        targets.last { $0.seconds <= seconds }?.bits ?? controller.target
+    }
+
+    /// The mean target from `start` to `end` seconds.
+    func meanTarget(from start: Double, to end: Double) -> Double {
+        let values = targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.bits)
+        return values.isEmpty ? 0 : values.reduce(0, +) / Double(values.count)
+    }
+
+    /// The highest target from `start` to `end` seconds.
+    func maxTarget(from start: Double, to end: Double) -> Double {
+        targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.bits).max() ?? 0
+    }
+}
