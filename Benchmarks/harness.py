@@ -22,6 +22,16 @@ an SVG plot.
     make harness                      # the full run (about 12 minutes)
     python3 Benchmarks/harness.py --quick
     python3 Benchmarks/harness.py --sizes 1920x1080 --seconds 30 --repeats 3 --senders share,ffmpeg
+
+With --network PROFILE[,PROFILE...] (or `all`) it measures `share` instead
+across simulated networks: the sender reaches the receiver through
+`share relay` (loss, bursts, delay, jitter, a bottleneck with a drop-tail
+queue), and the report gives, per profile, frames shown and time frozen
+after the first 3 s, glass-to-glass latency, retransmission overhead,
+keyframes, and the sender's rate over time (network.md, .json, .svg).
+
+    python3 Benchmarks/harness.py --network all
+    python3 Benchmarks/harness.py --network cap1m,rtt100 --seconds 30
 """
 import argparse
 import base64
@@ -427,9 +437,17 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"),
                         help="where results.md, results.json and results.svg go")
     parser.add_argument("--bin", default=DEFAULT_BIN, help="where share-send and share-recv are (default: the release build)")
+    parser.add_argument("--network", help=f"measure share across simulated networks instead: a comma-separated list of "
+                                          f"{', '.join(NETWORKS)}, or all")
     args = parser.parse_args()
     global BIN
     BIN = args.bin
+    if args.network:
+        names = list(NETWORKS) if args.network == "all" else args.network.split(",")
+        for name in names:
+            if name not in NETWORKS:
+                parser.error(f"unknown network {name!r}: choose from {', '.join(NETWORKS)}")
+        return main_network(args, names)
     if args.quick:
         args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 3, 2
     senders = [s for s in args.senders.split(",") if s]
@@ -513,6 +531,180 @@ def main():
         f.write(svg(settings, med))
     print(table)
     print(f"wrote {os.path.join(args.out, 'results.md')}, results.json and results.svg")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# MARK: networks
+
+NETWORKS = ("clean", "loss2", "loss5", "burst", "cap1m", "cap3m", "halving", "rtt100", "jitter20")
+# What each profile caps the path at over time (kbit/s), for the plot: (from second, kbit/s or None).
+CAPS = {"cap1m": [(0, 1000)], "cap3m": [(0, 3000)], "halving": [(0, 4000), (8, 2000), (20, None)]}
+# Profiles that need longer than --seconds to show what they test.
+MIN_SECONDS = {"halving": 32}
+SETTLE = 3.0  # seconds after the start that "shown" and "frozen" leave out (the targets' "after that")
+
+
+def at(timeline, seconds, key):
+    """The value of `key` in the last sample at or before `seconds` (0 before the first)."""
+    value = 0
+    for sample in timeline:
+        if sample["seconds"] > seconds:
+            break
+        value = sample.get(key) or 0
+    return value
+
+
+def run_network(name, size, args, key, work):
+    seconds = max(args.seconds, MIN_SECONDS.get(name, 0))
+    display, xvfb = start_xvfb(size)
+    receiver_display, receiver_xvfb = (None, None) if args.headless_receiver else start_xvfb(size, (display,))
+    scene = subprocess.Popen([os.path.join(BIN, "share-send"), "scene", "--display", display, "--fps", str(args.fps),
+                              "--stamp"])
+    port, relay_port = free_port(), free_port()
+    files = {n: os.path.join(work, f"{name}-{n}.json") for n in ("send", "recv", "relay")}
+    for path in files.values():
+        if os.path.exists(path):
+            os.remove(path)
+    sdp = os.path.join(work, "recv.sdp")
+    with open(sdp, "w") as f:
+        f.write(receiver_sdp(port, key, False))
+    processes = []
+    try:
+        time.sleep(0.5)
+        receive = [os.path.join(BIN, "share-recv"), "recv", "--sdp", sdp, "--read-stamps", "--no-audio",
+                   "--duration", str(seconds + 30), "--stats-json", files["recv"]]
+        receive += ["--display", receiver_display] if receiver_display else ["--no-window"]
+        receiver = subprocess.Popen(receive, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes.append(receiver)
+        received_from = time.monotonic()
+        relay = subprocess.Popen([os.path.join(BIN, "share-relay"), "relay", "--listen", str(relay_port),
+                                  "--to", f"127.0.0.1:{port}", "--network", name, "--stats-json", files["relay"]],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes.append(relay)
+        time.sleep(0.5)
+        send = [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(relay_port), "--display", display,
+                "--fps", str(args.fps), "--keyint", str(args.keyint), "--key-file", key["file"], "--audio", "none",
+                "--duration", str(seconds), "--stats-json", files["send"]]
+        if args.bitrate:
+            send += ["--bitrate", str(args.bitrate)]
+        sent_from = time.monotonic()
+        result = subprocess.run(send, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=seconds + 60)
+        if result.returncode != 0:
+            raise SystemExit(f"harness: share send failed on {name}: {result.stderr[-2000:]}")
+        time.sleep(TAIL + 0.5)
+        stop(receiver, timeout=20)
+        stop(relay)
+    finally:
+        for process in processes:
+            stop(process)
+        stop(scene)
+        stop(xvfb)
+        stop(receiver_xvfb)
+    sent, received, relayed = (json.load(open(files[n])) for n in ("send", "recv", "relay"))
+    offset = sent_from - received_from  # the receiver's clock runs this much ahead of the sender's
+    rate, samples = sent.get("rateTimeline", []), received.get("timeline", [])
+    g2g = received.get("glassToGlass", {})
+    # A frame encoded at SETTLE on the sender's clock is shown about one
+    # latency later on the receiver's.
+    shift = offset + (g2g.get("p50") or 0) / 1000
+    encoded = sent["framesEncoded"] - at(rate, SETTLE, "framesEncoded")
+    shown = received["framesDecoded"] - at(samples, SETTLE + shift, "framesDecoded")
+    frozen = received.get("freezeSeconds", 0) - at(samples, SETTLE + shift, "freezeSeconds")
+    caps = CAPS.get(name, [])
+    under = None
+    if caps:
+        cap = caps[0][1]
+        under = next((r["seconds"] for r in rate if r["targetKbps"] <= cap), None)
+    return {
+        "network": name, "seconds": seconds, "frames_sent": sent["framesEncoded"], "frames_decoded": received["framesDecoded"],
+        "shown_percent": 100 * shown / max(encoded, 1), "frozen_percent": 100 * frozen / max(seconds - SETTLE, 1),
+        "freezes": received.get("freezes", 0),
+        "g2g_p50": g2g.get("p50"), "g2g_p95": g2g.get("p95"), "g2g_p99": g2g.get("p99"),
+        "retransmitted_percent": 100 * sent["packetsRetransmitted"] / max(sent["packetsSent"], 1),
+        "keyframes": sent["keyframes"], "keyframe_requests": sent["keyframeRequests"],
+        "mean_sent_kbps": statistics.mean([r["sentKbps"] for r in rate]) if rate else None,
+        "seconds_to_under_cap": under, "relay": relayed,
+        "rate": [{k: r.get(k) for k in ("seconds", "targetKbps", "sentKbps", "encoderKbps", "queueDelayMilliseconds")}
+                 for r in rate],
+        "caps": caps,
+    }
+
+
+def network_markdown(settings, rows):
+    lines = [f"Network benchmark: {settings['when']}, {settings['host']}; {settings['size']} at {settings['fps']} fps, "
+             f"`share` through `share relay`; shown and frozen leave out the first {SETTLE:.0f} s. "
+             f"Command: `{settings['command']}`.", "",
+             "| network | frames shown | time frozen (freezes) | glass-to-glass p50 / p95 / p99 ms | retransmitted | "
+             "keyframes (requests) | mean sent kbit/s | under the cap after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        under = "-" if not r["caps"] else (f"{r['seconds_to_under_cap']:.1f} s" if r["seconds_to_under_cap"] is not None
+                                             else "never")
+        lines.append(f"| {r['network']} | {r['shown_percent']:.1f}% | {r['frozen_percent']:.2f}% ({r['freezes']}) | "
+                     f"{fmt(r['g2g_p50'])} / {fmt(r['g2g_p95'])} / {fmt(r['g2g_p99'])} | "
+                     f"{r['retransmitted_percent']:.2f}% | {r['keyframes']} ({r['keyframe_requests']}) | "
+                     f"{fmt(r['mean_sent_kbps'], 0)} | {under} |")
+    return "\n".join(lines) + "\n"
+
+
+def network_svg(rows):
+    """The sender's target and sent rate over time, one panel per network, the cap dashed."""
+    width, panel, left, top = 720, 120, 60, 24
+    height = top + len(rows) * (panel + 30)
+    top_rate = max([max([p["targetKbps"] or 0 for p in r["rate"]] + [p["sentKbps"] or 0 for p in r["rate"]] + [1])
+                    for r in rows] + [1])
+    step = nice_step(top_rate / 1000) * 1000 if top_rate > 1000 else 500
+    ceiling = step * (int(top_rate // step) + 1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+           f'font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="13">share: target (blue) and sent (orange) kbit/s over time; '
+           f'the path\'s cap dashed</text>']
+    for i, r in enumerate(rows):
+        y0 = top + i * (panel + 30) + 14
+        span = max(r["seconds"], 1)
+        sx = lambda t: left + (width - left - 20) * min(t, span) / span
+        sy = lambda v: y0 + panel - panel * min(v or 0, ceiling) / ceiling
+        out.append(f'<text x="4" y="{y0 + 10}">{r["network"]}</text>')
+        out.append(f'<rect x="{left}" y="{y0}" width="{width - left - 20}" height="{panel}" fill="none" stroke="#ccc"/>')
+        for v in range(0, int(ceiling) + 1, int(step)):
+            out.append(f'<text x="{left - 4}" y="{sy(v) + 4}" text-anchor="end" fill="#666">{v}</text>')
+        for key, colour in (("targetKbps", "#1f77b4"), ("sentKbps", "#ff7f0e")):
+            points = " ".join(f"{sx(p['seconds']):.1f},{sy(p[key]):.1f}" for p in r["rate"] if p[key] is not None)
+            out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
+        caps = r["caps"] + [(span, None)]
+        for (start, cap), (end, _) in zip(caps, caps[1:]):
+            if cap is not None:
+                out.append(f'<line x1="{sx(start):.1f}" x2="{sx(min(end, span)):.1f}" y1="{sy(cap):.1f}" y2="{sy(cap):.1f}" '
+                           f'stroke="#444" stroke-dasharray="4 3"/>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main_network(args, names):
+    size = args.sizes.split(",")[0]
+    work = tempfile.mkdtemp(prefix="share-network-")
+    raw = os.urandom(30)
+    key = {"file": os.path.join(work, "bench.key"), "inline": base64.b64encode(raw).decode(), "hex": raw.hex()}
+    fd = os.open(key["file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, f"AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\n".encode())
+    os.close(fd)
+    rows = []
+    for index, name in enumerate(names):
+        print(f"[{index + 1}/{len(names)}] network {name}", file=sys.stderr, flush=True)
+        rows.append(run_network(name, size, args, key, work))
+    settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores", "size": size,
+                "fps": args.fps, "seconds": args.seconds,
+                "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]])}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "network.json"), "w") as f:
+        json.dump({"settings": settings, "results": rows}, f, indent=2)
+    table = network_markdown(settings, rows)
+    with open(os.path.join(args.out, "network.md"), "w") as f:
+        f.write(table)
+    with open(os.path.join(args.out, "network.svg"), "w") as f:
+        f.write(network_svg(rows))
+    print(table)
+    print(f"wrote {os.path.join(args.out, 'network.md')}, network.json and network.svg")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -28,7 +28,13 @@ public struct ReceiverConfiguration: Sendable {
     public var parameterSets: [[UInt8]] = []
     /// The abs-capture-time extension id, for latency measurement.
     public var captureTimeExtensionID: UInt8? = 1
-    public var reorderDelay: Duration = .milliseconds(100)
+    /// The longest the jitter buffer waits for a missing packet (below it,
+    /// the wait follows the measured round trip and reordering).
+    public var maximumDelay: Duration = .milliseconds(1000)
+    /// The payload type of the video's retransmissions (RFC 4588 RTX).
+    public var retransmissionPayloadType: UInt8? = 97
+    /// The payload type of the video's FlexFEC repairs (RFC 8627).
+    public var fecPayloadType: UInt8? = 98
     public var cname = "share-recv"
     /// Play received audio through PulseAudio.
     public var playAudio = true
@@ -89,7 +95,31 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var malformed = 0
     public var duplicates = 0
     public var nacksSent = 0
+    public var nackedPackets = 0
+    /// NACKs whose original arrived after all (the path reordered it).
+    public var needlessNACKs = 0
+    /// Retransmissions (RTX) that arrived.
+    public var repairsReceived = 0
+    /// FlexFEC repair packets that arrived, and packets they rebuilt.
+    public var fecPacketsReceived = 0
+    public var fecRecovered = 0
+    /// RFC 8888 congestion control feedback messages sent.
+    public var feedbackReports = 0
     public var keyframeRequests = 0
+    /// Round trip to the sender (RFC 3611 RRTR/DLRR), and how long the
+    /// jitter buffer waits for a missing packet now.
+    public var roundTripMilliseconds: Double?
+    public var jitterBufferMilliseconds = 0.0
+    /// Frames (and other items) dropped because decoding fell behind.
+    public var framesDroppedDecoderBusy = 0
+    /// Pictures shown more than the sender's frame spacing + 100 ms after
+    /// the previous one, and the time those gaps add up to.
+    public var freezes = 0
+    public var freezeSeconds = 0.0
+    /// The socket receive buffer the kernel granted (bytes).
+    public var receiveBufferBytes = 0
+    /// Four times a second: pictures decoded and freeze time so far.
+    public var timeline: [ReceiverSample] = []
     public var framesRecorded = 0
     public var width = 0
     public var height = 0
@@ -110,18 +140,40 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytes) * 8 / elapsedSeconds / 1000 : 0 }
 }
 
-/// The embeddable receiver: one thread reads SRTP from a UDP port,
-/// reorders and rebuilds frames, decodes, shows and records them, and
-/// answers with RTCP (reports, NACK, PLI).
+/// The receiver's counts at one moment of the run (seconds since it started).
+public struct ReceiverSample: Sendable, Codable, Equatable {
+    public var seconds: Double
+    public var framesDecoded: Int
+    public var freezeSeconds: Double
+    public var framesLost: Int
+
+    public init(seconds: Double, framesDecoded: Int, freezeSeconds: Double, framesLost: Int) {
+        self.seconds = seconds
+        self.framesDecoded = framesDecoded
+        self.freezeSeconds = freezeSeconds
+        self.framesLost = framesLost
+    }
+}
+
+/// The embeddable receiver: a network thread receives SRTP, rebuilds frames
+/// through the jitter buffer and answers with RTCP (reports, NACK, PLI,
+/// congestion feedback); a decode thread, fed through a bounded queue,
+/// decodes, shows, plays and records.
 public final class ScreenReceiver: @unchecked Sendable {
+    // Safe: the socket, session and decoder are handed to the two threads at
+    // start and used by one thread each; shared state is atomic or locked.
     public let configuration: ReceiverConfiguration
     private let socket: UDPSocket
     private let session: ReceiveSession
     private let decoder: H264Decoder
-    private let running = Atomic<Bool>(false)
-    private let stats = Mutex(ReceiverStatistics())
+    private let shared = ReceiverShared()
     private let failure = Mutex<ReceiverError?>(nil)
     private let group = DispatchGroup()
+    private let began = Atomic<UInt64>(0)
+    /// Threads still running.
+    private let remaining = Atomic<Int>(2)
+    /// Bytes asked for the socket's receive buffer.
+    static let receiveBuffer = 4 << 20
 
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
@@ -129,15 +181,18 @@ public final class ScreenReceiver: @unchecked Sendable {
             throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")
         }
         do {
-            socket = try UDPSocket(bindingPort: configuration.port)
+            socket = try UDPSocket(bindingPort: configuration.port, receiveBuffer: Self.receiveBuffer)
         } catch {
             throw .transport(error.description)
         }
         do {
-            session = try ReceiveSession(
-                configuration: .init(ssrc: UInt32.random(in: 1...UInt32.max), cname: configuration.cname,
-                                     videoPayloadType: configuration.videoPayloadType),
-                keying: configuration.keying)
+            var sessionConfiguration = ReceiveSession.Configuration(
+                ssrc: UInt32.random(in: 1...UInt32.max), cname: configuration.cname,
+                videoPayloadType: configuration.videoPayloadType)
+            sessionConfiguration.maximumDelay = configuration.maximumDelay
+            sessionConfiguration.retransmissionPayloadType = configuration.retransmissionPayloadType
+            sessionConfiguration.fecPayloadType = configuration.fecPayloadType
+            session = try ReceiveSession(configuration: sessionConfiguration, keying: configuration.keying)
         } catch {
             throw .configuration(error.description)
         }
@@ -152,334 +207,63 @@ public final class ScreenReceiver: @unchecked Sendable {
     public var port: Int { socket.localPort }
 
     public func start(events: @escaping @Sendable (ReceiverEvent) -> Void = { _ in }) {
-        guard running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+        guard shared.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else { return }
-        group.enter()
-        DispatchQueue(label: "share.receiver", qos: .userInteractive).async { [self] in
-            events(.listening(port: port))
-            let error = loop(events: events)
-            failure.withLock { $0 = error }
-            running.store(false, ordering: .sequentiallyConsistent)
-            events(.finished(error))
-            group.leave()
+        began.store(monotonicNow(), ordering: .relaxed)
+        let granted = socket.receiveBufferSize
+        shared.stats.withLock { $0.receiveBufferBytes = granted }
+        let queue = WorkQueue()
+        let network = ReceiverNetworkLoop(socket: socket, session: session, queue: queue)
+        let presenter = Presenter(configuration: configuration, decoder: decoder, queue: queue, network: network,
+                                  events: events)
+        let shared = self.shared
+        events(.listening(port: port))
+        // Linux reports twice what it reserves; under half of what we asked
+        // means net.core.rmem_max capped it.
+        if granted < Self.receiveBuffer {
+            events(.warning("the kernel granted a \(granted >> 10) KiB socket buffer of the \(Self.receiveBuffer >> 10) KiB asked "
+                            + "(raise net.core.rmem_max): bursts may overflow it"))
         }
+        group.enter()
+        DispatchQueue(label: "share.receiver.network", qos: .userInteractive).async { [self] in
+            let error = network.run(shared)
+            end(error, events: events, queue: queue)
+        }
+        group.enter()
+        DispatchQueue(label: "share.receiver.decode", qos: .userInteractive).async { [self] in
+            let error = presenter.run(shared)
+            end(error, events: events, queue: queue)
+        }
+    }
+
+    /// One thread ended: the first to end stops the other; the last one
+    /// reports `finished` with the first error.
+    private func end(_ error: ReceiverError?, events: @Sendable (ReceiverEvent) -> Void, queue: WorkQueue) {
+        failure.withLock { failure in
+            if failure == nil, let error { failure = error }
+        }
+        shared.running.store(false, ordering: .sequentiallyConsistent)
+        queue.wake()
+        if remaining.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+            events(.finished(failure.withLock { $0 }))
+        }
+        group.leave()
     }
 
     /// Stops receiving and finishes the recording.
     public func stop() {
-        running.store(false, ordering: .sequentiallyConsistent)
+        shared.running.store(false, ordering: .sequentiallyConsistent)
         group.wait()
     }
 
     public func waitUntilFinished() { group.wait() }
     public var error: ReceiverError? { failure.withLock { $0 } }
-    public var statistics: ReceiverStatistics { stats.withLock { $0 } }
 
-    private func loop(events: @Sendable (ReceiverEvent) -> Void) -> ReceiverError? {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var datagram = PacketBuffer(capacity: 65_536)
-        var count = 0
-        var peer: SocketAddress?
-        var window: VideoWindow?
-        var recorder: Recorder?
-        var pixels: [UInt8] = []
-        var latency = LatencyRecorder()
-        var glassToGlass = LatencyRecorder()
-        var lastStamp: FrameStamp?
-        var summarizedAt: UInt64 = 0
-        var waitingForKeyframe = true
-        var local = ReceiverStatistics()
-        let began = monotonicNow()
-        var tracks: [UInt32: AudioTrack] = [:]
-        var trackOrder: [UInt32] = []
-        var player: AudioPlayer?
-        var playerFailed = !configuration.playAudio
-        var clocks = ClockMapping()
-        var timeline = Timeline()
-        var firstPacketAt: UInt64?
-        var firstAudioAt: UInt64?
-        var preroll = Preroll()
-        /// Capture-to-heard delay of played audio (µs, smoothed), and when
-        /// audio last played: video is held to match it for lip sync.
-        var audioDelay: Int64?
-        var audioPlayedAt: UInt64 = 0
-        var pending: [(unit: AccessUnit, due: UInt64)] = []
-        defer {
-            recorder?.finish()
-            player?.stop()
-        }
-
-        /// The sender-clock capture time (Unix microseconds) of a packet:
-        /// its abs-capture-time, else its stream's sender report, else arrival.
-        func captureMicroseconds(extension header: RTPHeaderExtension?, ssrc: UInt32, timestamp: UInt32,
-                                 clockRate: Int) -> Int64 {
-            if let id = configuration.captureTimeExtensionID, let data = header?.element(id: id),
-               let capture = AbsoluteCaptureTime(data) {
-                return Int64(capture.ntpTimestamp.unixNanoseconds / 1000)
-            }
-            if let mapped = clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
-                return mapped / 1000
-            }
-            return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
-        }
-
-        /// Decodes one access unit, shows it, measures its latency and records it.
-        func present(_ unit: AccessUnit, now: MonotonicTime) throws(ReceiverError) {
-            local.framesAssembled += 1
-            if waitingForKeyframe && !unit.isKeyframe {
-                local.framesSkippedForKeyframe += 1
-                session.requestKeyframe(now: now, emit: reply)
-                return
-            }
-            guard let picture = decoder.decode(unit.data) else {
-                local.decodeErrors += 1
-                waitingForKeyframe = true
-                session.requestKeyframe(now: now, emit: reply)
-                return
-            }
-            waitingForKeyframe = false
-            if local.framesDecoded == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
-            local.framesDecoded += 1
-            local.width = picture.width
-            local.height = picture.height
-            if configuration.showWindow {
-                do {
-                    if window == nil {
-                        window = try VideoWindow(display: configuration.display, title: "share",
-                                                 width: picture.width, height: picture.height)
-                    }
-                    show(on: window!, pixels: &pixels)
-                    local.framesShown += 1
-                    if window!.closed { running.store(false, ordering: .relaxed) }
-                } catch {
-                    throw .window(error.description)
-                }
-            }
-            if configuration.readStamps {
-                let stamp = decoder.withLastPicture { y, yStride, _, _, _, _, width, height in
-                    FrameStamp.read(width: width, height: height) { x, row in y[row * yStride + x] }
-                } ?? nil
-                if let stamp, stamp != lastStamp {
-                    lastStamp = stamp
-                    local.stampsNew += 1
-                    if let elapsed = stamp.microseconds(until: monotonicNow() / 1000) {
-                        glassToGlass.record(milliseconds: Double(elapsed) / 1000)
-                    }
-                } else if stamp != nil {
-                    local.stampsRepeated += 1
-                } else {
-                    local.stampsUnreadable += 1
-                }
-            }
-            if let id = configuration.captureTimeExtensionID,
-               let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
-                let shownAt = wallNow()
-                let captured = capture.ntpTimestamp.unixNanoseconds
-                latency.record(milliseconds: (Double(shownAt) - Double(captured)) / 1e6)
-            }
-            if configuration.recordPath != nil {
-                let time = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
-                                               timestamp: unit.timestamp, clockRate: 90_000)
-                let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
-                if recorder != nil {
-                    try? write(item)
-                } else {
-                    preroll.add(item)
-                }
-                local.framesRecorded = recorder?.framesWritten ?? 0
-            }
-        }
-
-        func startRecording(path: String) throws(ReceiverError) {
-            guard let keyframe = preroll.firstKeyframe else { return }
-            do {
-                recorder = try Recorder(path: path, width: keyframe.width, height: keyframe.height,
-                                        parameterSets: Self.parameterSets(of: keyframe.data),
-                                        audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
-            } catch {
-                throw .recording(error.description)
-            }
-            for item in preroll.drain() { try write(item) }
-        }
-
-        func write(_ item: Preroll.Item) throws(ReceiverError) {
-            guard let recorder else { return }
-            do {
-                switch item {
-                case .video(let data, let time, let key, _, _):
-                    try recorder.writeVideo(accessUnit: data, time: time, isKeyframe: key)
-                case .audio(let track, let payload, let time, let samples):
-                    try recorder.writeAudio(track: track, packet: payload, time: time, samples: samples)
-                }
-            } catch {
-                throw .recording(error.description)
-            }
-        }
-
-        func reply(_ bytes: ArraySlice<UInt8>) {
-            if let peer { socket.send(bytes, to: peer) }
-        }
-
-        while running.load(ordering: .relaxed) {
-            let source: SocketAddress?
-            do {
-                // Wake for the next held frame, or at least every 10 ms for timers.
-                let untilDue = pending.first.map { Int32(clamping: ($0.due &- min($0.due, monotonicNow())) / 1_000_000) } ?? 10
-                source = try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: min(10, untilDue))
-            } catch {
-                return .transport(error.description)
-            }
-            var received: [ReceiveEvent] = []
-            let now = MonotonicTime(nanoseconds: monotonicNow())
-            if let source {
-                if firstPacketAt == nil { firstPacketAt = monotonicNow() }
-                datagram.removeAll()
-                datagram.append(slice: buffer[0..<count])
-                let authenticatedBefore = session.statistics.rtpPackets + session.statistics.rtcpPackets
-                received = session.handle(datagram: &datagram, now: now, emit: reply)
-                // Learn where to send RTCP from the first authenticated packet only.
-                if peer == nil && session.statistics.rtpPackets + session.statistics.rtcpPackets > authenticatedBefore {
-                    peer = source
-                }
-            }
-            received += session.poll(now: now, emit: reply)
-            for event in received {
-                switch event {
-                case .videoFrame(let unit):
-                    // Lip sync: while audio plays, a frame waits until its
-                    // capture time plus the audio's capture-to-heard delay
-                    // (at most 200 ms); otherwise it is shown at once.
-                    var due = monotonicNow()
-                    if let delay = audioDelay, monotonicNow() - audioPlayedAt < 1_000_000_000, player != nil {
-                        let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: session.senderSSRC ?? 0,
-                                                           timestamp: unit.timestamp, clockRate: 90_000)
-                        let wait = min(max(captured + delay - Int64(wallNow() / 1000), 0), 200_000)
-                        due += UInt64(wait) * 1000
-                    }
-                    pending.append((unit, due))
-                case .videoLoss:
-                    // Freeze rather than smear: decode again from the next keyframe.
-                    waitingForKeyframe = true
-                case .goodbye(let ssrc, let reason) where session.senderSSRC == nil || ssrc == session.senderSSRC:
-                    // Authenticated (SRTCP) even when it comes before any media:
-                    // a sender that fails at start still says why.
-                    events(.senderLeft(reason: reason))
-                case .senderReport(let ssrc, let report):
-                    clocks.update(ssrc: ssrc, report: report)
-                case .otherPacket(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
-                    if tracks[packet.ssrc] == nil {
-                        // A new stream after the recording started cannot join its file.
-                        guard let track = try? AudioTrack(ssrc: packet.ssrc, firstPacket: packet.payload,
-                                                          index: trackOrder.count) else { continue }
-                        tracks[packet.ssrc] = track
-                        trackOrder.append(packet.ssrc)
-                        if firstAudioAt == nil { firstAudioAt = monotonicNow() }
-                    }
-                    guard let track = tracks[packet.ssrc] else { continue }
-                    let pcm = track.decode(packet)
-                    if !playerFailed && !pcm.isEmpty {
-                        if player == nil {
-                            do {
-                                player = try AudioPlayer()
-                            } catch {
-                                playerFailed = true
-                                events(.warning("no audio playback (\(error)); use --no-audio to silence this"))
-                            }
-                        }
-                        for frame in pcm { player?.play(frame) }
-                        if let player {
-                            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
-                                                               timestamp: packet.timestamp, clockRate: 48_000)
-                            let heard = Int64(wallNow() / 1000) + player.delayMicroseconds
-                            let sample = heard - captured
-                            audioDelay = audioDelay.map { ($0 * 7 + sample) / 8 } ?? sample
-                            audioPlayedAt = monotonicNow()
-                        }
-                        if let failure = player?.failure.withLock({ $0 }) {
-                            playerFailed = true
-                            player = nil
-                            events(.warning("audio playback stopped: \(failure); video goes on"))
-                        }
-                    }
-                    if configuration.recordPath != nil, recorder == nil || track.index < (recorder?.audioTrackCount ?? 0) {
-                        let samples = (try? OpusPacketInfo(packet: packet.payload).samples) ?? 960
-                        let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
-                                                           timestamp: packet.timestamp, clockRate: 48_000)
-                        let time = track.timeline.time(rtp: packet.timestamp, captured: captured)
-                        let item = Preroll.Item.audio(track.index, packet.payload, time, samples)
-                        if recorder != nil { try? write(item) } else { preroll.add(item) }
-                    }
-                default:
-                    continue
-                }
-            }
-            while let first = pending.first, first.due <= monotonicNow() {
-                pending.removeFirst()
-                do { try present(first.unit, now: now) } catch { return error }
-            }
-            // A file cannot gain tracks later, so the recording opens once the
-            // audio streams have shown up (200 ms after the first, as `both`
-            // sends two) or after 2 s without audio; until then frames wait
-            // in the pre-roll from the first keyframe on, so none is lost.
-            if let path = configuration.recordPath, recorder == nil, let first = firstPacketAt,
-               preroll.firstKeyframe != nil {
-                let now = monotonicNow()
-                let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
-                if audioSettled || now - first > 2_000_000_000 {
-                    do { try startRecording(path: path) } catch { return error }
-                }
-            }
-            var audio = AudioStatistics()
-            for track in tracks.values {
-                let t = track.statistics
-                audio.packetsReceived += t.packetsReceived
-                audio.packetsLost += t.packetsLost
-                audio.framesRecoveredByFEC += t.framesRecoveredByFEC
-                audio.framesConcealed += t.framesConcealed
-                audio.packetsLate += t.packetsLate
-            }
-            audio.streams = tracks.count
-            audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
-            audio.framesDroppedForPlayback = player?.framesDropped ?? 0
-            local.audio = audio
-            let s = session.statistics
-            local.elapsedSeconds = Double(monotonicNow() - began) / 1e9
-            local.datagrams = s.datagrams
-            local.bytes = s.bytes
-            local.rtpPackets = s.rtpPackets
-            local.framesLost = s.framesLost
-            local.authenticationFailures = s.authenticationFailures
-            local.replays = s.replays
-            local.malformed = s.malformed
-            local.duplicates = s.duplicates
-            local.nacksSent = s.nacksSent
-            local.keyframeRequests = s.plisSent
-            // Percentiles sort every sample: once a second, not per packet.
-            if monotonicNow() - summarizedAt >= 1_000_000_000 {
-                summarizedAt = monotonicNow()
-                local.captureToDisplay = latency.summary
-                local.glassToGlass = glassToGlass.summary
-            }
-            stats.withLock { $0 = local }
-        }
-        recorder?.finish()
-        local.framesRecorded = recorder?.framesWritten ?? local.framesRecorded
-        local.audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
-        local.captureToDisplay = latency.summary
-        local.glassToGlass = glassToGlass.summary
-        stats.withLock { $0 = local }
-        return nil
-    }
-
-    private func show(on window: VideoWindow, pixels: inout [UInt8]) {
-        decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
-            let stride = width * 4
-            if pixels.count < stride * height { pixels = [UInt8](repeating: 0, count: stride * height) }
-            pixels.withUnsafeMutableBytes { raw in
-                ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
-                                            height: height, to: raw.baseAddress!, stride: stride)
-                window.show(width: width, height: height, stride: stride, pixels: UnsafeRawPointer(raw.baseAddress!))
-            }
+    public var statistics: ReceiverStatistics {
+        let start = began.load(ordering: .relaxed)
+        return shared.stats.withLock { s in
+            if start != 0 { s.elapsedSeconds = Double(monotonicNow() - start) / 1e9 }
+            return s
         }
     }
 
@@ -490,66 +274,4 @@ public final class ScreenReceiver: @unchecked Sendable {
             return type == H264NALType.sps || type == H264NALType.pps
         }
     }
-}
-
-/// Video and audio that arrive before the recording starts: kept from the
-/// first keyframe on, written in order once the file is opened.
-struct Preroll {
-    enum Item {
-        case video([UInt8], Int64, Bool, Int, Int)
-        case audio(Int, ArraySlice<UInt8>, Int64, Int)
-    }
-
-    private var items: [Item] = []
-
-    var firstKeyframe: (data: [UInt8], width: Int, height: Int)? {
-        for case .video(let data, _, true, let width, let height) in items { return (data, width, height) }
-        return nil
-    }
-
-    mutating func add(_ item: Item) {
-        if case .video(_, _, let key, _, _) = item, !key, firstKeyframe == nil { return }
-        items.append(item)
-        // Never more than a few seconds: a sender that never sends a keyframe
-        // must not grow the receiver.
-        if items.count > 2000 { items.removeFirst(items.count - 2000) }
-    }
-
-    mutating func drain() -> [Item] {
-        defer { items.removeAll() }
-        func time(_ item: Item) -> Int64 {
-            switch item {
-            case .video(_, let t, _, _, _): t
-            case .audio(_, _, let t, _): t
-            }
-        }
-        return items.sorted { time($0) < time($1) }
-    }
-}
-
-/// Sender-clock estimates for streams with neither capture times nor sender
-/// reports yet: the first packet's arrival anchors the stream's RTP clock.
-struct Timeline {
-    private var anchors: [UInt32: (timestamp: UInt32, arrival: Int64)] = [:]
-
-    mutating func estimate(ssrc: UInt32, timestamp: UInt32, clockRate: Int, arrival: Int64) -> Int64 {
-        guard let anchor = anchors[ssrc] else {
-            anchors[ssrc] = (timestamp, arrival)
-            return arrival
-        }
-        let ticks = Int64(Int32(bitPattern: timestamp &- anchor.timestamp))
-        return anchor.arrival + ticks * 1_000_000 / Int64(max(clockRate, 1))
-    }
-}
-
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
-func wallNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

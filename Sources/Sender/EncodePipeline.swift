@@ -130,12 +130,15 @@ final class EncodePipeline: @unchecked Sendable {
             }
         }
         let now = Clock.monotonic()
-        // What is left of the target for video: audio and repairs come first,
-        // and RTP/SRTP headers take about 4%.
+        // What is left of the target for video: audio and retransmissions
+        // come first, RTP/SRTP headers take about 4%, FEC its share.
         var videoBits = Double(baseBitrate) * 1000
         if configuration.congestionControl {
             let target = Double(network.targetBitrate.load(ordering: .relaxed))
-            let available = (target - Double(audioBitrate) - Double(network.repairBitrate.load(ordering: .relaxed))) * 0.96
+            let group = network.protectionGroup.load(ordering: .relaxed)
+            let fecShare = group > 0 ? 1 / Double(group + 1) : 0
+            let available = (target - Double(audioBitrate) - Double(network.repairBitrate.load(ordering: .relaxed)))
+                * 0.96 * (1 - fecShare)
             videoBits = max(available, target * 0.3)
             if ladder.update(target: videoBits, now: MonotonicTime(nanoseconds: now)) {
                 context.stats.withLock { $0.qualitySteps += 1 }

@@ -26,13 +26,20 @@ final class NetworkDriver: @unchecked Sendable {
     /// Retransmissions sent over the last second (bits/s).
     let repairBitrate = Atomic<Int>(0)
     private let timeline = Mutex<[RateSample]>([])
+    /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
+    let protectionGroup = Atomic<Int>(0)
+    private var protection = ProtectionPolicy()
     /// The encoder's bitrate (kbit/s), for the timeline.
     let encoderKbps = Atomic<Int>(0)
     static let sampleInterval: UInt64 = 250_000_000
     private let began = Clock.monotonic()
 
+    /// Whether the video stream can send FlexFEC.
+    private let fecAvailable: Bool
+
     init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration) {
         self.socket = socket
+        fecAvailable = video.configuration.forwardErrorCorrection != nil
         self.video = Mutex(video)
         self.audio = audio
         controller = Mutex(CongestionController(configuration: congestion))
@@ -154,12 +161,21 @@ final class NetworkDriver: @unchecked Sendable {
             if clock &- lastSample >= Self.sampleInterval {
                 let bytes = pacer.withLock { $0.counters.bytesSent }
                 let estimate = controller.withLock { $0.estimate }
-                let sample = RateSample(seconds: Double(clock &- began) / 1e9, targetKbps: estimate.target / 1000,
+                if fecAvailable {
+                    let group = protection.update(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
+                    if group ?? 0 != protectionGroup.load(ordering: .relaxed) {
+                        protectionGroup.store(group ?? 0, ordering: .relaxed)
+                        video.withLock { $0.protectionGroup = group }
+                    }
+                }
+                var sample = RateSample(seconds: Double(clock &- began) / 1e9, targetKbps: estimate.target / 1000,
                                         delayBasedKbps: estimate.delayBased / 1000, lossBasedKbps: estimate.lossBased / 1000,
+                                        acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
                                         sentKbps: Double(bytes - bytesAtSample) * 8 / (Double(clock &- lastSample) / 1e9) / 1000,
                                         encoderKbps: encoderKbps.load(ordering: .relaxed),
                                         queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
                                         roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
+                sample.framesEncoded = context.stats.withLock { $0.framesEncoded }
                 timeline.withLock { samples in
                     samples.append(sample)
                     if samples.count > 4 * 3600 { samples.removeFirst() }

@@ -94,6 +94,8 @@ public final class ScreenSender: @unchecked Sendable {
         streamConfiguration.payloadType = configuration.payloadType
         let repairSSRC = configuration.retransmissionStream ? UInt32.random(in: 1...UInt32.max) : nil
         if let repairSSRC { streamConfiguration.retransmission = (repairSSRC, configuration.retransmissionPayloadType) }
+        let fecSSRC = configuration.forwardErrorCorrection ? UInt32.random(in: 1...UInt32.max) : nil
+        if let fecSSRC { streamConfiguration.forwardErrorCorrection = (fecSSRC, configuration.fecPayloadType) }
         let video: SendStream
         do {
             video = try SendStream(configuration: streamConfiguration, keying: configuration.keying)
@@ -126,7 +128,7 @@ public final class ScreenSender: @unchecked Sendable {
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
         var description = SenderDescription.make(encoder: encoder, configuration: configuration, destination: destination,
-                                                 ssrc: ssrc, repairSSRC: repairSSRC)
+                                                 ssrc: ssrc, repairSSRC: repairSSRC, fecSSRC: fecSSRC)
         for channel in channels {
             description.media.append(SenderDescription.audio(channel, configuration: configuration))
         }
@@ -253,6 +255,8 @@ public final class ScreenSender: @unchecked Sendable {
             s.bytesSent = streamStats.bytes
             s.packetsRetransmitted = streamStats.retransmitted
             s.retransmissionsSuppressed = streamStats.retransmissionsSuppressed
+            s.fecPackets = streamStats.fecPackets
+            s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests
             s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
             s.receiverLossFraction = streamStats.fractionLost

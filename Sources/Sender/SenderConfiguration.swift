@@ -56,6 +56,10 @@ public struct SenderConfiguration: Sendable {
     /// `retransmissionPayloadType`); off resends the original packets.
     public var retransmissionStream = true
     public var retransmissionPayloadType: UInt8 = 97
+    /// FlexFEC (RFC 8627) on its own SSRC, sent when the round trip makes
+    /// NACK repairs too slow and packets are being lost.
+    public var forwardErrorCorrection = true
+    public var fecPayloadType: UInt8 = 98
     /// Scale the picture to this size before encoding; nil keeps the screen's size.
     public var size: VideoSize?
     /// Largest UDP payload.
@@ -193,6 +197,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var qualitySteps = 0
     /// NACKed packets not resent: a repair had left less than a round trip before.
     public var retransmissionsSuppressed = 0
+    /// FlexFEC repair packets sent, and media packets per repair now (0: off).
+    public var fecPackets = 0
+    public var protectionGroup = 0
     /// Packets the pacer dropped (waited too long, or its queue was full).
     public var pacerDrops = 0
     public var pacerQueueMilliseconds = 0.0
@@ -213,19 +220,25 @@ public struct RateSample: Sendable, Codable, Equatable {
     public var targetKbps: Double
     public var delayBasedKbps: Double
     public var lossBasedKbps: Double
+    /// What the receiver reported getting.
+    public var acknowledgedKbps: Double?
     /// What left in the last interval (media, repairs, audio, RTCP).
     public var sentKbps: Double
     public var encoderKbps: Int
     public var queueDelayMilliseconds: Double?
     public var lossFraction: Double
     public var roundTripMilliseconds: Double?
+    /// Frames encoded so far.
+    public var framesEncoded = 0
 
-    public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double, sentKbps: Double,
+    public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,
+                acknowledgedKbps: Double?, sentKbps: Double,
                 encoderKbps: Int, queueDelayMilliseconds: Double?, lossFraction: Double, roundTripMilliseconds: Double?) {
         self.seconds = seconds
         self.targetKbps = targetKbps
         self.delayBasedKbps = delayBasedKbps
         self.lossBasedKbps = lossBasedKbps
+        self.acknowledgedKbps = acknowledgedKbps
         self.sentKbps = sentKbps
         self.encoderKbps = encoderKbps
         self.queueDelayMilliseconds = queueDelayMilliseconds

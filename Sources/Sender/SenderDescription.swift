@@ -9,7 +9,7 @@ internal import ShareWire
 /// audio stream.
 enum SenderDescription {
     static func make(encoder: H264Encoder, configuration: SenderConfiguration, destination: SocketAddress,
-                     ssrc: UInt32, repairSSRC: UInt32?) -> SessionDescription {
+                     ssrc: UInt32, repairSSRC: UInt32?, fecSSRC: UInt32?) -> SessionDescription {
         let sets = encoder.parameterSets()
         var fmtp: [(String, String)] = [("packetization-mode", "1")]
         if let sps = sets.first(where: { $0.first.map { $0 & 0x1F == 7 } ?? false }), sps.count >= 4 {
@@ -31,6 +31,9 @@ enum SenderDescription {
         video.feedback = ["nack", "nack pli", "ccm fir"] + (configuration.congestionControl ? ["ack ccfb"] : [])
         if let repairSSRC {
             video.retransmission = (configuration.retransmissionPayloadType, repairSSRC)
+        }
+        if let fecSSRC {
+            video.forwardErrorCorrection = (configuration.fecPayloadType, fecSSRC)
         }
         return SessionDescription(connectionAddress: destination.host, media: [video])
     }

@@ -33,6 +33,9 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var framesLost = 0
     /// Retransmissions (RTX, RFC 4588) received, and those that filled a gap.
     public var repairsReceived = 0
+    /// FlexFEC repair packets received, and packets they rebuilt.
+    public var fecPacketsReceived = 0
+    public var fecRecovered = 0
     public var feedbackReportsSent = 0
     /// NACKs whose original arrived after all: the path reordered it.
     public var needlessNACKs = 0
@@ -50,6 +53,8 @@ public final class ReceiveSession {
         public var videoPayloadType: UInt8?
         /// The payload type of retransmissions of the video (RFC 4588 RTX, apt=video).
         public var retransmissionPayloadType: UInt8? = 97
+        /// The payload type of FlexFEC repairs of the video (RFC 8627).
+        public var fecPayloadType: UInt8? = 98
         /// Bounds of the jitter buffer's wait for a missing packet; in
         /// between, it follows the round trip and the reordering seen.
         public var minimumDelay: Duration = .milliseconds(50)
@@ -80,6 +85,7 @@ public final class ReceiveSession {
     private var lastKeyframeRequest: MonotonicTime?
     private var nextReport: MonotonicTime?
     private var feedback = FeedbackReporter()
+    private var fec = FECDecoder()
     private var probe = RoundTripProbe()
 
     public init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
@@ -162,7 +168,24 @@ public final class ReceiveSession {
                                      timestamp: packet.timestamp, ssrc: ssrc, headerExtension: packet.headerExtension,
                                      payload: packet.payload.dropFirst(2))
             statistics.repairsReceived += 1
-            return video(original, isRepair: true, now: now, emit: emit)
+            var events = video(original, isRepair: true, now: now, emit: emit)
+            if fec.isActive(now: now) {
+                for rebuilt in fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
+                    events += recovered(rebuilt, now: now, emit: emit)
+                }
+            }
+            return events
+        }
+        if let fecType = configuration.fecPayloadType, packet.payloadType == fecType, let ssrc = videoSSRC,
+           packet.ssrc != ssrc {
+            guard packet.csrcs.first == ssrc, let repair = FlexFEC.Repair(payload: packet.payload) else {
+                statistics.malformed += 1
+                return []
+            }
+            statistics.fecPacketsReceived += 1
+            var events: [ReceiveEvent] = []
+            for rebuilt in fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
+            return events
         }
         if videoSSRC == nil, packet.payloadType == (videoPayloadType ?? packet.payloadType),
            (96...127).contains(packet.payloadType) || videoPayloadType != nil {
@@ -174,7 +197,21 @@ public final class ReceiveSession {
             return [.otherPacket(packet)]
         }
         reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-        return video(packet, isRepair: false, now: now, emit: emit)
+        var events = video(packet, isRepair: false, now: now, emit: emit)
+        if fec.isActive(now: now) {
+            for rebuilt in fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
+                events += recovered(rebuilt, now: now, emit: emit)
+            }
+        }
+        return events
+    }
+
+    /// A packet FlexFEC rebuilt: into the jitter buffer as a repair.
+    private func recovered(_ bytes: [UInt8], now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        guard let packet = try? RTPPacket(parsing: bytes), packet.ssrc == videoSSRC,
+              packet.payloadType == videoPayloadType else { return [] }
+        statistics.fecRecovered += 1
+        return video(packet, isRepair: true, now: now, emit: emit)
     }
 
     /// A video packet, original or rebuilt from a repair, into NACK

@@ -26,6 +26,8 @@ public struct SendStatistics: Sendable, Equatable {
     public var rtcpRejected = 0
     /// NACKed packets not resent because a repair left less than a round trip ago.
     public var retransmissionsSuppressed = 0
+    /// FlexFEC repair packets sent.
+    public var fecPackets = 0
     public var roundTrip: Duration?
     public var fractionLost = 0.0
 }
@@ -53,6 +55,9 @@ public final class SendStream {
         /// Retransmissions on their own SSRC and payload type (RFC 4588);
         /// nil resends the original packet as it was.
         public var retransmission: (ssrc: UInt32, payloadType: UInt8)?
+        /// Forward error correction on its own SSRC and payload type
+        /// (RFC 8627 FlexFEC), sent while `protectionGroup` is set.
+        public var forwardErrorCorrection: (ssrc: UInt32, payloadType: UInt8)?
         public var reportInterval: Duration = .seconds(1)
 
         public init(ssrc: UInt32, cname: String) {
@@ -68,6 +73,15 @@ public final class SendStream {
     private var packetizer: RTPPacketizer
     private var repairPacketizer: RTPPacketizer?
     private var repairBuffer: PacketBuffer
+    /// Media packets per FEC repair packet (one loss in each group is
+    /// rebuilt at once); nil sends no FEC.
+    public var protectionGroup: Int? {
+        didSet {
+            if let group = protectionGroup { protectionGroup = min(max(group, 2), FlexFEC.maxProtected) }
+        }
+    }
+    private var fecGroup: [UInt16] = []
+    private var fecSequence = UInt16.random(in: 0...UInt16.max)
     private var payloader: H264Payloader
     private var history: RetransmissionHistory
     private var buffer: PacketBuffer
@@ -86,8 +100,11 @@ public final class SendStream {
                                    clockRate: configuration.clockRate,
                                    initialSequenceNumber: initialSequenceNumber)
         let extensionBytes = configuration.captureTimeExtensionID == nil ? 0 : 4 + 12
-        // RFC 4588 §4: a repair carries the original sequence number (2 bytes) in front of the payload.
-        let repairBytes = configuration.retransmission == nil ? 0 : 2
+        // RFC 4588 §4: a repair carries the original sequence number (2 bytes)
+        // in front of the payload; a FlexFEC packet adds a CSRC and its
+        // header (4 + 14) to the longest packet it protects. Both must fit.
+        let repairBytes = max(configuration.retransmission == nil ? 0 : 2,
+                              configuration.forwardErrorCorrection == nil ? 0 : 18)
         payloader = H264Payloader(maxPayloadSize: configuration.mtu - RTPPacket.fixedHeaderSize - extensionBytes
                                   - keying.profile.rtpOverhead - repairBytes)
         history = RetransmissionHistory(capacity: configuration.historyPackets)
@@ -113,6 +130,14 @@ public final class SendStream {
             let headerSize = buffer.count
             payloader.writePayload(index, of: accessUnit[...], into: &buffer)
             try finishPacket(sequence: sequence, payloadSize: buffer.count - headerSize, emit: emit)
+            if let group = protectionGroup, configuration.forwardErrorCorrection != nil {
+                fecGroup.append(sequence)
+                // A group ends when full or with the frame, so a frame's
+                // repair leaves right behind it.
+                if fecGroup.count >= group || index == count - 1 {
+                    try sendRepair(timestamp: rtpTimestamp, emit: emit)
+                }
+            }
         }
         statistics.frames += 1
         if isKeyframe { statistics.keyframes += 1 }
@@ -238,6 +263,28 @@ public final class SendStream {
     }
 
     private enum RepairOutcome { case sent, missing, suppressed }
+
+    /// The FlexFEC packet for the group just sent (RFC 8627 §4.1: its own
+    /// SSRC, the protected stream's SSRC as its one CSRC).
+    private func sendRepair(timestamp: UInt32, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
+        defer { fecGroup.removeAll(keepingCapacity: true) }
+        guard let fec = configuration.forwardErrorCorrection else { return }
+        let packets = fecGroup.compactMap { history.packet($0) }
+        guard packets.count == fecGroup.count, let payload = FlexFEC.repairPayload(protecting: packets) else { return }
+        repairBuffer.removeAll()
+        repairBuffer.append(2 << 6 | 1)  // V=2, CC=1
+        repairBuffer.append(fec.payloadType & 0x7F)
+        repairBuffer.appendUInt16(fecSequence)
+        repairBuffer.appendUInt32(timestamp)
+        repairBuffer.appendUInt32(fec.ssrc)
+        repairBuffer.appendUInt32(configuration.ssrc)
+        guard repairBuffer.append(contentsOf: payload) else { return }
+        fecSequence &+= 1
+        try srtp.protect(&repairBuffer)
+        statistics.fecPackets += 1
+        statistics.bytes += repairBuffer.count
+        emit(repairBuffer.bytes)
+    }
 
     /// Resends one packet from history: as an RTX packet (RFC 4588 §4:
     /// same timestamp and marker, the original sequence number in front of

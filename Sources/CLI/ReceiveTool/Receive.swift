@@ -65,6 +65,13 @@ struct Receive: ParsableCommand {
             configuration.videoPayloadType = video.payloadType
             configuration.parameterSets = video.parameterSets
             configuration.captureTimeExtensionID = video.extensionID(AbsoluteCaptureTime.uri).map { UInt8(clamping: $0) }
+            // Repairs: the SDP's own rtx and flexfec types; else share's
+            // defaults, unless the SDP gives those numbers to something else.
+            let taken = Set(description?.media.map(\.payloadType) ?? [])
+            configuration.retransmissionPayloadType = video.retransmission?.payloadType
+                ?? (taken.contains(97) ? nil : configuration.retransmissionPayloadType)
+            configuration.fecPayloadType = video.forwardErrorCorrection?.payloadType
+                ?? (taken.contains(98) ? nil : configuration.fecPayloadType)
         }
         if !noWindow && !configuration.showWindow { note("no display: receiving without a window") }
         let receiver: ScreenReceiver
@@ -95,7 +102,9 @@ struct Receive: ParsableCommand {
             received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded) in \
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
-            lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests
+            lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests; \
+            \(s.repairsReceived) retransmissions and \(s.fecRecovered) FEC repairs arrived; \(s.freezes) freezes \
+            (\(String(format: "%.2f", s.freezeSeconds)) s)
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed
             capture to display: \(s.captureToDisplay.text)\(o.readStamps ? """
 

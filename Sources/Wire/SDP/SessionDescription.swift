@@ -42,6 +42,9 @@ public struct MediaDescription: Sendable, Equatable {
     /// Retransmissions (RFC 4588 §8.6): an `rtx` payload type with apt= this
     /// section's, and its SSRC (a=ssrc-group:FID) when announced.
     public var retransmission: (payloadType: UInt8, ssrc: UInt32?)?
+    /// FlexFEC repairs (RFC 8627 §5.1.1: `flexfec` payload type,
+    /// a=ssrc-group:FEC-FR media repair), when sent.
+    public var forwardErrorCorrection: (payloadType: UInt8, ssrc: UInt32?)?
     /// RTCP feedback the sender answers (RFC 4585 §4.2, RFC 8888 §6):
     /// NACK, PLI, FIR and congestion control feedback. Written, not parsed.
     public var feedback: [String] = []
@@ -86,6 +89,8 @@ public struct MediaDescription: Sendable, Equatable {
             && a.source?.ssrc == b.source?.ssrc && a.source?.cname == b.source?.cname
             && a.retransmission?.payloadType == b.retransmission?.payloadType
             && a.retransmission?.ssrc == b.retransmission?.ssrc && a.feedback == b.feedback
+            && a.forwardErrorCorrection?.payloadType == b.forwardErrorCorrection?.payloadType
+            && a.forwardErrorCorrection?.ssrc == b.forwardErrorCorrection?.ssrc
     }
 }
 
@@ -117,6 +122,7 @@ public struct SessionDescription: Sendable, Equatable {
         ]
         for m in media {
             let formats = [m.payloadType] + (m.retransmission.map { [$0.payloadType] } ?? [])
+                + (m.forwardErrorCorrection.map { [$0.payloadType] } ?? [])
             lines.append("m=\(m.kind.rawValue) \(m.port) \(m.transport) " + formats.map { "\($0)" }.joined(separator: " "))
             lines.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)\(m.channels.map { "/\($0)" } ?? "")")
             if !m.formatParameters.isEmpty {
@@ -127,6 +133,10 @@ public struct SessionDescription: Sendable, Equatable {
                 lines.append("a=rtpmap:\(rtx.payloadType) rtx/\(m.clockRate)")
                 lines.append("a=fmtp:\(rtx.payloadType) apt=\(m.payloadType)")
             }
+            if let fec = m.forwardErrorCorrection {
+                lines.append("a=rtpmap:\(fec.payloadType) flexfec/\(m.clockRate)")
+                lines.append("a=fmtp:\(fec.payloadType) repair-window=2000000")
+            }
             if m.rtcpMux { lines.append("a=rtcp-mux") }
             for ext in m.extensions { lines.append("a=extmap:\(ext.id) \(ext.uri)") }
             if let crypto = m.crypto { lines.append("a=crypto:1 \(crypto.suite) inline:\(crypto.keySalt)") }
@@ -134,6 +144,10 @@ public struct SessionDescription: Sendable, Equatable {
                 if let rtx = m.retransmission?.ssrc { lines.append("a=ssrc-group:FID \(source.ssrc) \(rtx)") }
                 lines.append("a=ssrc:\(source.ssrc) cname:\(source.cname)")
                 if let rtx = m.retransmission?.ssrc { lines.append("a=ssrc:\(rtx) cname:\(source.cname)") }
+                if let fec = m.forwardErrorCorrection?.ssrc {
+                    lines.append("a=ssrc-group:FEC-FR \(source.ssrc) \(fec)")
+                    lines.append("a=ssrc:\(fec) cname:\(source.cname)")
+                }
             }
         }
         return lines.joined(separator: "\r\n") + "\r\n"
@@ -191,6 +205,10 @@ public struct SessionDescription: Sendable, Equatable {
                 m.retransmission = (number, m.retransmission?.ssrc)
                 return
             }
+            if let number = UInt8(pt), number != m.payloadType, encoding.lowercased().hasPrefix("flexfec/") {
+                m.forwardErrorCorrection = (number, m.forwardErrorCorrection?.ssrc)
+                return
+            }
             guard UInt8(pt) == m.payloadType else { return }
             let fields = encoding.split(separator: "/")
             guard fields.count >= 2, let rate = Int(fields[1]) else { throw .malformedLine(line) }
@@ -214,8 +232,9 @@ public struct SessionDescription: Sendable, Equatable {
         case "ssrc-group":
             // RFC 5576 §4.2 with RFC 4588 §8.7's FID: the media SSRC, then its repairs.
             let fields = rest.split(separator: " ")
-            if fields.count == 3, fields[0] == "FID", let media = UInt32(fields[1]), let repair = UInt32(fields[2]) {
-                if let rtx = m.retransmission { m.retransmission = (rtx.payloadType, repair) }
+            if fields.count == 3, let media = UInt32(fields[1]), let repair = UInt32(fields[2]) {
+                if fields[0] == "FID", let rtx = m.retransmission { m.retransmission = (rtx.payloadType, repair) }
+                if fields[0] == "FEC-FR", let fec = m.forwardErrorCorrection { m.forwardErrorCorrection = (fec.payloadType, repair) }
                 if m.source == nil { m.source = (media, "") }
             }
         case "ssrc":

@@ -1,0 +1,54 @@
+public import ShareWire
+
+/// When to send forward error correction, and how much, sans-IO. A NACK
+/// repairs a loss one round trip later; once that is longer than a frame
+/// can wait unnoticed (`slowRepair`), losses mean freezes, so FEC repairs
+/// them at once instead: one FlexFEC packet per group of media packets,
+/// the group smaller as loss grows. Off on fast paths (NACK is cheaper) and
+/// when loss stays negligible; hysteresis on both.
+public struct ProtectionPolicy: Sendable {
+    /// A round trip above which NACK repairs show as freezes.
+    public var slowRepair: Duration = .milliseconds(60)
+    /// Below this round trip FEC is turned off again.
+    public var fastRepair: Duration = .milliseconds(40)
+    /// Loss above which FEC starts, and below which (for `offAfter`) it stops.
+    public var startLoss = 0.003
+    public var stopLoss = 0.001
+    public var offAfter: Duration = .seconds(5)
+
+    /// Smoothed loss fraction of media packets.
+    public private(set) var loss = 0.0
+    /// Media packets per repair packet, nil when off.
+    public private(set) var group: Int?
+    private var quietSince: MonotonicTime?
+
+    public init() {}
+
+    /// Feeds the controller's latest loss fraction and round trip.
+    public mutating func update(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime) -> Int? {
+        loss = loss * 0.8 + min(max(lossFraction, 0), 1) * 0.2
+        let rtt = roundTrip ?? .zero
+        if rtt < fastRepair {
+            group = nil
+            return group
+        }
+        if loss > startLoss && rtt >= slowRepair {
+            quietSince = nil
+            // About 5% of the packets' worth of protection per 1% of loss,
+            // so two losses in one group stay rare: 1% -> 1 in 5.
+            group = min(max(Int((0.05 / loss).rounded()), 3), 12)
+            return group
+        }
+        if group != nil, loss < stopLoss {
+            let since = quietSince ?? now
+            quietSince = since
+            if now.since(since) >= offAfter { group = nil }
+        } else {
+            quietSince = nil
+        }
+        return group
+    }
+
+    /// The share of video bitrate the repairs take.
+    public var overhead: Double { group.map { 1 / Double($0 + 1) } ?? 0 }
+}

@@ -1,0 +1,375 @@
+internal import ShareAudio
+internal import ShareColor
+internal import ShareDecode
+internal import ShareSession
+internal import ShareStamp
+internal import ShareWire
+internal import ShareX11
+import Synchronization
+
+/// What the receiver's two threads share: whether it runs, and its counters
+/// (each thread writes its own fields).
+final class ReceiverShared: Sendable {
+    let running = Atomic<Bool>(false)
+    let stats = Mutex(ReceiverStatistics())
+}
+
+/// The receiver's decode thread: decodes each frame the network thread
+/// hands over and shows it at once (or after the audio's delay, for lip
+/// sync), measures latency and freezes, plays and records the sound, and
+/// records the video. Asks the network thread for a keyframe when the
+/// picture chain breaks.
+final class Presenter: @unchecked Sendable {
+    // Safe: everything here is used by the decode thread only, after init.
+    private let configuration: ReceiverConfiguration
+    private let decoder: H264Decoder
+    private let queue: WorkQueue
+    private let network: ReceiverNetworkLoop
+    private let events: @Sendable (ReceiverEvent) -> Void
+    private var window: VideoWindow?
+    private var recorder: Recorder?
+    private var pixels: [UInt8] = []
+    private var latency = LatencyRecorder()
+    private var glassToGlass = LatencyRecorder()
+    private var lastStamp: FrameStamp?
+    private var waitingForKeyframe = true
+    private var local = ReceiverStatistics()
+    private var tracks: [UInt32: AudioTrack] = [:]
+    private var trackOrder: [UInt32] = []
+    private var player: AudioPlayer?
+    private var playerFailed: Bool
+    private var clocks = ClockMapping()
+    private var timeline = Timeline()
+    private var firstPacketAt: UInt64?
+    private var firstAudioAt: UInt64?
+    private var preroll = Preroll()
+    /// Capture-to-heard delay of played audio (µs, smoothed), and when audio
+    /// last played: video is held to match it for lip sync.
+    private var audioDelay: Int64?
+    private var audioPlayedAt: UInt64 = 0
+    private var pending: [(unit: AccessUnit, due: UInt64)] = []
+    /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
+    /// timestamp, and when the last picture was shown: a freeze is a gap of
+    /// more than the spacing plus 100 ms.
+    private var frameSpacing: Double?
+    private var lastTimestamp: UInt32?
+    private var lastShownAt: UInt64?
+
+    init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
+         events: @escaping @Sendable (ReceiverEvent) -> Void) {
+        self.configuration = configuration
+        self.decoder = decoder
+        self.queue = queue
+        self.network = network
+        self.events = events
+        playerFailed = !configuration.playAudio
+    }
+
+    func run(_ shared: ReceiverShared) -> ReceiverError? {
+        defer {
+            recorder?.finish()
+            player?.stop()
+        }
+        var summarizedAt: UInt64 = 0
+        let began = monotonicNow()
+        while shared.running.load(ordering: .relaxed) {
+            // Wake for the next held frame, or at least every 10 ms for timers.
+            let now = monotonicNow()
+            let untilDue = pending.first.map { $0.due > now ? $0.due - now : 0 } ?? 10_000_000
+            let (work, broken) = queue.pop(timeout: .nanoseconds(Int64(min(untilDue, 10_000_000))))
+            if broken { chainBroke() }
+            do {
+                if let work { try handle(work) }
+                while let first = pending.first, first.due <= monotonicNow() {
+                    pending.removeFirst()
+                    try present(first.unit)
+                    if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
+                }
+                try openRecordingWhenReady()
+            } catch {
+                return error
+            }
+            // Percentiles sort every sample: four times a second, not per frame.
+            let summarize = monotonicNow() - summarizedAt >= 250_000_000
+            if summarize {
+                summarizedAt = monotonicNow()
+                local.timeline.append(ReceiverSample(seconds: Double(summarizedAt - began) / 1e9,
+                                                     framesDecoded: local.framesDecoded, freezeSeconds: local.freezeSeconds,
+                                                     framesLost: shared.stats.withLock { $0.framesLost }))
+                if local.timeline.count > 4 * 3600 { local.timeline.removeFirst() }
+            }
+            publish(shared, summarize: summarize)
+        }
+        recorder?.finish()
+        local.framesRecorded = recorder?.framesWritten ?? local.framesRecorded
+        local.audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
+        publish(shared, summarize: true)
+        return nil
+    }
+
+    private func chainBroke() {
+        waitingForKeyframe = true
+        network.keyframeWanted.store(true, ordering: .relaxed)
+    }
+
+    private func handle(_ work: ReceivedWork) throws(ReceiverError) {
+        if firstPacketAt == nil { firstPacketAt = monotonicNow() }
+        switch work {
+        case .video(let unit):
+            noteSpacing(unit.timestamp)
+            // Lip sync: while audio plays, a frame waits until its capture
+            // time plus the audio's capture-to-heard delay (at most 200 ms);
+            // otherwise it is shown at once.
+            var due = monotonicNow()
+            if let delay = audioDelay, monotonicNow() - audioPlayedAt < 1_000_000_000, player != nil {
+                let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
+                                                   timestamp: unit.timestamp, clockRate: 90_000)
+                let wait = min(max(captured + delay - Int64(wallNow() / 1000), 0), 200_000)
+                due += UInt64(wait) * 1000
+            }
+            pending.append((unit, due))
+        case .loss:
+            // Freeze rather than smear: decode again from the next keyframe.
+            waitingForKeyframe = true
+        case .goodbye(let reason):
+            events(.senderLeft(reason: reason))
+        case .senderReport(let ssrc, let report):
+            clocks.update(ssrc: ssrc, report: report)
+        case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
+            audio(packet)
+        case .audio:
+            break
+        }
+    }
+
+    /// The sender's frame spacing, from consecutive frames' RTP timestamps.
+    private func noteSpacing(_ timestamp: UInt32) {
+        defer { lastTimestamp = timestamp }
+        guard let last = lastTimestamp else { return }
+        let ticks = Double(Int32(bitPattern: timestamp &- last))
+        guard ticks > 0 && ticks < 90_000 * 5 else { return }
+        frameSpacing = frameSpacing.map { $0 * 0.9 + ticks * 0.1 } ?? ticks
+    }
+
+    /// The sender-clock capture time (Unix microseconds) of a packet: its
+    /// abs-capture-time, else its stream's sender report, else arrival.
+    private func captureMicroseconds(extension header: RTPHeaderExtension?, ssrc: UInt32, timestamp: UInt32,
+                                     clockRate: Int) -> Int64 {
+        if let id = configuration.captureTimeExtensionID, let data = header?.element(id: id),
+           let capture = AbsoluteCaptureTime(data) {
+            return Int64(capture.ntpTimestamp.unixNanoseconds / 1000)
+        }
+        if let mapped = clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
+            return mapped / 1000
+        }
+        return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
+    }
+
+    /// Decodes one access unit, shows it, measures its latency and records it.
+    private func present(_ unit: AccessUnit) throws(ReceiverError) {
+        local.framesAssembled += 1
+        if waitingForKeyframe && !unit.isKeyframe {
+            local.framesSkippedForKeyframe += 1
+            network.keyframeWanted.store(true, ordering: .relaxed)
+            return
+        }
+        guard let picture = decoder.decode(unit.data) else {
+            local.decodeErrors += 1
+            chainBroke()
+            return
+        }
+        waitingForKeyframe = false
+        if local.framesDecoded == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        local.framesDecoded += 1
+        local.width = picture.width
+        local.height = picture.height
+        if configuration.showWindow {
+            do {
+                if window == nil {
+                    window = try VideoWindow(display: configuration.display, title: "share",
+                                             width: picture.width, height: picture.height)
+                }
+                show(on: window!)
+                local.framesShown += 1
+            } catch {
+                throw .window(error.description)
+            }
+        }
+        let shownAt = monotonicNow()
+        if let last = lastShownAt {
+            let gap = Double(shownAt - last) / 1e6
+            let spacing = (frameSpacing ?? 3000) / 90
+            if gap > spacing + 100 {
+                local.freezes += 1
+                local.freezeSeconds += gap / 1000
+            }
+        }
+        lastShownAt = shownAt
+        if configuration.readStamps { readStamp() }
+        if let id = configuration.captureTimeExtensionID,
+           let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
+            latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
+        }
+        if configuration.recordPath != nil {
+            let time = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
+                                           timestamp: unit.timestamp, clockRate: 90_000)
+            let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
+            if recorder != nil {
+                try? write(item)
+            } else {
+                preroll.add(item)
+            }
+            local.framesRecorded = recorder?.framesWritten ?? 0
+        }
+    }
+
+    private func readStamp() {
+        let stamp = decoder.withLastPicture { y, yStride, _, _, _, _, width, height in
+            FrameStamp.read(width: width, height: height) { x, row in y[row * yStride + x] }
+        } ?? nil
+        if let stamp, stamp != lastStamp {
+            lastStamp = stamp
+            local.stampsNew += 1
+            if let elapsed = stamp.microseconds(until: monotonicNow() / 1000) {
+                glassToGlass.record(milliseconds: Double(elapsed) / 1000)
+            }
+        } else if stamp != nil {
+            local.stampsRepeated += 1
+        } else {
+            local.stampsUnreadable += 1
+        }
+    }
+
+    private func show(on window: VideoWindow) {
+        decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
+            let stride = width * 4
+            if pixels.count < stride * height { pixels = [UInt8](repeating: 0, count: stride * height) }
+            pixels.withUnsafeMutableBytes { raw in
+                ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
+                                            height: height, to: raw.baseAddress!, stride: stride)
+                window.show(width: width, height: height, stride: stride, pixels: UnsafeRawPointer(raw.baseAddress!))
+            }
+        }
+    }
+
+    private func audio(_ packet: RTPPacket) {
+        if tracks[packet.ssrc] == nil {
+            // A new stream after the recording started cannot join its file.
+            guard let track = try? AudioTrack(ssrc: packet.ssrc, firstPacket: packet.payload, index: trackOrder.count)
+            else { return }
+            tracks[packet.ssrc] = track
+            trackOrder.append(packet.ssrc)
+            if firstAudioAt == nil { firstAudioAt = monotonicNow() }
+        }
+        guard let track = tracks[packet.ssrc] else { return }
+        let pcm = track.decode(packet)
+        if !playerFailed && !pcm.isEmpty {
+            if player == nil {
+                do {
+                    player = try AudioPlayer()
+                } catch {
+                    playerFailed = true
+                    events(.warning("no audio playback (\(error)); use --no-audio to silence this"))
+                }
+            }
+            for frame in pcm { player?.play(frame) }
+            if let player {
+                let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                                   timestamp: packet.timestamp, clockRate: 48_000)
+                let heard = Int64(wallNow() / 1000) + player.delayMicroseconds
+                let sample = heard - captured
+                audioDelay = audioDelay.map { ($0 * 7 + sample) / 8 } ?? sample
+                audioPlayedAt = monotonicNow()
+            }
+            if let failure = player?.failure.withLock({ $0 }) {
+                playerFailed = true
+                player = nil
+                events(.warning("audio playback stopped: \(failure); video goes on"))
+            }
+        }
+        if configuration.recordPath != nil, recorder == nil || track.index < (recorder?.audioTrackCount ?? 0) {
+            let samples = (try? OpusPacketInfo(packet: packet.payload).samples) ?? 960
+            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                               timestamp: packet.timestamp, clockRate: 48_000)
+            let time = track.timeline.time(rtp: packet.timestamp, captured: captured)
+            let item = Preroll.Item.audio(track.index, packet.payload, time, samples)
+            if recorder != nil { try? write(item) } else { preroll.add(item) }
+        }
+    }
+
+    /// A file cannot gain tracks later, so the recording opens once the audio
+    /// streams have shown up (200 ms after the first, as `both` sends two) or
+    /// after 2 s without audio; until then frames wait in the pre-roll from
+    /// the first keyframe on, so none is lost.
+    private func openRecordingWhenReady() throws(ReceiverError) {
+        guard let path = configuration.recordPath, recorder == nil, let first = firstPacketAt,
+              let keyframe = preroll.firstKeyframe else { return }
+        let now = monotonicNow()
+        let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
+        guard audioSettled || now - first > 2_000_000_000 else { return }
+        do {
+            recorder = try Recorder(path: path, width: keyframe.width, height: keyframe.height,
+                                    parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
+                                    audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
+        } catch {
+            throw .recording(error.description)
+        }
+        for item in preroll.drain() { try write(item) }
+    }
+
+    private func write(_ item: Preroll.Item) throws(ReceiverError) {
+        guard let recorder else { return }
+        do {
+            switch item {
+            case .video(let data, let time, let key, _, _):
+                try recorder.writeVideo(accessUnit: data, time: time, isKeyframe: key)
+            case .audio(let track, let payload, let time, let samples):
+                try recorder.writeAudio(track: track, packet: payload, time: time, samples: samples)
+            }
+        } catch {
+            throw .recording(error.description)
+        }
+    }
+
+    private func publish(_ shared: ReceiverShared, summarize: Bool) {
+        var audio = AudioStatistics()
+        for track in tracks.values {
+            let t = track.statistics
+            audio.packetsReceived += t.packetsReceived
+            audio.packetsLost += t.packetsLost
+            audio.framesRecoveredByFEC += t.framesRecoveredByFEC
+            audio.framesConcealed += t.framesConcealed
+            audio.packetsLate += t.packetsLate
+        }
+        audio.streams = tracks.count
+        audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
+        audio.framesDroppedForPlayback = player?.framesDropped ?? 0
+        local.audio = audio
+        if summarize {
+            local.captureToDisplay = latency.summary
+            local.glassToGlass = glassToGlass.summary
+        }
+        let mine = local
+        shared.stats.withLock { s in
+            s.framesAssembled = mine.framesAssembled
+            s.framesDecoded = mine.framesDecoded
+            s.framesShown = mine.framesShown
+            s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
+            s.decodeErrors = mine.decodeErrors
+            s.framesRecorded = mine.framesRecorded
+            s.width = mine.width
+            s.height = mine.height
+            s.freezes = mine.freezes
+            s.freezeSeconds = mine.freezeSeconds
+            s.stampsNew = mine.stampsNew
+            s.stampsRepeated = mine.stampsRepeated
+            s.stampsUnreadable = mine.stampsUnreadable
+            s.audio = mine.audio
+            if summarize {
+                s.captureToDisplay = mine.captureToDisplay
+                s.glassToGlass = mine.glassToGlass
+                s.timeline = mine.timeline
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+internal import ShareWire
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Video and audio that arrive before the recording starts: kept from the
+/// first keyframe on, written in order once the file is opened.
+struct Preroll {
+    enum Item {
+        case video([UInt8], Int64, Bool, Int, Int)
+        case audio(Int, ArraySlice<UInt8>, Int64, Int)
+    }
+
+    private var items: [Item] = []
+
+    var firstKeyframe: (data: [UInt8], width: Int, height: Int)? {
+        for case .video(let data, _, true, let width, let height) in items { return (data, width, height) }
+        return nil
+    }
+
+    mutating func add(_ item: Item) {
+        if case .video(_, _, let key, _, _) = item, !key, firstKeyframe == nil { return }
+        items.append(item)
+        // Never more than a few seconds: a sender that never sends a keyframe
+        // must not grow the receiver.
+        if items.count > 2000 { items.removeFirst(items.count - 2000) }
+    }
+
+    mutating func drain() -> [Item] {
+        defer { items.removeAll() }
+        func time(_ item: Item) -> Int64 {
+            switch item {
+            case .video(_, let t, _, _, _): t
+            case .audio(_, _, let t, _): t
+            }
+        }
+        return items.sorted { time($0) < time($1) }
+    }
+}
+
+/// Sender-clock estimates for streams with neither capture times nor sender
+/// reports yet: the first packet's arrival anchors the stream's RTP clock.
+struct Timeline {
+    private var anchors: [UInt32: (timestamp: UInt32, arrival: Int64)] = [:]
+
+    mutating func estimate(ssrc: UInt32, timestamp: UInt32, clockRate: Int, arrival: Int64) -> Int64 {
+        guard let anchor = anchors[ssrc] else {
+            anchors[ssrc] = (timestamp, arrival)
+            return arrival
+        }
+        let ticks = Int64(Int32(bitPattern: timestamp &- anchor.timestamp))
+        return anchor.arrival + ticks * 1_000_000 / Int64(max(clockRate, 1))
+    }
+}
+
+func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+func wallNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}

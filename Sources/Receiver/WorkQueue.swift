@@ -1,0 +1,83 @@
+import Dispatch
+internal import ShareWire
+import Synchronization
+
+/// What the network thread hands the decode thread.
+enum ReceivedWork: Sendable {
+    case video(AccessUnit)
+    /// Frames the jitter buffer gave up on: decode again from a keyframe.
+    case loss
+    case audio(RTPPacket)
+    case senderReport(ssrc: UInt32, SenderReport)
+    case goodbye(reason: String?)
+}
+
+/// The bounded queue between the receiver's network thread and its decode
+/// thread. A slow window or recorder fills it; then new items are dropped
+/// (counted) rather than queued without bound, and the decode thread is told
+/// the picture chain broke, so it waits for a keyframe instead of decoding
+/// frames whose references are gone. The network thread never waits here.
+final class WorkQueue: Sendable {
+    private struct State {
+        var items: [ReceivedWork] = []
+        var head = 0
+        var chainBroken = false
+        var dropped = 0
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+    private let ready = DispatchSemaphore(value: 0)
+
+    init(capacity: Int = 120) {
+        self.capacity = capacity
+    }
+
+    /// Queues `work`; false (and counted) when the queue is full.
+    @discardableResult
+    func push(_ work: ReceivedWork) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard state.items.count - state.head < capacity else {
+                state.dropped += 1
+                if case .video = work { state.chainBroken = true }
+                return false
+            }
+            if state.head > 64 {
+                state.items.removeFirst(state.head)
+                state.head = 0
+            }
+            state.items.append(work)
+            return true
+        }
+        if accepted { ready.signal() }
+        return accepted
+    }
+
+    /// The next item, waiting up to `timeout`; `chainBroken` says video was
+    /// dropped since the last call.
+    func pop(timeout: Duration) -> (work: ReceivedWork?, chainBroken: Bool) {
+        if let item = take() { return item }
+        _ = ready.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds)))
+        return take() ?? (nil, state.withLock { state in
+            defer { state.chainBroken = false }
+            return state.chainBroken
+        })
+    }
+
+    private func take() -> (ReceivedWork?, Bool)? {
+        state.withLock { state in
+            guard state.head < state.items.count else { return nil }
+            let item = state.items[state.head]
+            state.head += 1
+            let broken = state.chainBroken
+            state.chainBroken = false
+            return (item, broken)
+        }
+    }
+
+    /// Items dropped because the decode thread was behind.
+    var dropped: Int { state.withLock { $0.dropped } }
+
+    /// Wakes a waiting `pop` (to stop).
+    func wake() { ready.signal() }
+}
