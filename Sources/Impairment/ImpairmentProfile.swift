@@ -130,7 +130,7 @@ public struct ImpairmentProfile: Sendable, Equatable, CustomStringConvertible {
     static func duration(_ text: String, _ key: String) throws(ImpairmentError) -> Duration {
         let units: [(String, Double)] = [("ms", 1e-3), ("us", 1e-6), ("s", 1)]
         for (suffix, scale) in units where text.hasSuffix(suffix) {
-            if let number = Double(text.dropLast(suffix.count)), number >= 0, number <= 3600 {
+            if let number = Double(text.dropLast(suffix.count)), number >= 0, number * scale <= 3600 {
                 return .nanoseconds(Int64(number * scale * 1e9))
             }
         }

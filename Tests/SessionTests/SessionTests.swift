@@ -25,9 +25,10 @@ final class Link {
     var losses = 0
     var feedback: [SenderFeedback] = []
 
-    init() throws {
-        sender = try SendStream(configuration: .init(ssrc: 0xAAAA, cname: "sender"), keying: keying,
-                                     initialSequenceNumber: 65_500)
+    init(configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
+        var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
+        configure(&configuration)
+        sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: 65_500)
         receiver = try ReceiveSession(configuration: .init(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96),
                                       keying: keying)
     }

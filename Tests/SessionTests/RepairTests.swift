@@ -1,0 +1,116 @@
+import ShareSRTP
+import ShareSession
+import ShareWire
+import TestSupport
+import Testing
+
+@Suite("Repairs and feedback: RTX, FlexFEC, RFC 8888 reports, round trip (sans-IO)")
+struct RepairTests {
+    static func repairing() throws -> Link {
+        try Link { configuration in
+            configuration.retransmission = (0xCCCC, 97)
+            configuration.forwardErrorCorrection = (0xDDDD, 98)
+        }
+    }
+
+    /// A lost packet comes back on the RTX stream (RFC 4588): the receiver
+    /// rebuilds the original and counts it as a repair.
+    @Test func lostPacketComesBackOnTheRetransmissionStream() throws {
+        let link = try Self.repairing()
+        try link.send(0, size: 20_000, keyframe: true)
+        link.deliver()
+        try link.send(1, size: 20_000)
+        var repairSSRCs: [UInt32] = []
+        link.deliver { index, _ in index == 3 }
+        link.advance(.milliseconds(2))
+        link.deliver()
+        for bytes in link.toReceiver where bytes.count >= 12 {
+            repairSSRCs.append(UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]))
+        }
+        #expect(repairSSRCs == [0xCCCC], "the repair travels on its own SSRC")
+        link.deliver()
+        #expect(link.frames.count == 2)
+        #expect(link.frames[1].data == accessUnit(1, size: 20_000, keyframe: false))
+        #expect(link.receiver.statistics.repairsReceived == 1)
+        #expect(link.losses == 0)
+    }
+
+    /// A NACK repeated within a round trip does not send the packet twice.
+    @Test func repeatedNACKWithinARoundTripIsNotAnsweredTwice() throws {
+        let link = try Self.repairing()
+        link.sender.observeRoundTrip(.milliseconds(100))
+        try link.send(0, size: 5000, keyframe: true)
+        link.toReceiver.removeAll()
+        let nack = RTCPPacket.nack(GenericNACK(senderSSRC: 0xBBBB, mediaSSRC: 0xAAAA, lost: [65_501]))
+        let receiverSide = try SRTPContext(keying: link.keying, direction: .outbound)
+        func protect(_ packet: RTCPPacket) throws -> [UInt8] {
+            var buffer = PacketBuffer(RTCPPacket.serializeCompound([packet]))
+            try receiverSide.protectRTCP(&buffer)
+            return Array(buffer.bytes)
+        }
+        var repairs = 0
+        for _ in 0..<2 {
+            var datagram = PacketBuffer(try protect(nack))
+            _ = link.sender.handle(datagram: &datagram, now: link.now) { _ in repairs += 1 }
+            link.advance(.milliseconds(30))
+        }
+        #expect(repairs == 1)
+        #expect(link.sender.statistics.retransmissionsSuppressed == 1)
+        link.advance(.milliseconds(100))
+        var datagram = PacketBuffer(try protect(nack))
+        _ = link.sender.handle(datagram: &datagram, now: link.now) { _ in repairs += 1 }
+        #expect(repairs == 2, "after a round trip it may have been lost again")
+    }
+
+    /// With FEC on, a lost packet is rebuilt as soon as the repair arrives:
+    /// no NACK, no waiting a round trip.
+    @Test func flexFECRebuildsALostPacketWithoutARoundTrip() throws {
+        let link = try Self.repairing()
+        link.sender.protectionGroup = 4
+        try link.send(0, size: 8000, keyframe: true)
+        link.deliver()
+        try link.send(1, size: 12_000)
+        // The frame's media packets and, after every four, a repair; drop the second media packet.
+        link.deliver { index, _ in index == 1 }
+        #expect(link.frames.count == 2, "complete in the same instant")
+        #expect(link.frames[1].data == accessUnit(1, size: 12_000, keyframe: false))
+        #expect(link.receiver.statistics.fecRecovered == 1)
+        #expect(link.receiver.statistics.nacksSent == 0)
+        #expect(link.sender.statistics.fecPackets >= 3)
+    }
+
+    @Test func feedbackReporterReportsLatePacketsAgain() {
+        var reporter = FeedbackReporter()
+        var now = MonotonicTime(nanoseconds: 5_000_000_000)
+        for sequence: UInt16 in [10, 11, 13] {
+            reporter.received(ssrc: 1, sequence: sequence, now: now)
+        }
+        let first = reporter.poll(now: now, senderSSRC: 9)
+        #expect(first?.blocks.first?.beginSequence == 10)
+        #expect(first?.blocks.first?.metrics.map(\.received) == [true, true, false, true])
+        now = now + .milliseconds(20)
+        reporter.received(ssrc: 1, sequence: 12, now: now)  // late
+        reporter.received(ssrc: 1, sequence: 14, now: now)
+        #expect(reporter.poll(now: now, senderSSRC: 9) == nil, "not before the interval")
+        now = now + .milliseconds(50)
+        let second = reporter.poll(now: now, senderSSRC: 9)
+        #expect(second?.blocks.first?.beginSequence == 12, "reaches back to the late one")
+        #expect(second?.blocks.first?.metrics.map(\.received) == [true, true, true])
+        // Arrival offsets: 12 and 14 arrived 50 ms (51.2 units of 1/1024 s) before the report.
+        #expect(second?.blocks.first?.metrics.first?.arrivalOffset == 51)
+        #expect(reporter.poll(now: now + .seconds(1), senderSSRC: 9) == nil, "nothing new, nothing sent")
+    }
+
+    /// The receiver learns the round trip from its RRTR and the sender's
+    /// DLRR echo, and sizes its jitter buffer by it.
+    @Test func receiverLearnsTheRoundTripFromExtendedReports() throws {
+        let link = try Self.repairing()
+        try link.send(0, size: 2000, keyframe: true)
+        link.deliver()  // the receiver's first report carries an RRTR; the sender echoes it
+        link.advance(.milliseconds(40))
+        link.deliver()  // the echo arrives 40 ms after the report left
+        let rtt = try #require(link.receiver.roundTrip)
+        #expect(rtt >= .milliseconds(39) && rtt <= .milliseconds(41))
+        #expect(link.receiver.jitterBufferDelay >= .milliseconds(100), "two round trips and a margin")
+    }
+}
