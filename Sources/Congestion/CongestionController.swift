@@ -28,6 +28,8 @@ public struct CongestionController: Sendable {
         public var lossBased: Double
         /// Milliseconds packets wait in queues on the path, once known.
         public var queueDelay: Double?
+        /// The narrowest link's rate from packet-train dispersion, if one was seen.
+        public var bottleneck: Double?
         public var acknowledged: Double?
         public var lossFraction: Double
         public var roundTrip: Duration?
@@ -41,6 +43,7 @@ public struct CongestionController: Sendable {
     private var loss: LossBasedEstimator
     private var acknowledged = AcknowledgedBitrate()
     private var queue = QueueDelayEstimator()
+    private var bottleneck = BottleneckEstimator()
     /// A queue standing longer than this (ms) is congestion even when flat.
     public var queueDelayLimit = 40.0
     private var lastStandingCut: (at: MonotonicTime, queue: Double)?
@@ -88,13 +91,32 @@ public struct CongestionController: Sendable {
         let rtt = smoothedRoundTrip ?? .milliseconds(100)
         acknowledged.update(feedback.results)
         queue.update(feedback.results)
+        bottleneck.update(feedback.results)
+        if bottleneck.takeWidened() { rate.forgetCapacity() }
         var usage = trendline.update(feedback.results)
         if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
         let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
         let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
-        target = min(max(min(delayBased, lossBased), configuration.minimum), configuration.maximum)
+        var combined = min(delayBased, lossBased)
+        // Never above what the narrowest link drains (with room for repairs
+        // and jitter); the rate control is held there too, so it has not
+        // wound up past the link when the measurement lapses.
+        if let link = bottleneck.bitsPerSecond, link * 0.9 < combined {
+            combined = link * 0.9
+            rate.reduce(to: combined)
+        }
+        target = min(max(combined, configuration.minimum), configuration.maximum)
         return target
+    }
+
+    /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
+    /// faster than a measured bottleneck drains (a frame sent faster only
+    /// waits in, or overflows, its queue), and never under 1.1x the target.
+    public var pacingRate: Double {
+        let fast = target * 2.5
+        guard let link = bottleneck.bitsPerSecond else { return fast }
+        return min(fast, max(link, target * 1.1))
     }
 
     /// A full, flat queue: over the limit, not draining since the last cut
@@ -124,6 +146,7 @@ public struct CongestionController: Sendable {
 
     public var estimate: Estimate {
         Estimate(target: target, delayBased: rate.bitrate, lossBased: loss.bitrate, queueDelay: queue.queueDelay,
+                 bottleneck: bottleneck.bitsPerSecond,
                  acknowledged: acknowledged.bitsPerSecond, lossFraction: loss.lossFraction,
                  roundTrip: smoothedRoundTrip, usage: trendline.state)
     }

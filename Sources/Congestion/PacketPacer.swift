@@ -66,10 +66,11 @@ public struct PacketPacer: Sendable {
         repairTokens = repairDepth
     }
 
-    /// Follows a new target bitrate (bits per second).
-    public mutating func setTarget(_ bitsPerSecond: Double) {
+    /// Follows a new target bitrate (bits per second), pacing at
+    /// `pacingFactor` times it unless `pacingRate` says otherwise.
+    public mutating func setTarget(_ bitsPerSecond: Double, pacingRate rate: Double? = nil) {
         let target = max(bitsPerSecond, 10_000)
-        pacingRate = target * configuration.pacingFactor
+        pacingRate = max(rate ?? target * configuration.pacingFactor, target)
         retransmissionRate = target * configuration.retransmissionShare
     }
 

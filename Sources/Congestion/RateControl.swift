@@ -60,12 +60,11 @@ public struct RateControl: Sendable {
             } else {
                 next = bitrate * pow(Self.growth, elapsed) + 1000 * elapsed
             }
-            // Never far above what gets through: an encoder that sends less
-            // than its target (a still screen, simple content) would otherwise
-            // let the estimate float into territory never tried, and the
-            // first busy second would overflow the path. Near the last
-            // congestion point, stay within 10% of it; far from it, 50%.
-            if let ack = acknowledged { next = min(next, (linkCapacity == nil ? 1.5 : 1.1) * ack + 10_000) }
+            // Never more than 1.5x what gets through (libwebrtc's rule): an
+            // encoder that sends less than its target (a still screen,
+            // simple content) would otherwise let the estimate float into
+            // territory never tried.
+            if let ack = acknowledged { next = min(next, 1.5 * ack + 10_000) }
             bitrate = max(bitrate, next)
         case .decrease:
             if let last = lastDecrease, now.since(last) < roundTrip + .milliseconds(100) {
@@ -92,6 +91,12 @@ public struct RateControl: Sendable {
         }
         bitrate = min(max(bitrate, minimum), maximum)
         return bitrate
+    }
+
+    /// Forgets the link capacity (the path changed): growth is
+    /// multiplicative again.
+    public mutating func forgetCapacity() {
+        linkCapacity = nil
     }
 
     /// Three standard deviations of the capacity estimate (kbit/s).

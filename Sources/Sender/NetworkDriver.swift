@@ -36,6 +36,8 @@ final class NetworkDriver: @unchecked Sendable {
 
     /// Whether the video stream can send FlexFEC.
     private let fecAvailable: Bool
+    /// The pacing rate last applied (feedback thread only).
+    private var pacing = 0
 
     init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration) {
         self.socket = socket
@@ -149,8 +151,8 @@ final class NetworkDriver: @unchecked Sendable {
             }
             let clock = Clock.monotonic()
             let now = MonotonicTime(nanoseconds: clock)
-            let (polled, rtt) = controller.withLock { ($0.poll(now: now), $0.roundTrip) }
-            apply(target: polled)
+            let (polled, rtt, pacing) = controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
+            apply(target: polled, pacingRate: pacing)
             video.withLock { stream in
                 if let rtt { stream.observeRoundTrip(rtt) }
                 _ = stream.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } }
@@ -191,7 +193,8 @@ final class NetworkDriver: @unchecked Sendable {
         case .keyframeRequested:
             keyframe()
         case .congestion(let report):
-            apply(target: controller.withLock { $0.handle(report, now: now) })
+            let (target, pacing) = controller.withLock { ($0.handle(report, now: now), $0.pacingRate) }
+            apply(target: target, pacingRate: pacing)
         case .receiverReport(_, let roundTrip):
             if let roundTrip { controller.withLock { $0.observeRoundTrip(roundTrip) } }
         default:
@@ -199,11 +202,12 @@ final class NetworkDriver: @unchecked Sendable {
         }
     }
 
-    private func apply(target: Double) {
+    private func apply(target: Double, pacingRate: Double) {
         let bits = Int(target)
-        guard bits != targetBitrate.load(ordering: .relaxed) else { return }
+        guard bits != targetBitrate.load(ordering: .relaxed) || Int(pacingRate) != pacing else { return }
         targetBitrate.store(bits, ordering: .relaxed)
-        pacer.withLock { $0.setTarget(target) }
+        pacing = Int(pacingRate)
+        pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
     }
 
     // MARK: statistics

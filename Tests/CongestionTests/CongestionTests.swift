@@ -2,6 +2,7 @@ import ShareCongestion
 import ShareImpairment
 import ShareSession
 import ShareWire
+import TestSupport
 import Testing
 
 @Suite("Congestion control: estimators, controller, pacer, ladder (sans-IO)")
@@ -96,6 +97,38 @@ struct CongestionTests {
         acknowledged.update(Array(results.suffix(150)))
         let rate = acknowledged.bitsPerSecond ?? 0
         #expect(abs(rate - 2_000_000) < 100_000, "measured \(rate)")
+    }
+
+    /// Trains of 10 packets sent back to back every 33 ms, arriving spread
+    /// by a link of `rate` bit/s, or with random jitter, or as they left.
+    static func trains(arrivalGap: (Int) -> Double, count: Int = 30) -> [PacketResult] {
+        var results: [PacketResult] = []
+        for train in 0..<count {
+            let start = Double(train) * 33
+            for i in 0..<10 {
+                let packet = SentPacket(ssrc: ssrc, sequence: UInt16(train * 10 + i), size: 1200,
+                                        sendTime: MonotonicTime(nanoseconds: UInt64((start + Double(i) * 0.01) * 1e6)))
+                let arrival = start + 5 + (0..<i).reduce(0) { $0 + arrivalGap($1) }
+                results.append(PacketResult(packet: packet, received: true, arrival: .microseconds(Int64(arrival * 1000))))
+            }
+        }
+        return results
+    }
+
+    @Test func bottleneckEstimatorMeasuresTrainDispersionAndNotJitter() {
+        var link = BottleneckEstimator()
+        link.update(Self.trains { _ in 1200 * 8 / 3_000_000 * 1000 })  // 3.2 ms a packet: 3 Mbit/s
+        let rate = link.bitsPerSecond ?? 0
+        #expect(abs(rate - 3_000_000) < 150_000, "measured \(rate)")
+        var jitter = BottleneckEstimator()
+        var rng = SeededGenerator(seed: 3)
+        jitter.update(Self.trains { _ in Double.random(in: 0...8, using: &rng) })
+        #expect(jitter.bitsPerSecond == nil, "uneven spreading is jitter, not a link")
+        // Trains that arrive as tightly as they left clear the estimate.
+        link.update(Self.trains(arrivalGap: { _ in 0.01 }, count: 5))
+        #expect(link.bitsPerSecond == nil)
+        let widened = link.takeWidened()
+        #expect(widened)
     }
 
     @Test func lossBasedEstimatorCutsOnHeavyLossHoldsOnModerateAndGrowsOnLittle() {

@@ -74,7 +74,7 @@ struct NetworkSimulation {
         while let first = feedbackInFlight.first, first.at <= now {
             feedbackInFlight.removeFirst()
             controller.handle(first.report, now: now)
-            pacer.setTarget(controller.target)
+            pacer.setTarget(controller.target, pacingRate: controller.pacingRate)
         }
         controller.poll(now: now)
         maxQueue = max(maxQueue, forward.counters.maxQueueMilliseconds)

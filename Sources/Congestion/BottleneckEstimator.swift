@@ -1,0 +1,87 @@
+public import ShareWire
+
+/// The bottleneck's rate from packet-train dispersion: the pacer releases a
+/// frame's packets back to back, and a link slower than that spreads them
+/// out, so their arrival spacing is its serialisation time. A slow link's
+/// short queue can be overflowed by one large frame long before any delay
+/// trend shows; knowing the rate lets the pacer send no faster than the
+/// link drains. Only trains that arrive in order and evenly spread count
+/// (jitter spreads a train unevenly), and the estimate is the median of
+/// the last few; trains that arrive as tightly as they left say there is
+/// no bottleneck below our pacing rate, and clear it. Samples expire after
+/// `memory`: paced at the bottleneck's rate, trains no longer form, and
+/// the next frame after the expiry leaves as a train again and re-measures
+/// (or finds the link faster than it was).
+public struct BottleneckEstimator: Sendable {
+    /// Packets sent within this of each other belong to one train.
+    static let trainGap: Duration = .microseconds(1500)
+    static let minimumPackets = 4
+    /// Arrival spans shorter than this are below the feedback's resolution (1/1024 s).
+    static let minimumSpan = 4.0  // ms
+    static let keep = 9
+
+    /// How long a measurement counts.
+    public var memory: Duration = .seconds(3)
+    private var samples: [(at: Duration, rate: Double)] = []
+    private var unconstrained = 0
+    private var latest: Duration = .zero
+    /// Set when trains showed a bottleneck gone (the path got faster); the
+    /// owner takes it with `takeWidened`.
+    private var widened = false
+
+    /// True once after a bottleneck has been seen to go away.
+    public mutating func takeWidened() -> Bool {
+        defer { widened = false }
+        return widened
+    }
+
+    public init() {}
+
+    /// Bits per second of the narrowest link seen lately, if one is.
+    public var bitsPerSecond: Double? {
+        let recent = samples.filter { latest - $0.at <= memory }.map(\.rate)
+        guard recent.count >= 3 else { return nil }
+        return recent.sorted()[recent.count / 2]
+    }
+
+    public mutating func update(_ results: [PacketResult]) {
+        var train: [PacketResult] = []
+        for result in results where !result.packet.isRetransmission {
+            if let arrival = result.arrival { latest = max(latest, arrival) }
+            if let last = train.last, result.packet.sendTime.since(last.packet.sendTime) > Self.trainGap
+                || result.packet.sendTime < last.packet.sendTime {
+                measure(train)
+                train.removeAll(keepingCapacity: true)
+            }
+            train.append(result)
+        }
+        measure(train)
+    }
+
+    private mutating func measure(_ train: [PacketResult]) {
+        guard train.count >= Self.minimumPackets, train.allSatisfy({ $0.arrival != nil }) else { return }
+        let arrivals = train.map { $0.arrival! / .milliseconds(1) }
+        guard zip(arrivals, arrivals.dropFirst()).allSatisfy({ $0 <= $1 }) else { return }  // reordered
+        let span = arrivals.last! - arrivals.first!
+        let sent = Double(train.last!.packet.sendTime.since(train.first!.packet.sendTime).nanoseconds) / 1e6
+        let bits = Double(train.dropFirst().reduce(0) { $0 + $1.packet.size } * 8)
+        if span < max(Self.minimumSpan, sent * 1.5 + 1) {
+            // As tight as it left: nothing below our pacing rate on the path.
+            unconstrained += 1
+            if unconstrained >= 3 {
+                if !samples.isEmpty { widened = true }
+                samples.removeAll()
+                unconstrained = 0
+            }
+            return
+        }
+        // Evenly spread, as serialisation does: each gap near its share of the span.
+        let expected = span / Double(train.count - 1)
+        let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
+        let deviation = gaps.reduce(0) { $0 + abs($1 - expected) } / Double(gaps.count)
+        guard deviation < max(expected * 0.5, 1.0) else { return }
+        unconstrained = 0
+        samples.append((train.last!.arrival!, bits / span * 1000))
+        if samples.count > Self.keep { samples.removeFirst() }
+    }
+}
