@@ -545,13 +545,14 @@ SETTLE = 3.0  # seconds after the start that "shown" and "frozen" leave out (the
 
 
 def at(timeline, seconds, key):
-    """The value of `key` in the last sample at or before `seconds` (0 before the first)."""
-    value = 0
+    """`key` at `seconds`, interpolated between the samples around it (0 before the first)."""
+    previous = (0.0, 0.0)
     for sample in timeline:
-        if sample["seconds"] > seconds:
-            break
-        value = sample.get(key) or 0
-    return value
+        t, v = sample["seconds"], sample.get(key) or 0
+        if t >= seconds:
+            return v if t <= previous[0] else previous[1] + (v - previous[1]) * (seconds - previous[0]) / (t - previous[0])
+        previous = (t, v)
+    return previous[1]
 
 
 def run_network(name, size, args, key, work):
@@ -601,12 +602,13 @@ def run_network(name, size, args, key, work):
         stop(xvfb)
         stop(receiver_xvfb)
     sent, received, relayed = (json.load(open(files[n])) for n in ("send", "recv", "relay"))
-    offset = sent_from - received_from  # the receiver's clock runs this much ahead of the sender's
+    # Where the sender's timeline starts on the receiver's.
+    offset = sent.get("timelineOriginUnix", sent_from) - received.get("timelineOriginUnix", received_from)
     rate, samples = sent.get("rateTimeline", []), received.get("timeline", [])
     g2g = received.get("glassToGlass", {})
     # A frame encoded at SETTLE on the sender's clock is shown about one
     # latency later on the receiver's.
-    shift = offset + (g2g.get("p50") or 0) / 1000
+    shift = offset + (received.get("captureToDisplay", {}).get("p50") or g2g.get("p50") or 0) / 1000
     encoded = sent["framesEncoded"] - at(rate, SETTLE, "framesEncoded")
     shown = received["framesDecoded"] - at(samples, SETTLE + shift, "framesDecoded")
     frozen = received.get("freezeSeconds", 0) - at(samples, SETTLE + shift, "freezeSeconds")

@@ -72,6 +72,7 @@ final class Presenter: @unchecked Sendable {
         }
         var summarizedAt: UInt64 = 0
         let began = monotonicNow()
+        local.timelineOriginUnix = Double(wallNow()) / 1e9
         while shared.running.load(ordering: .relaxed) {
             // Wake for the next held frame, or at least every 10 ms for timers.
             let now = monotonicNow()
@@ -369,6 +370,7 @@ final class Presenter: @unchecked Sendable {
                 s.captureToDisplay = mine.captureToDisplay
                 s.glassToGlass = mine.glassToGlass
                 s.timeline = mine.timeline
+                s.timelineOriginUnix = mine.timelineOriginUnix
             }
         }
     }

@@ -120,6 +120,8 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var receiveBufferBytes = 0
     /// Four times a second: pictures decoded and freeze time so far.
     public var timeline: [ReceiverSample] = []
+    /// When the timeline's second 0 was (Unix seconds), to line it up with a sender's.
+    public var timelineOriginUnix = 0.0
     public var framesRecorded = 0
     public var width = 0
     public var height = 0

@@ -33,6 +33,8 @@ final class NetworkDriver: @unchecked Sendable {
     let encoderKbps = Atomic<Int>(0)
     static let sampleInterval: UInt64 = 250_000_000
     private let began = Clock.monotonic()
+    /// The wall-clock time (Unix seconds) the timeline counts from.
+    let beganUnix = Double(Clock.wall()) / 1e9
 
     /// Whether the video stream can send FlexFEC.
     private let fecAvailable: Bool

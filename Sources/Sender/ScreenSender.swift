@@ -269,6 +269,7 @@ public final class ScreenSender: @unchecked Sendable {
             s.pacerDrops = driver.pacer.dropped
             s.pacerQueueMilliseconds = driver.queueDelay.seconds * 1000
             s.rateTimeline = driver.timeline
+            s.timelineOriginUnix = network.beganUnix
             s.footprintBytes = memory.footprintBytes
             s.residentBytes = memory.residentBytes
             s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes)

@@ -203,8 +203,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// Packets the pacer dropped (waited too long, or its queue was full).
     public var pacerDrops = 0
     public var pacerQueueMilliseconds = 0.0
-    /// Once a second: the target and what actually left.
+    /// Four times a second: the target and what actually left.
     public var rateTimeline: [RateSample] = []
+    /// When the timeline's second 0 was (Unix seconds), to line it up with a receiver's.
+    public var timelineOriginUnix = 0.0
 
     public init() {}
 
