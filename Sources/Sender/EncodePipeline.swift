@@ -71,8 +71,7 @@ final class EncodePipeline: @unchecked Sendable {
             let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
             let info: EncodedFrameInfo?
             do {
-                info = try encoder.encode(image, forceKeyframe: forceKeyframe,
-                                          time: Int64(captured.monotonicNanoseconds / 100_000 * 9), into: &accessUnit)
+                info = try encoder.encode(image, forceKeyframe: forceKeyframe, into: &accessUnit)
             } catch {
                 context.fail(.encoder(error.description))
                 return
@@ -149,13 +148,16 @@ final class EncodePipeline: @unchecked Sendable {
         let size = Self.size(baseSize, height: height)
         let ceiling = Double(baseBitrate) * (memory?.bitrateScale ?? 1)
         let kbps = max(Int(min(videoBits, ceiling * 1000) / 1000), 50)
+        // The encoder runs at the configured rate whatever the capture rate:
+        // a new frame rate needs no new encoder (and no IDR), only a
+        // bitrate that gives each frame its larger share. A new size does.
+        let perFrame = Double(configuration.fps) / Double(max(fps, 1))
+        let encoderKbps = Int(Double(kbps) * perFrame)
         let old = encoder.configuration
-        // The encoder takes capture times, so a new frame rate needs no new
-        // encoder (and no IDR): only a new size does.
         capture.fps.store(fps, ordering: .relaxed)
         if old.width != size.width || old.height != size.height {
             do {
-                encoder = try Self.makeEncoder(configuration, size: size, fps: configuration.fps, bitrate: kbps)
+                encoder = try Self.makeEncoder(configuration, size: size, fps: configuration.fps, bitrate: encoderKbps)
             } catch {
                 context.fail(.encoder(error.description))
                 return false
@@ -165,13 +167,14 @@ final class EncodePipeline: @unchecked Sendable {
         } else {
             // Down at once; up at most every 300 ms (x264 rate control settles in between).
             let current = encoder.bitrateKbps
-            let change = Double(kbps - current) / Double(max(current, 1))
+            let change = Double(encoderKbps - current) / Double(max(current, 1))
             if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
-                encoder.setBitrate(kbps: kbps)
+                encoder.setBitrate(kbps: encoderKbps)
                 lastRateChange = now
             }
         }
-        let (width, encodedHeight, rate) = (encoder.configuration.width, encoder.configuration.height, encoder.bitrateKbps)
+        let (width, encodedHeight) = (encoder.configuration.width, encoder.configuration.height)
+        let rate = Int(Double(encoder.bitrateKbps) / perFrame)
         network.encoderKbps.store(rate, ordering: .relaxed)
         context.stats.withLock { s in
             s.encoderKbps = rate

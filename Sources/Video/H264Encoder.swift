@@ -68,7 +68,6 @@ public final class H264Encoder {
     private let encoder: OpaquePointer
     private var picture = x264_picture_t()
     private var frameCount: Int64 = 0
-    private var lastPTS: Int64 = -1
 
     public init(_ configuration: Configuration) throws(EncoderError) {
         let c = configuration
@@ -86,12 +85,12 @@ public final class H264Encoder {
         param.i_csp = X264_CSP_I420
         param.i_fps_num = UInt32(c.fps)
         param.i_fps_den = 1
-        // Timestamps in the RTP clock's 90 kHz: rate control follows the
-        // real spacing of frames, so a lower capture rate, or a still screen
-        // sending one frame a second, keeps its bitrate without a new encoder.
+        // Constant frame rate: with b_vfr_input x264 holds each picture
+        // until the next one's timestamp arrives (a frame of latency). A
+        // lower capture rate is a higher bitrate per frame instead (setBitrate).
         param.i_timebase_num = 1
-        param.i_timebase_den = 90_000
-        param.b_vfr_input = 1
+        param.i_timebase_den = UInt32(c.fps)
+        param.b_vfr_input = 0
         param.i_keyint_max = Int32(max(1, c.keyframeInterval))
         param.i_keyint_min = min(param.i_keyint_max, Int32(c.fps))
         param.i_threads = Int32(c.threads)
@@ -137,10 +136,8 @@ public final class H264Encoder {
     }
 
     /// Encodes `image` and replaces `accessUnit` with the Annex B output.
-    /// `time` is the picture's capture time in 90 kHz ticks (nil: frames
-    /// evenly spaced at the configured rate). Returns nil when x264 emitted
-    /// nothing for this picture.
-    public func encode(_ image: I420Image, forceKeyframe: Bool = false, time: Int64? = nil,
+    /// Returns nil when x264 emitted nothing for this picture.
+    public func encode(_ image: I420Image, forceKeyframe: Bool = false,
                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
         guard image.width == configuration.width, image.height == configuration.height else {
             throw EncoderError("picture is \(image.width)x\(image.height), encoder is \(configuration.width)x\(configuration.height)")
@@ -149,10 +146,7 @@ public final class H264Encoder {
         var nals: UnsafeMutablePointer<x264_nal_t>?
         var count: Int32 = 0
         picture.i_type = forceKeyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
-        let pts = time ?? frameCount * 90_000 / Int64(configuration.fps)
-        // x264 needs strictly increasing timestamps.
-        picture.i_pts = max(pts, lastPTS + 1)
-        lastPTS = picture.i_pts
+        picture.i_pts = frameCount
         frameCount += 1
         let size: Int32 = image.withPlanes { y, u, v in
             picture.img.i_csp = X264_CSP_I420

@@ -1,3 +1,4 @@
+import ShareCongestion
 import ShareSRTP
 import ShareWire
 
@@ -7,7 +8,7 @@ import ShareWire
 /// corpus replay test.
 public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
-        "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp,
+        "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
     ]
 
     /// RTP: a parsed packet serializes back to exactly the input; its
@@ -84,4 +85,66 @@ public enum FuzzChecks {
         let keying = try! SRTPKeyingMaterial(profile: .aes128CmHmacSha1_80, bytes: Array(0..<30))
         return try! SRTPContext(keying: keying, direction: .inbound)
     }()
+
+    /// Length-prefixed chunks of `bytes` (one length byte each).
+    private static func chunks(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var out: [ArraySlice<UInt8>] = []
+        var index = 0
+        while index < bytes.count {
+            let length = Int(bytes[index])
+            index += 1
+            let end = min(index + length, bytes.count)
+            out.append(bytes[index..<end])
+            index = end
+        }
+        return out
+    }
+
+    /// FlexFEC: any bytes as a repair payload parse or are refused, and
+    /// rebuilding from them never traps; packets built into a repair by us
+    /// are each rebuilt exactly from it and the others.
+    public static func fec(_ bytes: [UInt8]) {
+        let parts = chunks(bytes)
+        if let first = parts.first, let repair = FlexFEC.Repair(payload: first) {
+            precondition(!repair.protected.isEmpty && repair.protected.count <= FlexFEC.maxProtected)
+            if let missing = repair.protected.first {
+                _ = FlexFEC.recover(repair, missing: missing, others: Array(parts.dropFirst()), ssrc: 1)
+            }
+        }
+        // Our own repairs over the chunks as payloads of one stream.
+        let packets = parts.prefix(FlexFEC.maxProtected).enumerated().map { index, payload in
+            RTPPacket(marker: index % 3 == 0, payloadType: 96, sequenceNumber: 65_530 &+ UInt16(index),
+                      timestamp: UInt32(index) &* 3000, ssrc: 7, payload: payload).serialized()
+        }
+        guard packets.count >= 2, let payload = FlexFEC.repairPayload(protecting: packets.map { $0[...] }),
+              let repair = FlexFEC.Repair(payload: payload[...]) else { return }
+        for (index, packet) in packets.enumerated() {
+            let others = packets.enumerated().filter { $0.offset != index }.map { $0.element[...] }
+            let rebuilt = FlexFEC.recover(repair, missing: 65_530 &+ UInt16(index), others: others, ssrc: 7)
+            precondition(rebuilt == packet, "FlexFEC did not rebuild packet \(index)")
+        }
+    }
+
+    /// Congestion control: whatever feedback arrives (any RTCP, with
+    /// RFC 8888 reports about packets we did or did not send), the target
+    /// stays within its bounds and the pacer's rate above the target.
+    public static func congestion(_ bytes: [UInt8]) {
+        var controller = CongestionController(configuration: .init(start: 2_000_000, minimum: 200_000, maximum: 4_000_000))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        for (index, part) in chunks(bytes).enumerated() {
+            // Even chunks: packets sent (sequence from the first bytes); odd: feedback.
+            if index % 2 == 0 {
+                for (offset, byte) in part.enumerated() {
+                    controller.sent(SentPacket(ssrc: UInt32(byte & 3), sequence: UInt16(offset) &* 7 &+ UInt16(byte),
+                                               size: Int(byte) * 5 + 40, sendTime: now))
+                }
+            } else if let packets = try? RTCPPacket.parseCompound(part) {
+                for case .congestionFeedback(let report) in packets { controller.handle(report, now: now) }
+            }
+            now = now + .milliseconds(Int64(part.first ?? 1))
+            controller.poll(now: now)
+            precondition(controller.target >= 200_000 && controller.target <= 4_000_000, "target out of bounds")
+            precondition(controller.pacingRate >= controller.target, "pacer slower than the target")
+        }
+    }
 }
