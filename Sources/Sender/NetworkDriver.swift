@@ -41,8 +41,14 @@ final class NetworkDriver: @unchecked Sendable {
     /// The pacing rate last applied (feedback thread only).
     private var pacing = 0
 
-    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration) {
+    /// Whether the congestion controller's target is followed (off: the
+    /// configured rate is sent whatever the path does).
+    private let adaptive: Bool
+
+    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration,
+         adaptive: Bool = true) {
         self.socket = socket
+        self.adaptive = adaptive
         fecAvailable = video.configuration.forwardErrorCorrection != nil
         self.video = Mutex(video)
         self.audio = audio
@@ -205,6 +211,7 @@ final class NetworkDriver: @unchecked Sendable {
     }
 
     private func apply(target: Double, pacingRate: Double) {
+        guard adaptive else { return }
         let bits = Int(target)
         guard bits != targetBitrate.load(ordering: .relaxed) || Int(pacingRate) != pacing else { return }
         targetBitrate.store(bits, ordering: .relaxed)

@@ -124,7 +124,8 @@ public final class ScreenSender: @unchecked Sendable {
         let ceiling = Double(baseBitrate) * 1000 * 1.15 + Double(audioBitrate)
         let congestion = CongestionController.Configuration(
             start: ceiling, minimum: max(Double(baseBitrate) * 1000 * 0.05, 100_000) + Double(audioBitrate), maximum: ceiling)
-        network = NetworkDriver(socket: socket, video: video, audio: streams, congestion: congestion)
+        network = NetworkDriver(socket: socket, video: video, audio: streams, congestion: congestion,
+                                adaptive: configuration.congestionControl)
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
         var description = SenderDescription.make(encoder: encoder, configuration: configuration, destination: destination,

@@ -8,7 +8,14 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
     @Option(help: "Frames per second.") public var fps = 30
     @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
-    @Option(help: "Frames between keyframes (default: 5 seconds' worth).") public var keyint: Int?
+    @Option(help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth).")
+    public var keyint: Int?
+    @Flag(help: "Send at --bitrate whatever the path does (no congestion control), for receivers that send no feedback.")
+    public var fixedBitrate = false
+    @Flag(help: "An IDR frame every --keyint frames instead of periodic intra refresh (bursty; for receivers that join without asking).")
+    public var periodicKeyframes = false
+    @Flag(help: "Never send FlexFEC repairs (by default they start when the round trip makes retransmissions too slow and packets are lost).")
+    public var noFec = false
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
     @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
     @Option(help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?

@@ -30,6 +30,9 @@ struct Send: ParsableCommand {
         configuration.mtu = mtu
         configuration.encoderThreads = o.threads
         if o.everyFrame { configuration.stillRefresh = nil }
+        configuration.congestionControl = !o.fixedBitrate
+        configuration.intraRefresh = !o.periodicKeyframes
+        configuration.forwardErrorCorrection = !o.noFec
         if let size {
             guard let parsed = VideoSize(size) else { fail("--size \(size) is not WIDTHxHEIGHT (16 to 8192 each)") }
             configuration.size = parsed
@@ -100,7 +103,10 @@ struct Send: ParsableCommand {
         print("""
             sent \(s.framesEncoded) frames (\(s.keyframes) keyframes) in \(String(format: "%.1f", s.elapsedSeconds)) s: \
             \(String(format: "%.1f", s.fps)) fps, \(String(format: "%.0f", s.bitrateKbps)) kbit/s, \
-            \(s.packetsRetransmitted) retransmitted
+            \(s.packetsRetransmitted) retransmitted, \(s.fecPackets) FEC repairs
+            network: target \(String(format: "%.0f", s.targetKbps)) kbit/s, encoder \(s.encoderKbps) kbit/s at \
+            \(s.encodedWidth)x\(s.encodedHeight) \(s.encodedFPS) fps, round trip \
+            \(s.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"), \(s.qualitySteps) quality steps
             dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
             cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
