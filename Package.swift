@@ -131,7 +131,7 @@ let package = Package(
         // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.
         .executableTarget(name: "share-fuzz", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/Driver",
                           swiftSettings: strict),
-        .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ShareWire"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),
         .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareWire", "ShareStamp",

@@ -479,11 +479,7 @@ def main():
     progress = Progress(total, runs)
 
     work = tempfile.mkdtemp(prefix="share-harness-")
-    raw = os.urandom(30)
-    key = {"file": os.path.join(work, "bench.key"), "inline": base64.b64encode(raw).decode(), "hex": raw.hex()}
-    fd = os.open(key["file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, f"AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\n".encode())
-    os.close(fd)
+    key = make_key(work)
 
     results, pulse, tone = [], None, None
     try:
@@ -532,6 +528,16 @@ def main():
     print(table)
     print(f"wrote {os.path.join(args.out, 'results.md')}, results.json and results.svg")
     shutil.rmtree(work, ignore_errors=True)
+
+
+def make_key(work):
+    """A fresh SRTP key file (mode 0600) in `work`, with its inline and hex forms."""
+    raw = os.urandom(30)
+    key = {"file": os.path.join(work, "bench.key"), "inline": base64.b64encode(raw).decode(), "hex": raw.hex()}
+    fd = os.open(key["file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, f"AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\n".encode())
+    os.close(fd)
+    return key
 
 
 # MARK: networks
@@ -685,11 +691,7 @@ def network_svg(rows):
 def main_network(args, names):
     size = args.sizes.split(",")[0]
     work = tempfile.mkdtemp(prefix="share-network-")
-    raw = os.urandom(30)
-    key = {"file": os.path.join(work, "bench.key"), "inline": base64.b64encode(raw).decode(), "hex": raw.hex()}
-    fd = os.open(key["file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, f"AES_CM_128_HMAC_SHA1_80 inline:{key['inline']}\n".encode())
-    os.close(fd)
+    key = make_key(work)
     rows = []
     for index, name in enumerate(names):
         print(f"[{index + 1}/{len(names)}] network {name}", file=sys.stderr, flush=True)

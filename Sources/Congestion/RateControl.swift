@@ -32,8 +32,12 @@ public struct RateControl: Sendable {
         bitrate = min(max(start, minimum), self.maximum)
     }
 
-    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, roundTrip: Duration,
-                                now: MonotonicTime) -> Double {
+    /// `bottleneck` is the narrowest link's measured rate, when known: a
+    /// cut after overuse goes to 85% of it or of what was acknowledged,
+    /// whichever is more, so a burst after a quiet spell (little
+    /// acknowledged) is not taken for a path that carries little.
+    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, bottleneck: Double? = nil,
+                                roundTrip: Duration, now: MonotonicTime) -> Double {
         let elapsed = lastUpdate.map { min(now.since($0).seconds, 1) } ?? 0
         lastUpdate = now
         switch usage {
@@ -72,7 +76,7 @@ public struct RateControl: Sendable {
                 break
             }
             lastDecrease = now
-            let base = acknowledged ?? bitrate
+            let base = max(acknowledged ?? bitrate, bottleneck ?? 0)
             let next = Self.beta * base
             bitrate = min(bitrate, next)
             if let ack = acknowledged {

@@ -166,3 +166,91 @@ struct NetworkTests {
         #expect(longest < 1.5, "freezes add up to \(longest) s; \(run.summary)")
     }
 }
+
+/// The relay itself, as a program: what it delays, it delays by the
+/// millisecond, and it forwards both ways.
+@Suite("share relay")
+struct RelayTests {
+    @Test func delaysToTheMillisecondBothWays() throws {
+        let dir = try TemporaryDirectory()
+        let target = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let client = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(target); close(client) }
+        let targetPort = Self.bindLoopback(target)
+        _ = Self.bindLoopback(client)
+        let relayPort = freeUDPPort()
+        let relay = try ShareBinary.start(["relay", "--listen", "\(relayPort)", "--to", "127.0.0.1:\(targetPort)",
+                                           "--forward", "delay=30ms", "--reverse", "delay=10ms", "--duration", "8",
+                                           "--stats-json", dir.path("relay.json")])
+        defer { relay.stop() }
+        usleep(400_000)
+        var there: [Double] = []
+        var back: [Double] = []
+        for round in 0..<40 {
+            let started = Date()
+            Self.send(client, to: Self.loopback(port: relayPort), bytes: [UInt8(round)])
+            // The relay forwards from its own socket; answer that address.
+            guard let relayAddress = Self.receive(target, timeout: 1) else { continue }
+            there.append(Date().timeIntervalSince(started) * 1000)
+            let answered = Date()
+            Self.send(target, to: relayAddress, bytes: [UInt8(round)])
+            if Self.receive(client, timeout: 1) != nil { back.append(Date().timeIntervalSince(answered) * 1000) }
+            usleep(20_000)
+        }
+        #expect(there.count >= 38 && back.count >= 38, "\(there.count) there, \(back.count) back")
+        let sortedThere = there.sorted()
+        let sortedBack = back.sorted()
+        #expect(sortedThere[sortedThere.count / 2] > 29.5 && sortedThere[sortedThere.count / 2] < 31.5, "there: \(sortedThere)")
+        #expect(sortedBack[sortedBack.count / 2] > 9.5 && sortedBack[sortedBack.count / 2] < 11.5, "back: \(sortedBack)")
+        #expect(sortedThere[sortedThere.count * 9 / 10] < 33, "p90 within a few ms: \(sortedThere)")
+    }
+
+    @Test func refusesAProfileItCannotRead() throws {
+        let result = try ShareBinary.run(["relay", "--listen", "\(freeUDPPort())", "--to", "127.0.0.1:9",
+                                          "--forward", "loss=150%"])
+        #expect(result.status != 0)
+        #expect(result.output.contains("loss 150% is outside 0-100%"), "\(result.output)")
+    }
+
+    static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return address
+    }
+
+    static func bindLoopback(_ fd: Int32) -> Int {
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func send(_ fd: Int32, to address: sockaddr_in, bytes: [UInt8]) {
+        var target = address
+        _ = withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    }
+
+    /// Waits up to `timeout` seconds for a datagram; returns who sent it.
+    static func receive(_ fd: Int32, timeout: Double) -> sockaddr_in? {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        var from = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let count = withUnsafeMutablePointer(to: &from) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
+        }
+        return count >= 0 ? from : nil
+    }
+}

@@ -1,4 +1,5 @@
 public import Foundation
+internal import ShareWire
 
 /// The `share` binary built by `swift build` (make test builds it first).
 public enum ShareBinary {
