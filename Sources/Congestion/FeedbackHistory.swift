@@ -65,7 +65,7 @@ public struct FeedbackHistory: Sendable {
     /// Packets reported missing, oldest first, waiting for their verdict.
     private var missing: [(ssrc: UInt32, sequence: UInt16, sent: MonotonicTime)] = []
 
-    public init(capacity: Int = 4096) {
+    public init(capacity: Int = 1024) {
         self.capacity = max(64, capacity)
     }
 

@@ -27,8 +27,11 @@ public struct PacketPacer: Sendable {
         /// A packet that waited longer than this is dropped (counted): it is
         /// too late to matter, and an ever-growing queue is worse.
         public var maxQueueDelay: Duration = .seconds(2)
-        /// Packets the queue holds at most.
-        public var capacity = 2048
+        /// Packets the media queue holds at most, and bytes (what the
+        /// sender's footprint pays for the queue, whether used or not once
+        /// it has wrapped); repairs get a quarter of each.
+        public var capacity = 1024
+        public var capacityBytes = 512 * 1024
 
         public init() {}
     }
@@ -58,9 +61,9 @@ public struct PacketPacer: Sendable {
         retransmissionRate = 0
         mediaTokens = 0
         repairTokens = 0
-        media = PacketRing(capacity: configuration.capacity)
-        repairs = PacketRing(capacity: max(64, configuration.capacity / 4))
-        urgent = PacketRing(capacity: 256)
+        media = PacketRing(capacity: configuration.capacity, bytes: configuration.capacityBytes)
+        repairs = PacketRing(capacity: max(64, configuration.capacity / 4), bytes: configuration.capacityBytes / 4)
+        urgent = PacketRing(capacity: 128, bytes: 64 * 1024)
         setTarget(targetBitrate)
         mediaTokens = burstBytes
         repairTokens = repairDepth
@@ -179,43 +182,72 @@ public struct PacketPacer: Sendable {
     }
 }
 
-/// A FIFO of datagrams in fixed slots whose buffers are reused.
+/// A FIFO of datagrams in one byte arena (allocated once; only what is
+/// used is ever touched), with a small ring of entries pointing into it.
 struct PacketRing: Sendable {
-    private var slots: [[UInt8]]
-    private var times: [MonotonicTime]
+    private var arena: [UInt8]
+    private var entries: [(start: Int, count: Int, time: MonotonicTime)]
     private var head = 0
+    /// Where the next packet's bytes go.
+    private var tail = 0
     private(set) var count = 0
     private(set) var bytes = 0
 
-    init(capacity: Int) {
-        slots = Array(repeating: [], count: max(capacity, 1))
-        times = Array(repeating: .zero, count: max(capacity, 1))
+    init(capacity: Int, bytes arenaBytes: Int) {
+        arena = [UInt8](unsafeUninitializedCapacity: max(arenaBytes, 2048)) { _, initialized in
+            initialized = max(arenaBytes, 2048)
+        }
+        entries = Array(repeating: (0, 0, .zero), count: max(capacity, 1))
     }
 
     var isEmpty: Bool { count == 0 }
 
     mutating func push(_ packet: ArraySlice<UInt8>, at time: MonotonicTime) -> Bool {
-        guard count < slots.count else { return false }
-        let index = (head + count) % slots.count
-        var slot = slots[index]
-        slots[index] = []  // keep the buffer uniquely referenced while reusing it
-        slot.removeAll(keepingCapacity: true)
-        if slot.capacity < packet.count { slot.reserveCapacity(max(packet.count, 1500)) }
-        slot.append(contentsOf: packet)
-        slots[index] = slot
-        times[index] = time
+        let size = packet.count
+        guard count < entries.count, size > 0, size <= arena.count else { return false }
+        // Live bytes run from the oldest packet's start to `tail`, maybe
+        // wrapping past the end; a packet never straddles the end.
+        var start = 0
+        if count > 0 {
+            let oldest = entries[head].start
+            if tail > oldest {
+                if tail + size <= arena.count {
+                    start = tail
+                } else if size <= oldest {
+                    start = 0
+                } else {
+                    return false
+                }
+            } else {
+                guard tail + size <= oldest else { return false }
+                start = tail
+            }
+        }
+        arena.withUnsafeMutableBufferPointer { destination in
+            packet.withUnsafeBufferPointer { source in
+                _ = UnsafeMutableBufferPointer(rebasing: destination[start..<(start + size)]).initialize(from: source)
+            }
+        }
+        entries[(head + count) % entries.count] = (start, size, time)
+        tail = start + size
         count += 1
-        bytes += packet.count
+        bytes += size
         return true
     }
 
-    var front: ArraySlice<UInt8>? { count == 0 ? nil : slots[head][...] }
-    var frontTime: MonotonicTime? { count == 0 ? nil : times[head] }
+    var front: ArraySlice<UInt8>? {
+        guard count > 0 else { return nil }
+        let entry = entries[head]
+        return arena[entry.start..<(entry.start + entry.count)]
+    }
+
+    var frontTime: MonotonicTime? { count == 0 ? nil : entries[head].time }
 
     mutating func pop() {
         guard count > 0 else { return }
-        bytes -= slots[head].count
-        head = (head + 1) % slots.count
+        bytes -= entries[head].count
+        head = (head + 1) % entries.count
         count -= 1
+        if count == 0 { tail = 0 }
     }
 }

@@ -23,8 +23,9 @@ final class NetworkDriver: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     /// The congestion controller's target for everything we send (bits/s).
     let targetBitrate: Atomic<Int>
-    /// Retransmissions sent over the last second (bits/s).
+    /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
+    private let repairs = Mutex<[(at: UInt64, bits: Int)]>([])
     private let timeline = Mutex<[RateSample]>([])
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
     let protectionGroup = Atomic<Int>(0)
@@ -68,7 +69,9 @@ final class NetworkDriver: @unchecked Sendable {
                 pacer.withLock { _ = $0.enqueue(datagram, kind: .media, now: now) }
             }
         }
-        wake.signal()
+        // What fits the pacer's budget leaves now, from this thread; the
+        // pacer thread sends the rest as the budget refills.
+        if release(at: Clock.monotonic()) != nil { wake.signal() }
     }
 
     /// Protects and queues one audio packet (sent ahead of video).
@@ -79,7 +82,7 @@ final class NetworkDriver: @unchecked Sendable {
                 pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
             }
         }
-        wake.signal()
+        if release(at: Clock.monotonic()) != nil { wake.signal() }
     }
 
     /// RTCP BYE on every stream, straight to the socket (the threads are done).
@@ -91,29 +94,41 @@ final class NetworkDriver: @unchecked Sendable {
     // MARK: pacer thread
 
     func pacerLoop(_ context: SenderContext) {
-        var sent: [SentPacket] = []
-        sent.reserveCapacity(256)
-        var repairWindow: [(at: UInt64, bits: Int)] = []
         while context.isActive {
             let clock = Clock.monotonic()
-            let now = MonotonicTime(nanoseconds: clock)
-            let next: MonotonicTime? = pacer.withLock { pacer in
-                pacer.release(now: now) { bytes, kind in
-                    socket.send(bytes)
-                    if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
-                    if kind == .retransmission { repairWindow.append((clock, bytes.count * 8)) }
-                }
-                return pacer.nextRelease(now: now)
-            }
-            if !sent.isEmpty {
-                controller.withLock { controller in for packet in sent { controller.sent(packet) } }
-                sent.removeAll(keepingCapacity: true)
-            }
-            while let first = repairWindow.first, clock &- first.at > 1_000_000_000 { repairWindow.removeFirst() }
-            repairBitrate.store(repairWindow.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
+            let next = release(at: clock)
             let wait = next.map { $0.nanoseconds > clock ? $0.nanoseconds - clock : 0 } ?? 50_000_000
             if wait > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 50_000_000)))) }
         }
+    }
+
+    /// Sends what the pacer lets leave now (in order, under its lock, which
+    /// is never held while waiting), tells the controller what left, and
+    /// returns when the pacer next has something. Called by the pacer
+    /// thread, and by the thread that queued a frame or audio packet, so an
+    /// ordinary frame leaves at once without a thread hop.
+    @discardableResult
+    private func release(at clock: UInt64) -> MonotonicTime? {
+        let now = MonotonicTime(nanoseconds: clock)
+        let (sent, repairBits, next) = pacer.withLock { pacer -> ([SentPacket], Int, MonotonicTime?) in
+            var sent: [SentPacket] = []
+            var repairBits = 0
+            pacer.release(now: now) { bytes, kind in
+                socket.send(bytes)
+                if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
+                if kind == .retransmission { repairBits += bytes.count * 8 }
+            }
+            return (sent, repairBits, pacer.nextRelease(now: now))
+        }
+        if !sent.isEmpty {
+            controller.withLock { controller in for packet in sent { controller.sent(packet) } }
+        }
+        repairs.withLock { window in
+            if repairBits > 0 { window.append((clock, repairBits)) }
+            while let first = window.first, clock &- first.at > 1_000_000_000 { window.removeFirst() }
+            repairBitrate.store(window.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
+        }
+        return next
     }
 
     /// What the congestion controller needs of a datagram that left: its

@@ -71,17 +71,14 @@ public final class SendStream {
     private let srtp: SRTPContext
     private let inbound: SRTPContext
     private var packetizer: RTPPacketizer
-    private var repairPacketizer: RTPPacketizer?
+    private var repairs: RepairWriter
     private var repairBuffer: PacketBuffer
     /// Media packets per FEC repair packet (one loss in each group is
     /// rebuilt at once); nil sends no FEC.
     public var protectionGroup: Int? {
-        didSet {
-            if let group = protectionGroup { protectionGroup = min(max(group, 2), FlexFEC.maxProtected) }
-        }
+        get { repairs.protectionGroup }
+        set { repairs.protectionGroup = newValue }
     }
-    private var fecGroup: [UInt16] = []
-    private var fecSequence = UInt16.random(in: 0...UInt16.max)
     private var payloader: H264Payloader
     private var history: RetransmissionHistory
     private var buffer: PacketBuffer
@@ -100,21 +97,17 @@ public final class SendStream {
                                    clockRate: configuration.clockRate,
                                    initialSequenceNumber: initialSequenceNumber)
         let extensionBytes = configuration.captureTimeExtensionID == nil ? 0 : 4 + 12
-        // RFC 4588 §4: a repair carries the original sequence number (2 bytes)
-        // in front of the payload; a FlexFEC packet adds a CSRC and its
-        // header (4 + 14) to the longest packet it protects. Both must fit.
-        let repairBytes = max(configuration.retransmission == nil ? 0 : 2,
-                              configuration.forwardErrorCorrection == nil ? 0 : 18)
+        // Repairs of the largest packet must fit the MTU too.
+        let repairBytes = RepairWriter.overhead(retransmission: configuration.retransmission != nil,
+                                                forwardErrorCorrection: configuration.forwardErrorCorrection != nil)
         payloader = H264Payloader(maxPayloadSize: configuration.mtu - RTPPacket.fixedHeaderSize - extensionBytes
                                   - keying.profile.rtpOverhead - repairBytes)
         history = RetransmissionHistory(capacity: configuration.historyPackets)
         buffer = PacketBuffer(capacity: max(configuration.mtu, 1500))
         repairBuffer = PacketBuffer(capacity: max(configuration.mtu, 1500))
-        if let repair = configuration.retransmission {
-            repairPacketizer = RTPPacketizer(ssrc: repair.ssrc, payloadType: repair.payloadType,
-                                             clockRate: configuration.clockRate,
-                                             initialSequenceNumber: UInt16.random(in: 0...UInt16.max))
-        }
+        repairs = RepairWriter(mediaSSRC: configuration.ssrc, clockRate: configuration.clockRate,
+                               retransmission: configuration.retransmission,
+                               forwardErrorCorrection: configuration.forwardErrorCorrection)
     }
 
     /// Sends one Annex B access unit: every packet carries the frame's
@@ -130,13 +123,12 @@ public final class SendStream {
             let headerSize = buffer.count
             payloader.writePayload(index, of: accessUnit[...], into: &buffer)
             try finishPacket(sequence: sequence, payloadSize: buffer.count - headerSize, emit: emit)
-            if let group = protectionGroup, configuration.forwardErrorCorrection != nil {
-                fecGroup.append(sequence)
-                // A group ends when full or with the frame, so a frame's
-                // repair leaves right behind it.
-                if fecGroup.count >= group || index == count - 1 {
-                    try sendRepair(timestamp: rtpTimestamp, emit: emit)
-                }
+            if repairs.mediaSent(sequence, endsFrame: index == count - 1, timestamp: rtpTimestamp, history: history,
+                                 into: &repairBuffer) {
+                try srtp.protect(&repairBuffer)
+                statistics.fecPackets += 1
+                statistics.bytes += repairBuffer.count
+                emit(repairBuffer.bytes)
             }
         }
         statistics.frames += 1
@@ -264,49 +256,15 @@ public final class SendStream {
 
     private enum RepairOutcome { case sent, missing, suppressed }
 
-    /// The FlexFEC packet for the group just sent (RFC 8627 §4.1: its own
-    /// SSRC, the protected stream's SSRC as its one CSRC).
-    private func sendRepair(timestamp: UInt32, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
-        defer { fecGroup.removeAll(keepingCapacity: true) }
-        guard let fec = configuration.forwardErrorCorrection else { return }
-        let packets = fecGroup.compactMap { history.packet($0) }
-        guard packets.count == fecGroup.count, let payload = FlexFEC.repairPayload(protecting: packets) else { return }
-        repairBuffer.removeAll()
-        repairBuffer.append(2 << 6 | 1)  // V=2, CC=1
-        repairBuffer.append(fec.payloadType & 0x7F)
-        repairBuffer.appendUInt16(fecSequence)
-        repairBuffer.appendUInt32(timestamp)
-        repairBuffer.appendUInt32(fec.ssrc)
-        repairBuffer.appendUInt32(configuration.ssrc)
-        guard repairBuffer.append(contentsOf: payload) else { return }
-        fecSequence &+= 1
-        try srtp.protect(&repairBuffer)
-        statistics.fecPackets += 1
-        statistics.bytes += repairBuffer.count
-        emit(repairBuffer.bytes)
-    }
-
-    /// Resends one packet from history: as an RTX packet (RFC 4588 §4:
-    /// same timestamp and marker, the original sequence number in front of
-    /// the original payload) or as it was. A packet resent less than a round
-    /// trip ago is not resent again: that repair may still be on its way.
+    /// Resends one packet from history (as RTX, or as it was). A packet
+    /// resent less than a round trip ago is not resent again: that repair
+    /// may still be on its way.
     private func retransmit(_ sequence: UInt16, now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> RepairOutcome {
         guard let plain = history.packet(sequence) else { return .missing }
         if let last = history.lastResent(sequence), now.since(last) < (statistics.roundTrip ?? .milliseconds(5)) {
             return .suppressed
         }
-        guard let original = try? RTPPacket(parsing: plain) else { return .missing }
-        repairBuffer.removeAll()
-        if var rtx = repairPacketizer {
-            rtx.beginPacket(in: &repairBuffer, timestamp: original.timestamp, marker: original.marker,
-                            headerExtension: original.headerExtension)
-            repairBuffer.appendUInt16(original.sequenceNumber)
-            repairBuffer.append(slice: original.payload)
-            rtx.didSend(payloadSize: original.payload.count + 2)
-            repairPacketizer = rtx
-        } else {
-            repairBuffer.append(slice: plain)
-        }
+        guard repairs.writeRetransmission(of: plain, into: &repairBuffer) else { return .missing }
         do {
             try srtp.protect(&repairBuffer)
         } catch {

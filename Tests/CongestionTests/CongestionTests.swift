@@ -266,3 +266,39 @@ struct CongestionTests {
 extension UInt64 {
     var int64: Int64 { Int64(clamping: self) }
 }
+
+@Suite("The pacer's packet queue")
+struct PacketQueueTests {
+    /// Packets of random sizes pushed and popped at random keep their bytes
+    /// and order through every wrap of the arena, and a full queue refuses
+    /// rather than overwrites.
+    @Test func keepsEveryPacketIntactThroughWraps() {
+        var pacer = PacketPacer(targetBitrate: 1_000_000, configuration: {
+            var configuration = PacketPacer.Configuration()
+            configuration.capacity = 64
+            configuration.capacityBytes = 20_000
+            configuration.maxQueueDelay = .seconds(3600)
+            return configuration
+        }())
+        var rng = SeededGenerator(seed: 42)
+        var expected: [[UInt8]] = []
+        var refused = 0
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        var popped = 0
+        for round in 0..<3000 {
+            let size = Int.random(in: 12...1500, using: &rng)
+            let packet = (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ round) }
+            if pacer.enqueue(packet[...], kind: .media, now: now) { expected.append(packet) } else { refused += 1 }
+            if Int.random(in: 0..<4, using: &rng) == 0 {
+                now = now + .milliseconds(Int64.random(in: 0...15, using: &rng))
+                pacer.release(now: now) { bytes, _ in
+                    #expect(Array(bytes) == expected[popped], "packet \(popped) changed in the queue")
+                    popped += 1
+                }
+            }
+        }
+        #expect(refused > 0, "the queue filled at times and refused")
+        #expect(popped > 1000)
+        #expect(pacer.counters.dropped == refused)
+    }
+}

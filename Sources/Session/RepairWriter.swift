@@ -1,0 +1,77 @@
+public import ShareWire
+
+/// Writes one stream's repair packets, before SRTP: retransmissions (RFC
+/// 4588 RTX on their own SSRC, or the original resent as it was) and
+/// FlexFEC packets (RFC 8627) over groups of the media packets just sent.
+/// Sans-IO; the stream protects and emits what it writes.
+struct RepairWriter: Sendable {
+    let mediaSSRC: UInt32
+    private var retransmission: RTPPacketizer?
+    private let fec: (ssrc: UInt32, payloadType: UInt8)?
+    private var fecSequence = UInt16.random(in: 0...UInt16.max)
+    private var group: [UInt16] = []
+
+    /// Media packets per FEC packet; nil sends no FEC.
+    var protectionGroup: Int? {
+        didSet {
+            if let size = protectionGroup { protectionGroup = min(max(size, 2), FlexFEC.maxProtected) }
+            if protectionGroup == nil { group.removeAll() }
+        }
+    }
+
+    init(mediaSSRC: UInt32, clockRate: UInt32, retransmission: (ssrc: UInt32, payloadType: UInt8)?,
+         forwardErrorCorrection: (ssrc: UInt32, payloadType: UInt8)?) {
+        self.mediaSSRC = mediaSSRC
+        fec = forwardErrorCorrection
+        if let rtx = retransmission {
+            self.retransmission = RTPPacketizer(ssrc: rtx.ssrc, payloadType: rtx.payloadType, clockRate: clockRate,
+                                                initialSequenceNumber: UInt16.random(in: 0...UInt16.max))
+        }
+    }
+
+    /// Bytes a repair adds to the largest media packet: RFC 4588 §4 puts
+    /// the original sequence number (2) in front of the payload; a FlexFEC
+    /// packet adds a CSRC and its header (4 + 14).
+    static func overhead(retransmission: Bool, forwardErrorCorrection: Bool) -> Int {
+        max(retransmission ? 2 : 0, forwardErrorCorrection ? 18 : 0)
+    }
+
+    /// Writes the retransmission of `plain` (a media packet as sent, before
+    /// SRTP) into `buffer`: RFC 4588 §4, same timestamp and marker, the
+    /// original sequence number in front of the original payload.
+    mutating func writeRetransmission(of plain: ArraySlice<UInt8>, into buffer: inout PacketBuffer) -> Bool {
+        buffer.removeAll()
+        guard var rtx = retransmission else { return buffer.append(slice: plain) }
+        guard let original = try? RTPPacket(parsing: plain) else { return false }
+        rtx.beginPacket(in: &buffer, timestamp: original.timestamp, marker: original.marker,
+                        headerExtension: original.headerExtension)
+        guard buffer.appendUInt16(original.sequenceNumber), buffer.append(slice: original.payload) else { return false }
+        rtx.didSend(payloadSize: original.payload.count + 2)
+        retransmission = rtx
+        return true
+    }
+
+    /// Notes a media packet just sent. When it closes a group (full, or the
+    /// frame's last packet, so a frame's repair leaves right behind it),
+    /// writes the FlexFEC packet for the group into `buffer` (RFC 8627 §4.1:
+    /// its own SSRC, the protected stream's SSRC as its one CSRC).
+    mutating func mediaSent(_ sequence: UInt16, endsFrame: Bool, timestamp: UInt32, history: RetransmissionHistory,
+                            into buffer: inout PacketBuffer) -> Bool {
+        guard let size = protectionGroup, let fec else { return false }
+        group.append(sequence)
+        guard group.count >= size || endsFrame else { return false }
+        defer { group.removeAll(keepingCapacity: true) }
+        let packets = group.compactMap { history.packet($0) }
+        guard packets.count == group.count, let payload = FlexFEC.repairPayload(protecting: packets) else { return false }
+        buffer.removeAll()
+        buffer.append(2 << 6 | 1)  // V=2, CC=1
+        buffer.append(fec.payloadType & 0x7F)
+        buffer.appendUInt16(fecSequence)
+        buffer.appendUInt32(timestamp)
+        buffer.appendUInt32(fec.ssrc)
+        buffer.appendUInt32(mediaSSRC)
+        guard buffer.append(contentsOf: payload) else { return false }
+        fecSequence &+= 1
+        return true
+    }
+}
