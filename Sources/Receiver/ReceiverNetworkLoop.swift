@@ -43,9 +43,17 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             do {
                 let ready = try UDPSocket.waitForInput([socket], timeout: .nanoseconds(Int64(wait)))
                 if ready[0] {
-                    // Drain what is there before the timers.
-                    while let source = try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) {
-                        let at = MonotonicTime(nanoseconds: monotonicNow())
+                    // Drain what is there before the timers. Each datagram is
+                    // timed by the kernel's arrival stamp (moved onto the
+                    // monotonic clock), not by when this thread got to it.
+                    var arrival: UInt64?
+                    while let source = try socket.receiveNow(into: &buffer, count: &count, arrival: &arrival) {
+                        let mono = monotonicNow()
+                        var at = MonotonicTime(nanoseconds: mono)
+                        if let arrival {
+                            let age = min(wallNow() &- min(arrival, wallNow()), 1_000_000_000)
+                            at = MonotonicTime(nanoseconds: mono - min(age, mono))
+                        }
                         datagram.removeAll()
                         datagram.append(slice: buffer[0..<count])
                         let authenticatedBefore = session.statistics.rtpPackets + session.statistics.rtcpPackets

@@ -184,6 +184,7 @@ public final class ScreenReceiver: @unchecked Sendable {
         }
         do {
             socket = try UDPSocket(bindingPort: configuration.port, receiveBuffer: Self.receiveBuffer)
+            socket.enableArrivalTimestamps()
         } catch {
             throw .transport(error.description)
         }

@@ -246,4 +246,78 @@ public final class UDPSocket: @unchecked Sendable {
         getsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, &length)
         return Int(size)
     }
+
+    /// SO_TIMESTAMPNS (and SCM_TIMESTAMPNS) on 64-bit Linux, where time_t is
+    /// the kernel's long: Glibc's header picks the value through a macro
+    /// Swift cannot evaluate.
+    private static let timestampOption: Int32 = 35
+
+    /// Asks the kernel to stamp each datagram with the moment it arrived
+    /// (SO_TIMESTAMPNS), so a receiver busy elsewhere does not mistake its
+    /// own delay for the network's.
+    public func enableArrivalTimestamps() {
+        var on: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, Self.timestampOption, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Takes a waiting datagram without blocking: its sender and, when
+    /// `enableArrivalTimestamps` is on, the wall-clock time (Unix
+    /// nanoseconds) the kernel received it. nil when nothing is waiting.
+    public func receiveNow(into buffer: inout [UInt8], count: inout Int,
+                           arrival: inout UInt64?) throws(TransportError) -> SocketAddress? {
+        var address = sockaddr_storage()
+        // cmsghdr (16 bytes on 64-bit) + a timespec (16), with room to spare.
+        var control = [UInt8](repeating: 0, count: 64)
+        while true {
+            let received: Int = buffer.withUnsafeMutableBytes { raw in
+                control.withUnsafeMutableBytes { controlRaw in
+                    withUnsafeMutablePointer(to: &address) { addressPointer in
+                        var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
+                        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                            var message = msghdr()
+                            message.msg_name = UnsafeMutableRawPointer(addressPointer)
+                            message.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                            message.msg_iov = vectorPointer
+                            message.msg_iovlen = 1
+                            message.msg_control = controlRaw.baseAddress
+                            message.msg_controllen = controlRaw.count
+                            let result = recvmsg(descriptor, &message, Int32(MSG_DONTWAIT))
+                            arrival = result >= 0 ? Self.timestamp(in: controlRaw, length: Int(message.msg_controllen)) : nil
+                            return result
+                        }
+                    }
+                }
+            }
+            if received < 0 && errno == EINTR { continue }
+            if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) { return nil }
+            if received < 0 { throw TransportError("recvmsg", errno: errno) }
+            count = received
+            let length = socklen_t(address.ss_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size
+                                   : MemoryLayout<sockaddr_in>.size)
+            return SocketAddress(storage: address, length: length)
+        }
+    }
+
+    /// The SCM_TIMESTAMPNS timespec among the control messages, as Unix
+    /// nanoseconds. Each cmsghdr is {size_t len; int level; int type} and its
+    /// data starts at the next 8-byte boundary (CMSG_DATA); the next header
+    /// follows at CMSG_ALIGN(len).
+    private static func timestamp(in control: UnsafeMutableRawBufferPointer, length: Int) -> UInt64? {
+        var offset = 0
+        let header = 16
+        while offset + header <= min(length, control.count) {
+            let size = Int(control.loadUnaligned(fromByteOffset: offset, as: UInt.self))
+            let level = control.loadUnaligned(fromByteOffset: offset + 8, as: Int32.self)
+            let type = control.loadUnaligned(fromByteOffset: offset + 12, as: Int32.self)
+            guard size >= header else { return nil }
+            if level == SOL_SOCKET && type == timestampOption && size >= header + 16 && offset + header + 16 <= control.count {
+                let seconds = control.loadUnaligned(fromByteOffset: offset + header, as: Int.self)
+                let nanoseconds = control.loadUnaligned(fromByteOffset: offset + header + 8, as: Int.self)
+                guard seconds >= 0, nanoseconds >= 0 else { return nil }
+                return UInt64(seconds) * 1_000_000_000 + UInt64(nanoseconds)
+            }
+            offset += (size + 7) & ~7
+        }
+        return nil
+    }
 }
