@@ -2,12 +2,15 @@ import Foundation
 import TestSupport
 import Testing
 
+extension EndToEndTests {
 /// `share send` -> `share relay` (a simulated network) -> `share recv`, the
 /// real binaries on loopback with moving content at 720p30: congestion
 /// control, loss recovery and FEC against the conditions they are for.
 /// The bounds are looser than the harness's targets (CI shares two cores
 /// with other suites) but each fails without the mechanism it checks.
-@Suite("Networks: share through the impairment relay", .serialized)
+/// Nested in the end-to-end suite, so these runs take their turn with the
+/// other real-binary runs instead of loading the machine beside them.
+@Suite("Networks: share through the impairment relay")
 struct NetworkTests {
     /// What one run measured.
     struct Run {
@@ -166,6 +169,7 @@ struct NetworkTests {
         let longest = run.received("freezeSeconds")
         #expect(longest < 1.5, "freezes add up to \(longest) s; \(run.summary)")
     }
+}
 }
 
 /// The relay itself, as a program: what it delays, it delays by the
