@@ -99,6 +99,10 @@ public final class H264Encoder {
         param.rc.i_bitrate = Int32(c.bitrateKbps)
         param.rc.i_vbv_max_bitrate = Int32(c.bitrateKbps)
         param.rc.i_vbv_buffer_size = c.vbvBuffer(kbps: c.bitrateKbps)
+        // The first picture (an IDR) may take a third of the buffer, not
+        // 90%: sent before any feedback, it must not overflow a slow
+        // path's queue on its own.
+        param.rc.f_vbv_buffer_init = 0.3
         param.b_intra_refresh = c.intraRefresh ? 1 : 0
         param.b_repeat_headers = 1
         param.b_annexb = 1
