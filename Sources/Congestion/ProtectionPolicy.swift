@@ -50,5 +50,8 @@ public struct ProtectionPolicy: Sendable {
     }
 
     /// The share of video bitrate the repairs take.
-    public var overhead: Double { group.map { 1 / Double($0 + 1) } ?? 0 }
+    public var overhead: Double { Self.overhead(group: group) }
+
+    /// The share of video bitrate one repair per `group` media packets takes.
+    public static func overhead(group: Int?) -> Double { group.map { 1 / Double($0 + 1) } ?? 0 }
 }

@@ -25,6 +25,10 @@ final class EncodePipeline: @unchecked Sendable {
     private let audioBitrate: Int
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
     private var lastRateChange: UInt64 = 0
+    /// What `adapt` last chose, for the statistics: the bitrate for the
+    /// frames actually captured (kbit/s) and the capture rate.
+    private var chosenKbps = 0
+    private var chosenFPS = 0
 
     init(configuration: SenderConfiguration, capture: CaptureLoop, network: NetworkDriver, governor: GovernorControl?,
          encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Int, audioBitrate: Int) {
@@ -45,12 +49,14 @@ final class EncodePipeline: @unchecked Sendable {
         return VideoSize(width: base.width * height / base.height, height: height).even
     }
 
-    static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize, fps: Int,
+    /// An encoder at the configured frame rate, whatever the capture rate
+    /// (a lower capture rate is a higher bitrate per frame, see `adapt`).
+    static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize,
                             bitrate: Int) throws(EncoderError) -> H264Encoder {
-        try H264Encoder(.init(width: size.width, height: size.height, fps: fps, bitrateKbps: bitrate,
-                              keyframeInterval: configuration.keyframeInterval.map { $0 * fps / max(configuration.fps, 1) },
+        try H264Encoder(.init(width: size.width, height: size.height, fps: configuration.fps, bitrateKbps: bitrate,
+                              keyframeInterval: configuration.keyframeInterval,
                               threads: configuration.encoderThreads
-                                  ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: fps),
+                                  ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: configuration.fps),
                               intraRefresh: configuration.intraRefresh))
     }
 
@@ -96,9 +102,14 @@ final class EncodePipeline: @unchecked Sendable {
             encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
             frames += 1
             let summarize = frames % 15 == 1 || frames < 15
+            let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
             context.stats.withLock { s in
                 s.framesEncoded += 1
                 if info.isKeyframe { s.keyframes += 1 }
+                s.encoderKbps = kbps
+                s.encodedFPS = fps
+                s.encodedWidth = width
+                s.encodedHeight = height
                 if summarize {
                     s.captureToSend = captureToSend.summary
                     s.encodeMilliseconds = encodeTime.summary
@@ -135,7 +146,7 @@ final class EncodePipeline: @unchecked Sendable {
         if configuration.congestionControl {
             let target = Double(network.targetBitrate.load(ordering: .relaxed))
             let group = network.protectionGroup.load(ordering: .relaxed)
-            let fecShare = group > 0 ? 1 / Double(group + 1) : 0
+            let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
             let available = (target - Double(audioBitrate) - Double(network.repairBitrate.load(ordering: .relaxed)))
                 * 0.96 * (1 - fecShare)
             videoBits = max(available, target * 0.3)
@@ -157,7 +168,7 @@ final class EncodePipeline: @unchecked Sendable {
         capture.fps.store(fps, ordering: .relaxed)
         if old.width != size.width || old.height != size.height {
             do {
-                encoder = try Self.makeEncoder(configuration, size: size, fps: configuration.fps, bitrate: encoderKbps)
+                encoder = try Self.makeEncoder(configuration, size: size, bitrate: encoderKbps)
             } catch {
                 context.fail(.encoder(error.description))
                 return false
@@ -173,15 +184,9 @@ final class EncodePipeline: @unchecked Sendable {
                 lastRateChange = now
             }
         }
-        let (width, encodedHeight) = (encoder.configuration.width, encoder.configuration.height)
-        let rate = Int(Double(encoder.bitrateKbps) / perFrame)
-        network.encoderKbps.store(rate, ordering: .relaxed)
-        context.stats.withLock { s in
-            s.encoderKbps = rate
-            s.encodedFPS = fps
-            s.encodedWidth = width
-            s.encodedHeight = encodedHeight
-        }
+        chosenKbps = Int(Double(encoder.bitrateKbps) / perFrame)
+        chosenFPS = fps
+        network.encoderKbps.store(chosenKbps, ordering: .relaxed)
         return true
     }
 

@@ -82,7 +82,7 @@ public final class ScreenSender: @unchecked Sendable {
         let encoded = startRung.map { EncodePipeline.size(base, height: $0.height) } ?? base
         let encoder: H264Encoder
         do {
-            encoder = try EncodePipeline.makeEncoder(configuration, size: encoded, fps: configuration.fps,
+            encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
                                                      bitrate: Int(Double(baseBitrate) * (startRung?.bitrateScale ?? 1)))
         } catch {
             throw .encoder(error.description)
