@@ -29,6 +29,7 @@ let package = Package(
         // The stages on their own (the per-stage benchmarks use them).
         .library(name: "ShareSession", targets: ["ShareSession"]),
         .library(name: "ShareCongestion", targets: ["ShareCongestion"]),
+        .library(name: "ShareHandshake", targets: ["ShareHandshake"]),
         .library(name: "ShareX11", targets: ["ShareX11"]),
         .library(name: "ShareColor", targets: ["ShareColor"]),
         .library(name: "ShareVideo", targets: ["ShareVideo"]),
@@ -36,6 +37,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module.
@@ -85,37 +87,46 @@ let package = Package(
         // jitter, duplication, a bottleneck with a drop-tail queue) for tests and the harness.
         .target(name: "ShareImpairment", dependencies: ["ShareWire", "ShareTransport"], path: "Sources/Impairment",
                 swiftSettings: strict),
+        // The session handshake, sans-IO: ephemeral X25519, HKDF, per-direction
+        // SRTP keys, authenticated by a pre-shared key or by identity keys
+        // with a short authentication string; the trust-on-first-use store.
+        .target(name: "ShareHandshake",
+                dependencies: ["ShareWire", "ShareSRTP", .product(name: "Crypto", package: "swift-crypto")],
+                path: "Sources/Handshake", swiftSettings: strict),
         // UDP sockets: the only module that owns them.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
                 dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareCongestion", "ShareTransport", "CMalloc"],
+                               "ShareSession", "ShareCongestion", "ShareHandshake", "ShareTransport", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
                 dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareTransport", "ShareStamp"],
+                               "ShareSession", "ShareHandshake", "ShareTransport", "ShareStamp"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareSRTP", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                dependencies: ["ShareSRTP", "ShareWire", "ShareHandshake",
+                               .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",
                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
                           dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
+                                         "ShareHandshake",
                                          "ShareStamp",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",
                           dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareWire",
+                                         "ShareHandshake",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/ReceiveTool"),
 
@@ -125,7 +136,7 @@ let package = Package(
                           path: "Sources/CLI/RelayTool"),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
-        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareCongestion"], path: "Tests/Fuzz/Checks",
+        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareCongestion", "ShareHandshake"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
 
         // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.
@@ -139,7 +150,8 @@ let package = Package(
                     path: "Tests/CodecTests", swiftSettings: strict),
         .testTarget(name: "X11Tests", dependencies: ["ShareX11", "TestSupport"], path: "Tests/X11Tests",
                     swiftSettings: strict),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests",
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
+                    path: "Tests/EndToEndTests",
                     swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareSRTP", "ShareWire", "TestSupport"],
                     path: "Tests/SessionTests", swiftSettings: strict),
@@ -150,6 +162,8 @@ let package = Package(
         .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareWire",
                                                          "TestSupport"],
                     path: "Tests/CongestionTests", swiftSettings: strict),
+        .testTarget(name: "HandshakeTests", dependencies: ["ShareHandshake", "ShareSRTP", "ShareWire", "TestSupport"],
+                    path: "Tests/HandshakeTests", swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",

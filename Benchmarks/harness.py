@@ -125,7 +125,7 @@ def sender_command(kind, run, key, port, pulse):
     audio = run["audio"]
     if kind == "share":
         return [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(port), "--display", display,
-                "--fps", str(fps), "--bitrate", str(kbps), "--keyint", str(keyint), "--key-file", key["file"],
+                "--fps", str(fps), "--bitrate", str(kbps), "--keyint", str(keyint), "--srtp-key-file", key["file"],
                 "--audio", "system" if audio else "none", "--stats-json", run["sender_stats"]]
     if kind == "ffmpeg":
         srtp = ["-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", key["inline"]]
@@ -163,6 +163,13 @@ def sender_command(kind, run, key, port, pulse):
     raise ValueError(kind)
 
 
+def write_secret(path, text):
+    """Writes a file that holds a key with mode 0600 (share recv refuses one others can read)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 def receiver_sdp(port, key, audio):
     text = (f"v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=harness\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
             f"m=video {port} RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n"
@@ -196,8 +203,7 @@ def run_one(kind, run, key, work, pulse, progress):
         if os.path.exists(stale):
             os.remove(stale)
     sdp = os.path.join(work, "recv.sdp")
-    with open(sdp, "w") as f:
-        f.write(receiver_sdp(port, key, run["audio"]))
+    write_secret(sdp, receiver_sdp(port, key, run["audio"]))
     seconds = run["seconds"]
     # The receiver is stopped (SIGINT: it writes its statistics) right after
     # the sender; its duration is only a backstop.
@@ -573,8 +579,7 @@ def run_network(name, size, args, key, work):
         if os.path.exists(path):
             os.remove(path)
     sdp = os.path.join(work, "recv.sdp")
-    with open(sdp, "w") as f:
-        f.write(receiver_sdp(port, key, False))
+    write_secret(sdp, receiver_sdp(port, key, False))
     processes = []
     try:
         time.sleep(0.5)
@@ -590,7 +595,7 @@ def run_network(name, size, args, key, work):
         processes.append(relay)
         time.sleep(0.5)
         send = [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(relay_port), "--display", display,
-                "--fps", str(args.fps), "--keyint", str(args.keyint), "--key-file", key["file"], "--audio", "none",
+                "--fps", str(args.fps), "--keyint", str(args.keyint), "--srtp-key-file", key["file"], "--audio", "none",
                 "--duration", str(seconds), "--stats-json", files["send"]]
         if args.bitrate:
             send += ["--bitrate", str(args.bitrate)]

@@ -20,6 +20,16 @@ public struct AudioStatistics: Sendable, Codable, Equatable {
     public var framesDroppedForPlayback = 0
 
     public init() {}
+
+    /// Adds the counts of the streams of another session.
+    mutating func add(_ other: AudioStatistics) {
+        streams += other.streams
+        packetsReceived += other.packetsReceived
+        packetsLost += other.packetsLost
+        framesRecoveredByFEC += other.framesRecoveredByFEC
+        framesConcealed += other.framesConcealed
+        packetsLate += other.packetsLate
+    }
 }
 
 /// One received Opus stream: orders packets, conceals losses (FEC for a

@@ -54,6 +54,10 @@ final class Presenter: @unchecked Sendable {
     private var frameSpacing: Double?
     private var lastTimestamp: UInt32?
     private var lastShownAt: UInt64?
+    /// Sessions so far: the first records to the path given, the next ones
+    /// to numbered files beside it (`name-2.mkv`, ...); pictures decoded in this one.
+    private var sessionNumber = 1
+    private var sessionFrames = 0
 
     init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
          events: @escaping @Sendable (ReceiverEvent) -> Void) {
@@ -102,8 +106,7 @@ final class Presenter: @unchecked Sendable {
             publish(shared, summarize: summarize)
         }
         recorder?.finish()
-        local.framesRecorded = recorder?.framesWritten ?? local.framesRecorded
-        local.audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
+        local.framesRecorded = recordedBefore + (recorder?.framesWritten ?? 0)
         publish(shared, summarize: true)
         return nil
     }
@@ -114,7 +117,12 @@ final class Presenter: @unchecked Sendable {
     }
 
     private func handle(_ work: ReceivedWork) throws(ReceiverError) {
-        if firstPacketAt == nil { firstPacketAt = monotonicNow() }
+        switch work {
+        case .video, .audio, .senderReport, .loss:
+            if firstPacketAt == nil { firstPacketAt = monotonicNow() }
+        case .goodbye, .newSession, .senderState:
+            break
+        }
         switch work {
         case .video(let unit):
             noteSpacing(unit.timestamp)
@@ -134,6 +142,19 @@ final class Presenter: @unchecked Sendable {
             waitingForKeyframe = true
         case .goodbye(let reason):
             events(.senderLeft(reason: reason))
+            window?.setTitle("share: the sender ended" + (reason.map { " (\($0))" } ?? ""))
+            endSession()
+        case .senderState(.paused):
+            // A pause is not a freeze.
+            lastShownAt = nil
+            window?.setTitle("share: paused by the sender")
+            events(.senderPaused)
+        case .senderState:
+            window?.setTitle("share")
+            events(.senderResumed)
+        case .newSession:
+            endSession()
+            window?.setTitle("share")
         case .senderReport(let ssrc, let report):
             clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
@@ -141,6 +162,50 @@ final class Presenter: @unchecked Sendable {
         case .audio:
             break
         }
+    }
+
+    /// The session ended (BYE) or another began: its recording is finished
+    /// (complete and playable), and everything learned of its streams is
+    /// forgotten. Nothing happens for a session that brought nothing.
+    private func endSession() {
+        guard firstPacketAt != nil || recorder != nil else { return }
+        if let recorder {
+            recorder.finish()
+            recordedBefore += recorder.framesWritten
+            audioRecordedBefore += recorder.audioPacketsWritten
+            local.framesRecorded = recordedBefore
+        }
+        recorder = nil
+        audioBefore.add(sessionAudio())
+        preroll = Preroll()
+        firstPacketAt = nil
+        firstAudioAt = nil
+        tracks = [:]
+        trackOrder = []
+        clocks = ClockMapping()
+        timeline = Timeline()
+        pending.removeAll()
+        audioDelay = nil
+        frameSpacing = nil
+        lastTimestamp = nil
+        lastShownAt = nil
+        waitingForKeyframe = true
+        sessionFrames = 0
+        sessionNumber += 1
+    }
+
+    /// Frames and audio packets written to the files of earlier sessions,
+    /// and the sound of their streams.
+    private var recordedBefore = 0
+    private var audioBefore = AudioStatistics()
+    private var audioRecordedBefore = 0
+
+    /// Where this session records: the path given, then `name-2.ext`, ...
+    static func recordingPath(_ path: String, session: Int) -> String {
+        guard session > 1 else { return path }
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        guard let dot = path[slash...].lastIndex(of: ".") else { return "\(path)-\(session)" }
+        return "\(path[..<dot])-\(session)\(path[dot...])"
     }
 
     /// The sender's frame spacing, from consecutive frames' RTP timestamps.
@@ -180,7 +245,8 @@ final class Presenter: @unchecked Sendable {
             return
         }
         waitingForKeyframe = false
-        if local.framesDecoded == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        if sessionFrames == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        sessionFrames += 1
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
@@ -220,7 +286,7 @@ final class Presenter: @unchecked Sendable {
             } else {
                 preroll.add(item)
             }
-            local.framesRecorded = recorder?.framesWritten ?? 0
+            local.framesRecorded = recordedBefore + (recorder?.framesWritten ?? 0)
         }
     }
 
@@ -309,7 +375,7 @@ final class Presenter: @unchecked Sendable {
         let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
         guard audioSettled || now - first > 2_000_000_000 else { return }
         do {
-            recorder = try Recorder(path: path, width: keyframe.width, height: keyframe.height,
+            recorder = try Recorder(path: Self.recordingPath(path, session: sessionNumber), width: keyframe.width, height: keyframe.height,
                                     parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
                                     audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
         } catch {
@@ -332,7 +398,8 @@ final class Presenter: @unchecked Sendable {
         }
     }
 
-    private func publish(_ shared: ReceiverShared, summarize: Bool) {
+    /// The sound of this session's streams so far.
+    private func sessionAudio() -> AudioStatistics {
         var audio = AudioStatistics()
         for track in tracks.values {
             let t = track.statistics
@@ -343,7 +410,13 @@ final class Presenter: @unchecked Sendable {
             audio.packetsLate += t.packetsLate
         }
         audio.streams = tracks.count
-        audio.packetsRecorded = recorder?.audioPacketsWritten ?? 0
+        return audio
+    }
+
+    private func publish(_ shared: ReceiverShared, summarize: Bool) {
+        var audio = sessionAudio()
+        audio.add(audioBefore)
+        audio.packetsRecorded = audioRecordedBefore + (recorder?.audioPacketsWritten ?? 0)
         audio.framesDroppedForPlayback = player?.framesDropped ?? 0
         local.audio = audio
         if summarize {

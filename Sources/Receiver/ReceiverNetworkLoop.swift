@@ -1,29 +1,38 @@
+import Dispatch
+internal import ShareHandshake
 internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
 import Synchronization
 
-/// The receiver's network thread: receives datagrams, has the session
+/// The receiver's network thread: receives datagrams, hands handshakes to
+/// the session gate (which also decides whose media is admitted), has the session
 /// unprotect them, rebuild frames and time its feedback (arrival times for
 /// RFC 8888, NACK, receiver reports), and hands frames, audio and reports to
 /// the decode thread through the bounded queue. It sleeps only in the
 /// socket's wait, until a datagram or the session's next deadline, so a slow
 /// decoder or window never delays feedback or lets the socket overflow.
 final class ReceiverNetworkLoop: @unchecked Sendable {
-    // Safe: the session and `peer` are used by the network thread only;
+    // Safe: the session and the gate are used by the network thread only;
     // the keyframe flag is atomic, statistics go through the shared mutex.
     private let socket: UDPSocket
     private let session: ReceiveSession
+    private let gate: SessionGate
     private let queue: WorkQueue
+    private let confirmation: ConfirmationPolicy
+    private let events: @Sendable (ReceiverEvent) -> Void
     /// Set by the decode thread when it needs a keyframe (decode error,
     /// frames dropped); the network thread sends the PLI.
     let keyframeWanted = Atomic<Bool>(false)
-    private var peer: SocketAddress?
 
-    init(socket: UDPSocket, session: ReceiveSession, queue: WorkQueue) {
+    init(socket: UDPSocket, session: ReceiveSession, gate: SessionGate, queue: WorkQueue, confirmation: ConfirmationPolicy,
+         events: @escaping @Sendable (ReceiverEvent) -> Void) {
         self.socket = socket
         self.session = session
+        self.gate = gate
         self.queue = queue
+        self.confirmation = confirmation
+        self.events = events
     }
 
     var senderSSRC: UInt32? { session.senderSSRC }
@@ -34,8 +43,9 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
         var count = 0
         var published = monotonicNow()
         func reply(_ bytes: ArraySlice<UInt8>) {
-            if let peer { socket.send(bytes, to: peer) }
+            if let peer = gate.peer { socket.send(bytes, to: peer) }
         }
+        func sendTo(_ bytes: [UInt8], _ address: SocketAddress) { socket.send(bytes[...], to: address) }
         while shared.running.load(ordering: .relaxed) {
             let now = monotonicNow()
             let deadline = session.nextDeadline.map { $0.nanoseconds } ?? now + 10_000_000
@@ -54,13 +64,17 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                             let age = min(wallNow() &- min(arrival, wallNow()), 1_000_000_000)
                             at = MonotonicTime(nanoseconds: mono - min(age, mono))
                         }
+                        if count > 0, HandshakeMessage.isHandshake(firstByte: buffer[0]) {
+                            handle(gate.handshake(buffer[0..<count], from: source, now: at, send: sendTo))
+                            continue
+                        }
+                        guard gate.admits(source, now: at, send: sendTo) else { continue }
                         datagram.removeAll()
                         datagram.append(slice: buffer[0..<count])
                         let authenticatedBefore = session.statistics.rtpPackets + session.statistics.rtcpPackets
                         let events = session.handle(datagram: &datagram, now: at, emit: reply)
-                        // Learn where to send RTCP from the first authenticated packet only.
-                        if peer == nil && session.statistics.rtpPackets + session.statistics.rtcpPackets > authenticatedBefore {
-                            peer = source
+                        if session.statistics.rtpPackets + session.statistics.rtcpPackets > authenticatedBefore {
+                            gate.authenticated(source)
                         }
                         forward(events)
                     }
@@ -69,6 +83,14 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                 return .transport(error.description)
             }
             let at = MonotonicTime(nanoseconds: monotonicNow())
+            handle(gate.poll(now: at, send: sendTo))
+            guard gate.hasSession else {
+                if at.nanoseconds &- published >= 50_000_000 {
+                    published = at.nanoseconds
+                    publish(shared)
+                }
+                continue
+            }
             if keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }
             forward(session.poll(now: at, emit: reply))
             if at.nanoseconds &- published >= 50_000_000 {
@@ -89,9 +111,45 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             case .senderReport(let ssrc, let report): queue.push(.senderReport(ssrc: ssrc, report))
             case .goodbye(let ssrc, let reason) where session.senderSSRC == nil || ssrc == session.senderSSRC:
                 // Authenticated (SRTCP) even when it comes before any media:
-                // a sender that fails at start still says why.
+                // a sender that fails at start still says why. The session
+                // ends; the next sender starts another.
                 queue.push(.goodbye(reason: reason))
+                try? gate.senderLeft()
             case .goodbye: continue
+            case .senderState(let state): queue.push(.senderState(state))
+            }
+        }
+    }
+
+    /// What the gate decided: a new session for the decode thread, people
+    /// to ask, refusals to report.
+    private func handle(_ gateEvents: [SessionGate.Event]) {
+        for event in gateEvents {
+            switch event {
+            case .started(let established, let renewed):
+                if !renewed { queue.push(.newSession) }
+                events(.sessionStarted(sender: established.peerName,
+                                       code: established.mode == .identity ? established.shortAuthenticationString : nil,
+                                       firstMeeting: established.trust == .new && established.mode == .identity,
+                                       renewed: renewed))
+            case .refused(let sender, let reason):
+                events(.sessionRefused(sender: sender, reason: reason))
+            case .confirm(let request):
+                switch confirmation {
+                case .acceptNew:
+                    events(.confirming(sender: request.peerName, code: request.shortAuthenticationString,
+                                       fingerprint: request.fingerprint.description))
+                    gate.answers.withLock { $0.append((request.handshakeID, true)) }
+                case .refuseNew:
+                    events(.sessionRefused(sender: request.peerName, reason: "a new sender, and new senders are not accepted"))
+                    gate.answers.withLock { $0.append((request.handshakeID, false)) }
+                case .ask(let ask):
+                    let gate = self.gate
+                    DispatchQueue.global().async {
+                        let accept = ask(request)
+                        gate.answers.withLock { $0.append((request.handshakeID, accept)) }
+                    }
+                }
             }
         }
     }
@@ -99,14 +157,21 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
     private func publish(_ shared: ReceiverShared) {
         let s = session.statistics
         let (rtt, depth, dropped) = (session.roundTrip, session.jitterBufferDelay, queue.dropped)
+        let gateCounters = gate.counters
         shared.stats.withLock { local in
+            local.packetsWithoutSession = gateCounters.withoutSession
+            local.packetsFromStrangers = gateCounters.foreignSource
+            local.handshakesRefused = gateCounters.handshakesRefused
+            local.handshakesRateLimited = gateCounters.handshakesRateLimited
+            local.sessions = gateCounters.sessions
+            local.sessionRenewals = gateCounters.renewals
             local.datagrams = s.datagrams
             local.bytes = s.bytes
             local.rtpPackets = s.rtpPackets
             local.framesLost = s.framesLost
             local.authenticationFailures = s.authenticationFailures
             local.replays = s.replays
-            local.malformed = s.malformed
+            local.malformed = s.malformed + gateCounters.malformedHandshakes
             local.duplicates = s.duplicates
             local.nacksSent = s.nacksSent
             local.nackedPackets = s.nackedPackets

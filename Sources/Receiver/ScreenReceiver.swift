@@ -2,6 +2,7 @@ import Dispatch
 internal import ShareAudio
 internal import ShareColor
 internal import ShareDecode
+public import ShareHandshake
 public import ShareSRTP
 public import ShareSession
 internal import ShareStamp
@@ -16,7 +17,11 @@ internal import Glibc
 /// Everything a receiver needs to start.
 public struct ReceiverConfiguration: Sendable {
     public var port: Int = 5004
-    public var keying: SRTPKeyingMaterial
+    /// How the SRTP keys are agreed: a handshake with each sender (a
+    /// pre-shared key or identities), or a static SDES key (other tools).
+    public var keying: SessionKeying
+    /// What to do when a sender never met before wants a session (identities).
+    public var confirmation: ConfirmationPolicy = .refuseNew
     /// Show the picture in a window on this display (nil: $DISPLAY); off when `showWindow` is false.
     public var display: String?
     public var showWindow = true
@@ -44,14 +49,28 @@ public struct ReceiverConfiguration: Sendable {
     /// picture and measure glass-to-glass latency (both ends on one machine).
     public var readStamps = false
 
-    public init(keying: SRTPKeyingMaterial) { self.keying = keying }
+    public init(keying: SessionKeying) { self.keying = keying }
+
+    /// A receiver with one static SDES key (the interop mode).
+    public init(keying: SRTPKeyingMaterial) { self.init(keying: .staticKey(keying)) }
 }
 
 /// The receiver's lifecycle.
 public enum ReceiverEvent: Sendable {
     case listening(port: Int)
-    /// The first picture was decoded.
+    /// A sender's session began (after a handshake; `renewed`: the same
+    /// sender renewed its keys). `code` is the short authentication string
+    /// with identities; `firstMeeting`: the sender was remembered just now.
+    case sessionStarted(sender: String, code: String?, firstMeeting: Bool, renewed: Bool)
+    /// A new sender was accepted without asking (`acceptNew`): its code, for the log.
+    case confirming(sender: String, code: String, fingerprint: String)
+    /// A handshake was refused (and why): a changed identity, a wrong key file, a person's no.
+    case sessionRefused(sender: String?, reason: String)
+    /// The first picture of a session was decoded.
     case firstFrame(width: Int, height: Int)
+    /// The sender paused (its picture stays on screen), or is live again.
+    case senderPaused
+    case senderResumed
     /// The sender said BYE, with its reason if it gave one.
     case senderLeft(reason: String?)
     /// Something degraded without stopping (no sound server for playback).
@@ -92,6 +111,15 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var decodeErrors = 0
     public var authenticationFailures = 0
     public var replays = 0
+    /// Sessions begun (one per sender instance) and key renewals.
+    public var sessions = 0
+    public var sessionRenewals = 0
+    /// Media dropped: before any session, or from an address not the session's.
+    public var packetsWithoutSession = 0
+    public var packetsFromStrangers = 0
+    public var handshakesRefused = 0
+    /// Handshakes not answered because too many came at once.
+    public var handshakesRateLimited = 0
     public var malformed = 0
     public var duplicates = 0
     public var nacksSent = 0
@@ -167,6 +195,7 @@ public final class ScreenReceiver: @unchecked Sendable {
     public let configuration: ReceiverConfiguration
     private let socket: UDPSocket
     private let session: ReceiveSession
+    private let gate: SessionGate
     private let decoder: H264Decoder
     private let shared = ReceiverShared()
     private let failure = Mutex<ReceiverError?>(nil)
@@ -182,12 +211,18 @@ public final class ScreenReceiver: @unchecked Sendable {
         if let path = configuration.recordPath, Recorder.Container(path: path) == nil {
             throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")
         }
-        do {
-            socket = try UDPSocket(bindingPort: configuration.port, receiveBuffer: Self.receiveBuffer)
-            socket.enableArrivalTimestamps()
-        } catch {
-            throw .transport(error.description)
+        // Dual stack: IPv6 and IPv4 (as mapped addresses) on one socket;
+        // IPv4 alone where the kernel has no IPv6.
+        if let dual = try? UDPSocket(bindingPort: configuration.port, ipv6: true, receiveBuffer: Self.receiveBuffer) {
+            socket = dual
+        } else {
+            do {
+                socket = try UDPSocket(bindingPort: configuration.port, receiveBuffer: Self.receiveBuffer)
+            } catch {
+                throw .transport(error.description)
+            }
         }
+        socket.enableArrivalTimestamps()
         do {
             var sessionConfiguration = ReceiveSession.Configuration(
                 ssrc: UInt32.random(in: 1...UInt32.max), cname: configuration.cname,
@@ -195,10 +230,17 @@ public final class ScreenReceiver: @unchecked Sendable {
             sessionConfiguration.maximumDelay = configuration.maximumDelay
             sessionConfiguration.retransmissionPayloadType = configuration.retransmissionPayloadType
             sessionConfiguration.fecPayloadType = configuration.fecPayloadType
-            session = try ReceiveSession(configuration: sessionConfiguration, keying: configuration.keying)
+            // With a handshake the session waits, with throwaway keys, for
+            // the first sender's.
+            let keys: SRTPSessionKeys = switch configuration.keying {
+            case .staticKey(let keying): .symmetric(keying)
+            case .handshake: .symmetric(.random(profile: .aes128CmHmacSha1_80))
+            }
+            session = try ReceiveSession(configuration: sessionConfiguration, keys: keys)
         } catch {
             throw .configuration(error.description)
         }
+        gate = SessionGate(session: session, keying: configuration.keying)
         do {
             decoder = try H264Decoder(parameterSets: configuration.parameterSets)
         } catch {
@@ -216,7 +258,8 @@ public final class ScreenReceiver: @unchecked Sendable {
         let granted = socket.receiveBufferSize
         shared.stats.withLock { $0.receiveBufferBytes = granted }
         let queue = WorkQueue()
-        let network = ReceiverNetworkLoop(socket: socket, session: session, queue: queue)
+        let network = ReceiverNetworkLoop(socket: socket, session: session, gate: gate, queue: queue,
+                                          confirmation: configuration.confirmation, events: events)
         let presenter = Presenter(configuration: configuration, decoder: decoder, queue: queue, network: network,
                                   events: events)
         let shared = self.shared

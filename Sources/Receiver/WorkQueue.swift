@@ -10,6 +10,10 @@ enum ReceivedWork: Sendable {
     case audio(RTPPacket)
     case senderReport(ssrc: UInt32, SenderReport)
     case goodbye(reason: String?)
+    /// Another sender's session began: start over (decoder state, recording file).
+    case newSession
+    /// The sender paused or is live again.
+    case senderState(StreamState)
 }
 
 /// The bounded queue between the receiver's network thread and its decode

@@ -84,3 +84,24 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["profile": profile]) }
 }
+
+/// The keys of one session at one end: what it protects with and what it
+/// expects the other end to have protected with. A handshake derives one per
+/// direction; the interop mode (a static SDES key) uses one for both.
+public struct SRTPSessionKeys: Sendable, Equatable, CustomStringConvertible {
+    public let outbound: SRTPKeyingMaterial
+    public let inbound: SRTPKeyingMaterial
+
+    public init(outbound: SRTPKeyingMaterial, inbound: SRTPKeyingMaterial) {
+        self.outbound = outbound
+        self.inbound = inbound
+    }
+
+    /// One static key for both directions (SDES, RFC 4568).
+    public static func symmetric(_ keying: SRTPKeyingMaterial) -> SRTPSessionKeys {
+        SRTPSessionKeys(outbound: keying, inbound: keying)
+    }
+
+    public var profile: SRTPProfile { outbound.profile }
+    public var description: String { "SRTPSessionKeys(\(outbound.profile.rawValue), keys redacted)" }
+}

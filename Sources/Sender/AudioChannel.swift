@@ -28,13 +28,13 @@ final class AudioChannel: @unchecked Sendable {
         ssrc = UInt32.random(in: 1...UInt32.max)
     }
 
-    func makeStream(keying: SRTPKeyingMaterial, payloadType: UInt8, cname: String) throws(SenderError) -> SendStream {
+    func makeStream(keys: SRTPSessionKeys, payloadType: UInt8, cname: String) throws(SenderError) -> SendStream {
         var configuration = SendStream.Configuration(ssrc: ssrc, cname: cname)
         configuration.payloadType = payloadType
         configuration.clockRate = 48_000
         configuration.historyPackets = 64
         do {
-            return try SendStream(configuration: configuration, keying: keying)
+            return try SendStream(configuration: configuration, keys: keys)
         } catch {
             throw .encryption(error.description)
         }

@@ -71,6 +71,12 @@ final class EncodePipeline: @unchecked Sendable {
         while context.isActive {
             _ = capture.frameReady.wait(timeout: .now() + .milliseconds(100))
             guard let lease = capture.take() else { continue }
+            // Before the session is up there is no one to send to: the
+            // picture goes back to the pool unencoded.
+            guard network.link.ready.load(ordering: .acquiring) else {
+                context.stats.withLock { $0.framesBeforeSession += 1 }
+                continue
+            }
             let captured = lease.time
             let began = Clock.monotonic()
             Self.convert(lease, into: &image, scratch: &scratch)
@@ -89,15 +95,15 @@ final class EncodePipeline: @unchecked Sendable {
             guard let info else { continue }
             let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
             do {
-                try network.sendVideo(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp,
-                                      captureTime: NTPTimestamp(unixNanoseconds: captured.unixNanoseconds),
-                                      isKeyframe: info.isKeyframe, now: MonotonicTime(nanoseconds: encoded))
+                let sent = try network.sendVideo(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp,
+                                                 captureTime: NTPTimestamp(unixNanoseconds: captured.unixNanoseconds),
+                                                 isKeyframe: info.isKeyframe, now: MonotonicTime(nanoseconds: encoded))
+                if !sent { context.stats.withLock { $0.framesBeforeSession += 1 } }
             } catch {
                 context.fail(.encryption(error.description))
                 return
             }
             let queued = Clock.monotonic()
-            guard adapt(&image, context) else { return }
             captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
             encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
             frames += 1
@@ -115,6 +121,8 @@ final class EncodePipeline: @unchecked Sendable {
                     s.encodeMilliseconds = encodeTime.summary
                 }
             }
+            // Counted first: a frame sent is a frame counted, even the last.
+            guard adapt(&image, context) else { return }
         }
         context.stats.withLock { s in
             s.captureToSend = captureToSend.summary

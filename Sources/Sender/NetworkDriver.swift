@@ -1,5 +1,6 @@
 import Dispatch
 internal import ShareCongestion
+internal import ShareHandshake
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareTransport
@@ -45,10 +46,13 @@ final class NetworkDriver: @unchecked Sendable {
     /// Whether the congestion controller's target is followed (off: the
     /// configured rate is sent whatever the path does).
     private let adaptive: Bool
+    /// The session: handshake, and whether media may flow yet.
+    let link: SessionLink
 
     init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration,
-         adaptive: Bool = true) {
+         link: SessionLink, adaptive: Bool = true) {
         self.socket = socket
+        self.link = link
         self.adaptive = adaptive
         fecAvailable = video.configuration.forwardErrorCorrection != nil
         self.video = Mutex(video)
@@ -60,9 +64,12 @@ final class NetworkDriver: @unchecked Sendable {
 
     // MARK: sending (any thread)
 
-    /// Packetizes, protects and queues one access unit for pacing.
+    /// Packetizes, protects and queues one access unit for pacing; false
+    /// (nothing sent) while no session is up.
+    @discardableResult
     func sendVideo(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
-                   now: MonotonicTime) throws(SRTPError) {
+                   now: MonotonicTime) throws(SRTPError) -> Bool {
+        guard link.ready.load(ordering: .acquiring) else { return false }
         try video.withLock { stream throws(SRTPError) in
             try stream.send(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
                             isKeyframe: isKeyframe, now: now) { datagram in
@@ -72,11 +79,13 @@ final class NetworkDriver: @unchecked Sendable {
         // What fits the pacer's budget leaves now, from this thread; the
         // pacer thread sends the rest as the budget refills.
         if release(at: Clock.monotonic()) != nil { wake.signal() }
+        return true
     }
 
     /// Protects and queues one audio packet (sent ahead of video).
     func sendAudio(_ index: Int, payload: ArraySlice<UInt8>, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
                    now: MonotonicTime) throws(SRTPError) {
+        guard link.ready.load(ordering: .acquiring) else { return }
         try audio[index].withLock { stream throws(SRTPError) in
             try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
                 pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
@@ -85,10 +94,36 @@ final class NetworkDriver: @unchecked Sendable {
         if release(at: Clock.monotonic()) != nil { wake.signal() }
     }
 
-    /// RTCP BYE on every stream, straight to the socket (the threads are done).
+    /// The announcement that the stream finished, and why, with RTCP BYE on
+    /// every stream, straight to the socket (the threads are done). After a
+    /// handshake the receiver answers it: it is repeated until it does (at
+    /// most 5 times, 60 ms apart); other receivers get it once.
     func goodbye(reason: String) {
-        video.withLock { $0.goodbye(reason: reason) { socket.send($0) } }
-        for stream in audio { stream.withLock { $0.goodbye(reason: reason) { socket.send($0) } } }
+        guard link.ready.load(ordering: .acquiring) else { return }
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var count = 0
+        for _ in 0..<(link.usesHandshake ? 5 : 1) {
+            let now = MonotonicTime(nanoseconds: Clock.monotonic())
+            video.withLock { $0.goodbye(reason: reason, now: now) { socket.send($0) } }
+            for stream in audio { stream.withLock { $0.goodbye(reason: reason, now: now) { socket.send($0) } } }
+            guard link.usesHandshake else { return }
+            let deadline = Clock.monotonic() + 60_000_000
+            while Clock.monotonic() < deadline {
+                let wait = Int32((deadline &- min(Clock.monotonic(), deadline)) / 1_000_000)
+                guard case .some(.some) = try? socket.receive(into: &buffer, count: &count, timeoutMilliseconds: wait),
+                      count > 0, !HandshakeMessage.isHandshake(firstByte: buffer[0]) else { continue }
+                var datagram = PacketBuffer(buffer[0..<count])
+                let feedback = video.withLock { $0.handle(datagram: &datagram, now: now) { _ in } }
+                if feedback.contains(where: { if case .stateAcknowledged(.finished) = $0 { true } else { false } }) { return }
+            }
+        }
+    }
+
+    /// Tells the receiver the stream paused or is live again (repeated by
+    /// the feedback thread until answered).
+    func announce(_ state: StreamState) {
+        let now = MonotonicTime(nanoseconds: Clock.monotonic())
+        video.withLock { $0.announce(state, now: now) }
     }
 
     // MARK: pacer thread
@@ -147,16 +182,28 @@ final class NetworkDriver: @unchecked Sendable {
 
     // MARK: feedback thread
 
-    /// `keyframe` is called for each honoured keyframe request.
+    /// `keyframe` is called for each honoured keyframe request and each
+    /// new session.
     func feedbackLoop(_ context: SenderContext, keyframe: @escaping () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 2048)
         var count = 0
         var lastSample = Clock.monotonic()
         var bytesAtSample = 0
+        let started = Clock.monotonic()
+        let sendHandshake = { [socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
+        link.begin(now: started, send: sendHandshake)
         while context.isActive {
             do {
                 if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10) != nil {
-                    let now = MonotonicTime(nanoseconds: Clock.monotonic())
+                    let clock = Clock.monotonic()
+                    let now = MonotonicTime(nanoseconds: clock)
+                    if count > 0, HandshakeMessage.isHandshake(firstByte: buffer[0]) {
+                        if let outcome = link.handle(buffer[0..<count], now: clock, send: sendHandshake) {
+                            apply(outcome, context: context, began: started, keyframe: keyframe)
+                        }
+                        continue
+                    }
+                    guard link.ready.load(ordering: .relaxed) else { continue }
                     var datagram = PacketBuffer(buffer[0..<count])
                     let feedback = video.withLock { stream in
                         stream.handle(datagram: &datagram, now: now, reply: { bytes in
@@ -165,6 +212,7 @@ final class NetworkDriver: @unchecked Sendable {
                             pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
                         })
                     }
+                    if !feedback.isEmpty { link.heardFeedback(at: clock) }
                     for item in feedback { handle(item, now: now, keyframe: keyframe) }
                 }
             } catch {
@@ -173,6 +221,10 @@ final class NetworkDriver: @unchecked Sendable {
             }
             let clock = Clock.monotonic()
             let now = MonotonicTime(nanoseconds: clock)
+            if let outcome = link.poll(now: clock, send: sendHandshake) {
+                apply(outcome, context: context, began: started, keyframe: keyframe)
+            }
+            guard link.ready.load(ordering: .relaxed) else { continue }
             let (polled, rtt, pacing) = controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
             apply(target: polled, pacingRate: pacing)
             video.withLock { stream in
@@ -209,6 +261,33 @@ final class NetworkDriver: @unchecked Sendable {
                 lastSample = clock
                 bytesAtSample = bytes
             }
+        }
+    }
+
+    /// What a handshake step means for the streams and the host.
+    private func apply(_ outcome: SessionLink.Outcome, context: SenderContext, began: UInt64, keyframe: () -> Void) {
+        switch outcome {
+        case .verifying(let receiver, let code):
+            context.emit(.verifying(receiver: receiver, code: code))
+        case .failed(let failure):
+            context.fail(.session(failure.description))
+        case .established(let session):
+            do {
+                try video.withLock { stream throws(SRTPError) in try stream.rekey(session.keys) }
+                for stream in audio { try stream.withLock { stream throws(SRTPError) in try stream.rekey(session.keys) } }
+            } catch {
+                context.fail(.encryption(error.description))
+                return
+            }
+            link.ready.store(true, ordering: .releasing)
+            keyframe()
+            let elapsed = Double(Clock.monotonic() &- began) / 1e6
+            context.stats.withLock { s in
+                s.sessions += 1
+                if s.handshakeMilliseconds == nil { s.handshakeMilliseconds = elapsed }
+            }
+            context.emit(.connected(receiver: session.peerName, code: session.shortAuthenticationString,
+                                    firstMeeting: session.trust == .new && session.mode == .identity))
         }
     }
 

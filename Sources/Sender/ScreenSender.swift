@@ -1,6 +1,7 @@
 import Dispatch
 internal import ShareAudio
 internal import ShareCongestion
+internal import ShareHandshake
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareTransport
@@ -96,9 +97,16 @@ public final class ScreenSender: @unchecked Sendable {
         if let repairSSRC { streamConfiguration.retransmission = (repairSSRC, configuration.retransmissionPayloadType) }
         let fecSSRC = configuration.forwardErrorCorrection ? UInt32.random(in: 1...UInt32.max) : nil
         if let fecSSRC { streamConfiguration.forwardErrorCorrection = (fecSSRC, configuration.fecPayloadType) }
+        // With a handshake, the streams start with throwaway keys: nothing is
+        // sent until the session's keys replace them.
+        let startKeys: SRTPSessionKeys
+        switch configuration.keying {
+        case .staticKey(let keying): startKeys = .symmetric(keying)
+        case .handshake: startKeys = .symmetric(.random(profile: configuration.profile))
+        }
         let video: SendStream
         do {
-            video = try SendStream(configuration: streamConfiguration, keying: configuration.keying)
+            video = try SendStream(configuration: streamConfiguration, keys: startKeys)
         } catch {
             throw .encryption(error.description)
         }
@@ -108,7 +116,7 @@ public final class ScreenSender: @unchecked Sendable {
         for input in configuration.audio {
             do {
                 let channel = try AudioChannel(input: input)
-                streams.append(LockedStream(try channel.makeStream(keying: configuration.keying,
+                streams.append(LockedStream(try channel.makeStream(keys: startKeys,
                                                                    payloadType: configuration.audioPayloadType,
                                                                    cname: configuration.cname)))
                 channels.append(channel)
@@ -124,14 +132,19 @@ public final class ScreenSender: @unchecked Sendable {
         let ceiling = Double(baseBitrate) * 1000 * 1.15 + Double(audioBitrate)
         let congestion = CongestionController.Configuration(
             start: ceiling, minimum: max(Double(baseBitrate) * 1000 * 0.05, 100_000) + Double(audioBitrate), maximum: ceiling)
-        network = NetworkDriver(socket: socket, video: video, audio: streams, congestion: congestion,
+        let link = SessionLink(keying: configuration.keying, profile: configuration.profile,
+                               instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
+        network = NetworkDriver(socket: socket, video: video, audio: streams, congestion: congestion, link: link,
                                 adaptive: configuration.congestionControl)
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
-        var description = SenderDescription.make(encoder: encoder, configuration: configuration, destination: destination,
-                                                 ssrc: ssrc, repairSSRC: repairSSRC, fecSSRC: fecSSRC)
-        for channel in channels {
-            description.media.append(SenderDescription.audio(channel, configuration: configuration))
+        var description: SessionDescription?
+        if case .staticKey(let keying) = configuration.keying {
+            description = SenderDescription.make(encoder: encoder, configuration: configuration, keying: keying,
+                                                 destination: destination, ssrc: ssrc, repairSSRC: repairSSRC, fecSSRC: fecSSRC)
+            for channel in channels {
+                description?.media.append(SenderDescription.audio(channel, configuration: configuration, keying: keying))
+            }
         }
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
@@ -163,7 +176,18 @@ public final class ScreenSender: @unchecked Sendable {
             s.memoryRung = rungName
             s.memoryBudgetBytes = budgetBytes
         }
-        if let startupFailure { finish(with: startupFailure) }
+        if let startupFailure {
+            // The receiver is told why in the BYE, which needs the session's
+            // keys: the handshake (a few milliseconds) gets up to a second.
+            let link = network.link
+            DispatchQueue.global().async { [self] in
+                let deadline = Clock.monotonic() + 1_000_000_000
+                while !link.ready.load(ordering: .acquiring) && Clock.monotonic() < deadline {
+                    Clock.sleep(until: Clock.monotonic() + 5_000_000)
+                }
+                finish(with: startupFailure)
+            }
+        }
     }
 
     private func spawn(_ label: String, _ body: @escaping @Sendable () -> Void) {
@@ -176,11 +200,15 @@ public final class ScreenSender: @unchecked Sendable {
 
     /// Stops capturing until `resume`; the stream stays open.
     public func pause() {
-        if context.transition(from: .running, to: .paused) { context.emit(.paused) }
+        if context.transition(from: .running, to: .paused) {
+            network.announce(.paused)
+            context.emit(.paused)
+        }
     }
 
     public func resume() {
         if context.transition(from: .paused, to: .running) {
+            network.announce(.live)
             context.keyframeRequested.store(true, ordering: .relaxed)
             context.emit(.resumed)
         }

@@ -1,3 +1,4 @@
+public import ShareHandshake
 public import ShareSRTP
 public import ShareSession
 public import ShareWire
@@ -64,7 +65,14 @@ public struct SenderConfiguration: Sendable {
     public var size: VideoSize?
     /// Largest UDP payload.
     public var mtu: Int = 1200
-    public var keying: SRTPKeyingMaterial
+    /// How the SRTP keys are agreed: a handshake (pre-shared key or
+    /// identities) or, for other tools, a static SDES key.
+    public var keying: SessionKeying
+    /// Whether a receiver never met before gets the stream (identities): by
+    /// default not; `.ask` lets a person compare the code first.
+    public var confirmation: ConfirmationPolicy = .refuseNew
+    /// The SRTP suite a handshake asks for.
+    public var profile: SRTPProfile = .aes128CmHmacSha1_80
     /// Capture slots (MIT-SHM segments) in the frame pool. Two suffice: the
     /// encoder holds a lease only while converting it; every slot the
     /// process touches counts in its footprint (8 MB each at 1080p).
@@ -90,26 +98,49 @@ public struct SenderConfiguration: Sendable {
     public var audio: [AudioInput] = []
     public var audioPayloadType: UInt8 = 111
 
-    public init(host: String, keying: SRTPKeyingMaterial) {
+    public init(host: String, keying: SessionKeying) {
         self.host = host
         self.keying = keying
+    }
+
+    /// A sender with one static SDES key (the interop mode).
+    public init(host: String, keying: SRTPKeyingMaterial) {
+        self.init(host: host, keying: .staticKey(keying))
     }
 }
 
 /// What the host learns when the sender starts (ReplayKit's setup info).
-public struct SenderSetup: Sendable, Equatable {
+/// Its description never shows a key (the SDP's `a=crypto` is redacted).
+public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var sourceSize: VideoSize
     public var encodedSize: VideoSize
     public var fps: Int
     public var bitrateKbps: Int
     public var destination: String
-    /// The SDP a third-party receiver (ffmpeg, ffplay, GStreamer, VLC) can use.
-    public var sessionDescription: SessionDescription
+    /// The SDP a third-party receiver (ffmpeg, ffplay, GStreamer, VLC) can
+    /// use, with the static key: nil when keys come from a handshake.
+    public var sessionDescription: SessionDescription?
+
+    public var description: String {
+        "SenderSetup(\(sourceSize) as \(encodedSize) at \(fps) fps, \(bitrateKbps) kbit/s to \(destination))"
+    }
+
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["sourceSize": sourceSize, "encodedSize": encodedSize, "fps": fps,
+                                "bitrateKbps": bitrateKbps, "destination": destination])
+    }
 }
 
 /// The sender's lifecycle, as the host sees it.
 public enum SenderEvent: Sendable {
     case started(SenderSetup)
+    /// The handshake waits for the receiver to confirm: both screens show
+    /// `code`, and the people compare them (identities, first meeting).
+    case verifying(receiver: String, code: String)
+    /// A session is up (again, after a receiver restart): media flows.
+    /// `firstMeeting`: the receiver was not known before and is remembered now.
+    case connected(receiver: String, code: String, firstMeeting: Bool)
     case paused
     case resumed
     /// The sender stopped: nil after `stop()`, or the error that ended it.
@@ -132,6 +163,8 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
     case encryption(String)
     case audio(String)
     case memory(String)
+    /// The handshake failed: refused, a changed identity, a different key file.
+    case session(String)
 
     public var description: String {
         switch self {
@@ -142,6 +175,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
         case .encryption(let m): "encryption: \(m)"
         case .audio(let m): "audio: \(m)"
         case .memory(let m): "memory: \(m)"
+        case .session(let m): "session: \(m)"
         }
     }
 }
@@ -165,6 +199,12 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bytesSent = 0
     public var packetsRetransmitted = 0
     public var keyframeRequests = 0
+    /// Sessions established (1, plus one per receiver restart or renewal),
+    /// and how long the first handshake took from `start`.
+    public var sessions = 0
+    public var handshakeMilliseconds: Double?
+    /// Frames encoded before a session was up (not sent).
+    public var framesBeforeSession = 0
     public var sendDrops = 0
     public var cpuSeconds = 0.0
     public var footprintBytes = 0

@@ -8,7 +8,8 @@ internal import ShareWire
 /// rtcp-mux, the capture-time extension, the SDES key; one Opus section per
 /// audio stream.
 enum SenderDescription {
-    static func make(encoder: H264Encoder, configuration: SenderConfiguration, destination: SocketAddress,
+    static func make(encoder: H264Encoder, configuration: SenderConfiguration, keying: SRTPKeyingMaterial,
+                     destination: SocketAddress,
                      ssrc: UInt32, repairSSRC: UInt32?, fecSSRC: UInt32?) -> SessionDescription {
         let sets = encoder.parameterSets()
         var fmtp: [(String, String)] = [("packetization-mode", "1")]
@@ -26,7 +27,7 @@ enum SenderDescription {
         var video = MediaDescription(
             kind: .video, port: configuration.port, payloadType: configuration.payloadType, codec: "H264",
             clockRate: 90_000, formatParameters: fmtp,
-            crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+            crypto: (keying.profile.rawValue, keying.inlineKeySalt()),
             extensions: [(1, AbsoluteCaptureTime.uri)], source: (ssrc, configuration.cname))
         video.feedback = ["nack", "nack pli", "ccm fir"] + (configuration.congestionControl ? ["ack ccfb"] : [])
         if let repairSSRC {
@@ -38,13 +39,14 @@ enum SenderDescription {
         return SessionDescription(connectionAddress: destination.host, media: [video])
     }
 
-    static func audio(_ channel: AudioChannel, configuration: SenderConfiguration) -> MediaDescription {
+    static func audio(_ channel: AudioChannel, configuration: SenderConfiguration,
+                      keying: SRTPKeyingMaterial) -> MediaDescription {
         // RFC 7587 §7: opus/48000/2 always; stereo=1 says what we send.
         MediaDescription(
             kind: .audio, port: configuration.port, payloadType: configuration.audioPayloadType, codec: "opus",
             clockRate: 48_000, channels: 2,
             formatParameters: [("minptime", "10"), ("useinbandfec", "1"), ("stereo", channel.reader.channels == 2 ? "1" : "0")],
-            crypto: (configuration.keying.profile.rawValue, configuration.keying.inlineKeySalt()),
+            crypto: (keying.profile.rawValue, keying.inlineKeySalt()),
             extensions: [(1, AbsoluteCaptureTime.uri)], source: (channel.ssrc, configuration.cname))
     }
 }

@@ -11,6 +11,8 @@ public enum ReceiveEvent: Sendable {
     case otherPacket(RTPPacket)
     case senderReport(ssrc: UInt32, SenderReport)
     case goodbye(ssrc: UInt32, reason: String?)
+    /// The sender paused or is live again (told reliably, answered here).
+    case senderState(StreamState)
 }
 
 /// Counters of everything that came in, including what was refused.
@@ -74,8 +76,8 @@ public final class ReceiveSession {
 
     public let configuration: Configuration
     public private(set) var statistics = ReceiveStatistics()
-    private let srtp: SRTPContext
-    private let outbound: SRTPContext
+    private var srtp: SRTPContext
+    private var outbound: SRTPContext
     private var assembler: H264FrameAssembler
     private var nack: NACKTracker
     private var videoSSRC: UInt32?
@@ -87,15 +89,52 @@ public final class ReceiveSession {
     private var feedback = FeedbackReporter()
     private var fec = FECDecoder()
     private var probe = RoundTripProbe()
+    /// The last state announcement seen, and whether this sender's end
+    /// (finished or BYE) was reported already.
+    private var stateSequence: UInt16?
+    private var goodbyeReported = false
 
-    public init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
+    /// A session with one static key for both directions (SDES).
+    public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
+        try self.init(configuration: configuration, keys: .symmetric(keying))
+    }
+
+    public init(configuration: Configuration, keys: SRTPSessionKeys) throws(SRTPError) {
         self.configuration = configuration
-        srtp = try SRTPContext(keying: keying, direction: .inbound)
-        outbound = try SRTPContext(keying: keying, direction: .outbound)
+        srtp = try SRTPContext(keying: keys.inbound, direction: .inbound)
+        outbound = try SRTPContext(keying: keys.outbound, direction: .outbound)
         let start = max(configuration.minimumDelay, .milliseconds(100))
         assembler = H264FrameAssembler(maxDelay: start)
         nack = NACKTracker(maxAge: start)
         videoPayloadType = configuration.videoPayloadType
+    }
+
+    /// Takes a renewed session's keys (the same sender handshook again):
+    /// the jitter buffer, NACK state and statistics go on.
+    public func rekey(_ keys: SRTPSessionKeys) throws(SRTPError) {
+        srtp = try SRTPContext(keying: keys.inbound, direction: .inbound)
+        outbound = try SRTPContext(keying: keys.outbound, direction: .outbound)
+    }
+
+    /// Starts over for a new sender (a new session): its keys, and a fresh
+    /// jitter buffer, NACK, FEC and report state that learns the new
+    /// streams. The counters go on.
+    public func restart(_ keys: SRTPSessionKeys) throws(SRTPError) {
+        try rekey(keys)
+        let start = max(configuration.minimumDelay, .milliseconds(100))
+        assembler = H264FrameAssembler(maxDelay: start)
+        nack = NACKTracker(maxAge: start)
+        videoPayloadType = configuration.videoPayloadType
+        videoSSRC = nil
+        unwrapper = SequenceUnwrapper()
+        reception = nil
+        lastKeyframeRequest = nil
+        nextReport = nil
+        feedback = FeedbackReporter()
+        fec = FECDecoder()
+        probe = RoundTripProbe()
+        stateSequence = nil
+        goodbyeReported = false
     }
 
     /// The sender's SSRC once video arrived.
@@ -137,7 +176,7 @@ public final class ReceiveSession {
         let second = datagram.bytes[datagram.bytes.startIndex + 1]
         // RFC 5761 §4: with rtcp-mux, packet types 192-223 are RTCP.
         if RTCPPacket.isRTCP(payloadTypeByte: second) {
-            return handleRTCP(&datagram, now: now)
+            return handleRTCP(&datagram, now: now, emit: emit)
         }
         do {
             try srtp.unprotect(&datagram)
@@ -231,7 +270,8 @@ public final class ReceiveSession {
         return events
     }
 
-    private func handleRTCP(_ datagram: inout PacketBuffer, now: MonotonicTime) -> [ReceiveEvent] {
+    private func handleRTCP(_ datagram: inout PacketBuffer, now: MonotonicTime,
+                            emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         do {
             try srtp.unprotectRTCP(&datagram)
         } catch {
@@ -253,7 +293,24 @@ public final class ReceiveSession {
                 events.append(.senderReport(ssrc: sr.ssrc, sr))
             case .goodbye(let bye):
                 let reason = bye.reason.map { String(decoding: $0, as: UTF8.self) }
-                events += bye.sources.map { .goodbye(ssrc: $0, reason: reason) }
+                for ssrc in bye.sources where !(goodbyeReported && ssrc == videoSSRC) {
+                    if ssrc == videoSSRC { goodbyeReported = true }
+                    events.append(.goodbye(ssrc: ssrc, reason: reason))
+                }
+            case .application(let app):
+                guard let announcement = StateAnnouncement(app), videoSSRC == nil || app.ssrc == videoSSRC else { continue }
+                // Every copy is answered (the answer may be lost); each state is reported once.
+                sendRTCP([StateAcknowledgement(sequence: announcement.sequence).packet(ssrc: configuration.ssrc)], emit: emit)
+                guard announcement.sequence != stateSequence else { continue }
+                stateSequence = announcement.sequence
+                if announcement.state == .finished {
+                    if !goodbyeReported {
+                        goodbyeReported = true
+                        events.append(.goodbye(ssrc: app.ssrc, reason: announcement.reason))
+                    }
+                } else {
+                    events.append(.senderState(announcement.state))
+                }
             case .extendedReport(let xr):
                 for echo in xr.delaySinceLastReceiverReports where echo.ssrc == configuration.ssrc {
                     if probe.handle(echo, now: now) != nil { tuneDelays() }

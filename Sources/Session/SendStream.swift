@@ -12,6 +12,8 @@ public enum SenderFeedback: Sendable, Equatable {
     /// RFC 8888 per-packet feedback, for the congestion controller.
     case congestion(CongestionControlFeedback)
     case goodbye
+    /// The receiver answered the state announced last.
+    case stateAcknowledged(StreamState)
 }
 
 /// Counters of a sending stream.
@@ -68,8 +70,8 @@ public final class SendStream {
 
     public let configuration: Configuration
     public private(set) var statistics = SendStatistics()
-    private let srtp: SRTPContext
-    private let inbound: SRTPContext
+    private var srtp: SRTPContext
+    private var inbound: SRTPContext
     private var packetizer: RTPPacketizer
     private var repairs: RepairWriter
     private var repairBuffer: PacketBuffer
@@ -87,12 +89,20 @@ public final class SendStream {
     /// The newest frame's RTP timestamp and capture time, for SR timing.
     private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
     private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
+    private var announcer = StateAnnouncer()
 
-    public init(configuration: Configuration, keying: SRTPKeyingMaterial,
+    /// A stream with one static key for both directions (SDES).
+    public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial,
+                            initialSequenceNumber: UInt16 = UInt16.random(in: 0...UInt16.max)) throws(SRTPError) {
+        try self.init(configuration: configuration, keys: .symmetric(keying), initialSequenceNumber: initialSequenceNumber)
+    }
+
+    public init(configuration: Configuration, keys: SRTPSessionKeys,
                 initialSequenceNumber: UInt16 = UInt16.random(in: 0...UInt16.max)) throws(SRTPError) {
         self.configuration = configuration
-        srtp = try SRTPContext(keying: keying, direction: .outbound)
-        inbound = try SRTPContext(keying: keying, direction: .inbound)
+        let keying = keys.outbound
+        srtp = try SRTPContext(keying: keys.outbound, direction: .outbound)
+        inbound = try SRTPContext(keying: keys.inbound, direction: .inbound)
         packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType,
                                    clockRate: configuration.clockRate,
                                    initialSequenceNumber: initialSequenceNumber)
@@ -108,6 +118,13 @@ public final class SendStream {
         repairs = RepairWriter(mediaSSRC: configuration.ssrc, clockRate: configuration.clockRate,
                                retransmission: configuration.retransmission,
                                forwardErrorCorrection: configuration.forwardErrorCorrection)
+    }
+
+    /// Protects from now on with a new session's keys (same profile); the
+    /// stream's SSRC, sequence numbers and history go on.
+    public func rekey(_ keys: SRTPSessionKeys) throws(SRTPError) {
+        srtp = try SRTPContext(keying: keys.outbound, direction: .outbound)
+        inbound = try SRTPContext(keying: keys.inbound, direction: .inbound)
     }
 
     /// Sends one Annex B access unit: every packet carries the frame's
@@ -247,6 +264,10 @@ public final class SendStream {
                 }
             case .goodbye:
                 feedback.append(.goodbye)
+            case .application(let app):
+                if let answer = StateAcknowledgement(app), announcer.received(answer) {
+                    feedback.append(.stateAcknowledged(announcer.current.state))
+                }
             default:
                 continue
             }
@@ -302,9 +323,20 @@ public final class SendStream {
         return .receiverReport(fractionLost: statistics.fractionLost, roundTrip: roundTrip)
     }
 
-    /// Sends a sender report with SDES when one is due; returns when the next is.
+    /// Tells the receiver the stream is paused, live again or finished (with
+    /// why), repeated by `poll` until it answers.
+    public func announce(_ state: StreamState, reason: String? = nil, now: MonotonicTime) {
+        announcer.announce(state, reason: reason, now: now)
+    }
+
+    /// Whether the receiver answered the state announced last.
+    public var stateAcknowledged: Bool { announcer.acknowledged }
+
+    /// Sends a sender report with SDES when one is due, and an unanswered
+    /// state announcement; returns when the next report is due.
     @discardableResult
     public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
+        if let state = announcer.poll(now: now) { sendRTCP([state.packet(ssrc: configuration.ssrc)], emit: emit) }
         if let due = nextReport, now < due { return due }
         nextReport = now + configuration.reportInterval
         guard let anchor = clockAnchor else { return nextReport! }
@@ -322,9 +354,12 @@ public final class SendStream {
         return nextReport!
     }
 
-    /// RTCP BYE (RFC 3550 §6.6), sent when the stream ends.
-    public func goodbye(reason: String, emit: (ArraySlice<UInt8>) -> Void) {
-        sendRTCP([.goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
+    /// RTCP BYE (RFC 3550 §6.6), sent when the stream ends, after the
+    /// announcement that it finished and why (answered, unlike the BYE).
+    public func goodbye(reason: String, now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {
+        announcer.announce(.finished, reason: reason, now: now)
+        sendRTCP([announcer.current.packet(ssrc: configuration.ssrc),
+                  .goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
     }
 
     private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {

@@ -18,7 +18,7 @@ public struct TransportError: Error, Equatable, Sendable, CustomStringConvertibl
 }
 
 /// An IPv4 or IPv6 UDP endpoint.
-public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
+public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     var storage: sockaddr_storage
     var length: socklen_t
 
@@ -75,6 +75,10 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    public func hash(into hasher: inout Hasher) {
+        withUnsafeBytes(of: storage) { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.prefix(Int(length)))) }
+    }
 
     public static func == (a: Self, b: Self) -> Bool {
         guard a.length == b.length else { return false }

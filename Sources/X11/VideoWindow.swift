@@ -29,9 +29,7 @@ public final class VideoWindow {
                                       UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), connection.screen.root_visual,
                                       XCB_CW_BACK_PIXEL.rawValue | XCB_CW_EVENT_MASK.rawValue, &values),
             "create the receiver window")
-        let utf8 = Array(title.utf8)
-        xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, XCB_ATOM_WM_NAME.rawValue,
-                            XCB_ATOM_STRING.rawValue, 8, UInt32(utf8.count), utf8)
+        Self.setName(title, of: window, on: c)
         let gc = xcb_generate_id(c)
         xcb_create_gc(c, gc, window, 0, nil)
         self.connection = connection
@@ -42,6 +40,18 @@ public final class VideoWindow {
         deleteAtom = subscribeToClose()
         xcb_map_window(c, window)
         connection.flush()
+    }
+
+    /// The window's title (the sender's state shows there: paused, ended).
+    public func setTitle(_ title: String) {
+        Self.setName(title, of: window, on: connection.connection)
+        connection.flush()
+    }
+
+    private static func setName(_ title: String, of window: xcb_window_t, on c: OpaquePointer) {
+        let utf8 = Array(title.utf8)
+        xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, XCB_ATOM_WM_NAME.rawValue,
+                            XCB_ATOM_STRING.rawValue, 8, UInt32(utf8.count), utf8)
     }
 
     deinit {

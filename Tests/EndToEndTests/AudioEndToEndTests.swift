@@ -163,7 +163,7 @@ struct AudioEndToEndTests {
         let screen = try EndToEndTests.Screen(width: 320, height: 240)
         let port = freeUDPPort()
         let sdp = dir.path("av.sdp")
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--srtp-key-file",
                                             key, "--audio-tone", "440", "--duration", "6", "--sdp", sdp])
         usleep(400_000)
         let lines = try String(contentsOfFile: sdp, encoding: .utf8).components(separatedBy: "\r\n")
@@ -209,6 +209,7 @@ struct AudioEndToEndTests {
              "-sdp_file", sdp]
         }
         _ = try ChildProcess("ffmpeg", ffmpeg(seconds: "0.1")).wait(timeout: 10)
+        chmod(sdp, 0o600)  // ffmpeg writes it readable by all; it holds the key
         let recording = dir.path("ffmpeg.mkv")
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--no-audio", "--record", recording,
                                               "--duration", "10", "--stats-json", dir.path("recv.json")])
@@ -303,8 +304,9 @@ struct ControlChannelEndToEndTests {
         let key = try ShareBinary.keyFile(in: dir)
         let screen = try EndToEndTests.Screen(width: 320, height: 240)
         let socket = dir.path("send.sock")
+        // A static key: no receiver is needed for the sender to run.
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
-                                            "--key-file", key, "--audio", "none", "--duration", "30", "--control", socket])
+                                            "--srtp-key-file", key, "--audio", "none", "--duration", "30", "--control", socket])
         usleep(1_000_000)
         let running = try ctl("status", socket)
         #expect(running["state"] as? String == "running")

@@ -55,14 +55,14 @@ struct EndToEndTests {
         let port = freeUDPPort()
         let sdp = dir.path("stream.sdp")
         // Write the SDP first (a short run to a port nobody reads yet), then start ffmpeg, then the real stream.
-        _ = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+        _ = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--srtp-key-file",
                                  key, "--duration", "0.2", "--sdp", sdp])
         let md5 = dir.path("frames.md5")
         let ffmpeg = try ChildProcess("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error",
                                                  "-protocol_whitelist", "file,udp,rtp,srtp,crypto", "-i", sdp,
                                                  "-f", "framemd5", "-y", md5])
         usleep(800_000)
-        let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+        let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--srtp-key-file",
                                           key, "--duration", "10", "--stats-json", dir.path("send.json")])
         #expect(sender.status == 0, "\(sender.output)")
         let result = ffmpeg.wait(timeout: 8)  // ffmpeg ends on our RTCP BYE
@@ -86,7 +86,7 @@ struct EndToEndTests {
         let screen = try Screen()
         let port = freeUDPPort()
         let sdp = dir.path("stream.sdp")
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--srtp-key-file",
                                             key, "--duration", "9", "--keyint", "30", "--sdp", sdp,
                                             "--stats-json", dir.path("send.json")]
                                            + (periodicKeyframes ? ["--periodic-keyframes"] : []))
@@ -135,6 +135,7 @@ struct EndToEndTests {
             m=video \(port) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
             a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(inline)\r\n
             """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        chmod(sdp, 0o600)  // it holds the key
         let recording = dir.path("gst.\(container)")
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "14",
                                               "--stats-json", dir.path("recv.json")])
@@ -173,6 +174,7 @@ struct EndToEndTests {
         // ffmpeg writes its SDP as it starts; the receiver then uses it.
         let probeRun = try ChildProcess("ffmpeg", ffmpegArguments.map { $0 == "8" ? "0.1" : $0 })
         _ = probeRun.wait(timeout: 10)
+        chmod(sdp, 0o600)  // ffmpeg writes it readable by all; it holds the key
         let recording = dir.path("ffmpeg.mkv")
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "11",
                                               "--stats-json", dir.path("recv.json")])
@@ -215,16 +217,17 @@ struct EndToEndTests {
 
     /// A receiver that joins mid-stream cannot decode until a keyframe: it
     /// sends PLI and the sender answers at once, long before the next
-    /// scheduled keyframe (5 s away by default).
+    /// scheduled keyframe (5 s away by default). With a static key (no
+    /// handshake, which would bring a keyframe of its own).
     @Test func lateReceiverGetsAKeyframeThroughPLI() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let screen = try Screen(width: 640, height: 480)
         let port = freeUDPPort()
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--srtp-key-file",
                                             key, "--duration", "6", "--stats-json", dir.path("send.json")])
         sleep(2)
-        let received = try ShareBinary.run(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "3",
+        let received = try ShareBinary.run(["recv", "--port", "\(port)", "--srtp-key-file", key, "--no-window", "--duration", "3",
                                             "--stats-json", dir.path("recv.json")], timeout: 15)
         #expect(received.status == 0, "\(received.output)")
         _ = sender.wait(timeout: 10)
@@ -269,10 +272,15 @@ struct EndToEndTests {
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--duration", "9",
                                               "--stats-json", dir.path("recv.json")])
         usleep(300_000)
-        // A sender with the wrong key: nothing of it may be shown.
+        // A sender with another key file: its handshake is refused, it says
+        // so and stops; nothing of it is shown.
         let impostor = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
                                             "--key-file", wrong, "--duration", "2"])
-        #expect(impostor.status == 0)
+        #expect(impostor.status != 0)
+        #expect(impostor.output.contains("authentication failed"), "\(impostor.output)")
+        // A sender with a static key (no handshake): every packet is dropped.
+        _ = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                 "--srtp-key-file", key, "--duration", "1"])
         // Then the right sender, with a stranger spraying garbage at the same port.
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
                                             "--key-file", key, "--duration", "4", "--stats-json", dir.path("send.json")])
@@ -281,13 +289,18 @@ struct EndToEndTests {
         let received = receiver.wait(timeout: 15)
         #expect(received.status == 0, "the receiver survived: \(received.output)")
         let stats = try readStats(dir.path("recv.json"))
-        let framesSent = try readStats(dir.path("send.json"))["framesEncoded"] as? Int ?? 0
+        let sent = try readStats(dir.path("send.json"))
+        let framesSent = sent["framesEncoded"] as? Int ?? 0
         let decoded = stats["framesDecoded"] as? Int ?? 0
         // Only the right sender's frames are decoded, all of them.
         #expect(decoded <= framesSent)
         #expect(Double(decoded) >= 0.95 * Double(framesSent), "decoded \(decoded) of \(framesSent)")
-        #expect((stats["authenticationFailures"] as? Int ?? 0) >= 55, "the impostor's 2 s were refused: \(stats)")
-        let refused = (stats["authenticationFailures"] as? Int ?? 0) + (stats["malformed"] as? Int ?? 0)
+        #expect(stats["handshakesRefused"] as? Int == 1, "\(stats)")
+        #expect(stats["sessions"] as? Int == 1, "\(stats)")
+        #expect((stats["packetsWithoutSession"] as? Int ?? 0) >= 25, "the static sender's second was dropped: \(stats)")
+        // Garbage before the session began is without one; after, from a stranger.
+        let refused = (stats["packetsFromStrangers"] as? Int ?? 0) + (stats["authenticationFailures"] as? Int ?? 0)
+            + (stats["malformed"] as? Int ?? 0) + (stats["packetsWithoutSession"] as? Int ?? 0)
         #expect(refused >= 500, "garbage counted: \(stats)")
     }
 

@@ -17,7 +17,7 @@ struct FuzzCorpusTests {
         }
     }
 
-    @Test(arguments: ["rtp", "rtcp", "h264", "srtp"])
+    @Test(arguments: FuzzChecks.targets.keys.sorted())
     func replay(target: String) throws {
         let check = try #require(FuzzChecks.targets[target])
         let files = Self.inputs(target)

@@ -114,7 +114,7 @@ struct SenderTests {
         sender.stop()
         Thread.sleep(forTimeInterval: 0.2)
         #expect(log.names == ["started", "paused", "resumed", "finished"], "\(log.names)")
-        #expect(sender.setup.sessionDescription.video?.codec == "H264")
+        #expect(sender.setup.sessionDescription?.video?.codec == "H264")
     }
 }
 

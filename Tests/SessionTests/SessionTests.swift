@@ -24,6 +24,8 @@ final class Link {
     var frames: [AccessUnit] = []
     var losses = 0
     var feedback: [SenderFeedback] = []
+    var states: [StreamState] = []
+    var goodbyes: [String?] = []
 
     init(configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
         var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
@@ -65,6 +67,8 @@ final class Link {
             switch event {
             case .videoFrame(let unit): frames.append(unit)
             case .videoLoss(let loss): losses += loss.frames
+            case .senderState(let state): states.append(state)
+            case .goodbye(_, let reason): goodbyes.append(reason)
             default: continue
             }
         }
@@ -151,11 +155,57 @@ struct SessionTests {
         #expect(rtt < .seconds(1))
     }
 
+    /// Pause, resume and finish are repeated until the receiver answers,
+    /// however many copies or answers are lost, and each is reported once.
+    @Test func statesAreRepeatedUntilAnsweredAndReportedOnce() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.deliver()
+        link.sender.announce(.paused, now: link.now)
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver(drop: { _, _ in true })                      // the announcement is lost
+        #expect(link.states.isEmpty && !link.sender.stateAcknowledged)
+        link.advance(.milliseconds(50))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(link.toReceiver.isEmpty, "not repeated before 100 ms")
+        link.advance(.milliseconds(50))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        // This copy arrives, but its answer is lost.
+        for bytes in link.toReceiver {
+            var datagram = PacketBuffer(bytes)
+            for case .senderState(let state) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
+                link.states.append(state)
+            }
+        }
+        link.toReceiver.removeAll()
+        #expect(link.states == [.paused] && !link.sender.stateAcknowledged)
+        link.advance(.milliseconds(100))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver()                                                 // a copy and its answer arrive
+        #expect(link.states == [.paused], "reported once")
+        #expect(link.sender.stateAcknowledged)
+        #expect(link.feedback.contains(.stateAcknowledged(.paused)))
+        link.advance(.milliseconds(200))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(link.toReceiver.isEmpty, "nothing more once answered")
+        link.toReceiver.removeAll()
+        link.sender.announce(.live, now: link.now)
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver()
+        #expect(link.states == [.paused, .live] && link.sender.stateAcknowledged)
+        // Finished: announced with the BYE, answered, reported once as the goodbye.
+        link.sender.goodbye(reason: "stopped by the user", now: link.now) { link.toReceiver.append(Array($0)) }
+        link.toReceiver += link.toReceiver
+        link.deliver()
+        #expect(link.goodbyes == ["stopped by the user"])
+        #expect(link.sender.stateAcknowledged)
+    }
+
     @Test func goodbyeReachesTheReceiver() throws {
         let link = try Link()
         try link.send(0, size: 1000, keyframe: true)
         link.deliver()
-        link.sender.goodbye(reason: "done") { link.toReceiver.append(Array($0)) }
+        link.sender.goodbye(reason: "done", now: link.now) { link.toReceiver.append(Array($0)) }
         var sawBye = false
         for bytes in link.toReceiver {
             var datagram = PacketBuffer(bytes)

@@ -7,15 +7,27 @@ public final class ChildProcess: @unchecked Sendable {
     public let name: String
     public let logPath: String
     private var exitStatus: Int32?
+    /// The write end of the child's standard input, when it was asked for.
+    private var input: Int32 = -1
 
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// `input`: the child reads its standard input from a pipe the test
+    /// writes with `type(_:)`; otherwise from /dev/null.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                input: Bool = false) throws {
         let path = executable.hasPrefix("/") ? executable : try which(executable)
         name = (path as NSString).lastPathComponent
         logPath = NSTemporaryDirectory() + "share-\(name)-\(UUID().uuidString.prefix(8)).log"
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        if input {
+            guard pipe(&pipeEnds) == 0 else { throw TestEnvironmentError("pipe: errno \(errno)") }
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+            posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
@@ -36,8 +48,26 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
         let status = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        if input { close(pipeEnds[0]) }
         guard status == 0 else { throw TestEnvironmentError("cannot start \(path): errno \(status)") }
         pid = child
+        self.input = pipeEnds[1]
+    }
+
+    /// Writes `text` to the child's standard input (started with `input: true`).
+    public func type(_ text: String) {
+        let bytes = Array(text.utf8)
+        if input >= 0 { _ = Glibc.write(input, bytes, bytes.count) }
+    }
+
+    /// Waits until the output contains `text` (true) or `timeout` passes.
+    public func waitForOutput(_ text: String, timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            usleep(20_000)
+        }
+        return output.contains(text)
     }
 
     /// True until the child has exited (and been reaped).
@@ -76,6 +106,7 @@ public final class ChildProcess: @unchecked Sendable {
     public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     deinit {
+        if input >= 0 { close(input) }
         stop(signal: SIGKILL, timeout: 1)
         try? FileManager.default.removeItem(atPath: logPath)
     }

@@ -15,13 +15,15 @@ public enum ShareBinary {
     }
 
     /// Starts `share` with `arguments`.
-    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
-        try ChildProcess(try path(), arguments, environment: environment)
+    public static func start(_ arguments: [String], environment: [String: String] = [:],
+                             input: Bool = false) throws -> ChildProcess {
+        try ChildProcess(try path(), arguments, environment: environment, input: input)
     }
 
     /// Runs `share` to completion.
-    public static func run(_ arguments: [String], timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
-        try start(arguments).wait(timeout: timeout)
+    public static func run(_ arguments: [String], timeout: TimeInterval = 60,
+                           environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        try start(arguments, environment: environment).wait(timeout: timeout)
     }
 
     /// A fresh key file (mode 0600) in `directory`.

@@ -1,5 +1,6 @@
 import Foundation
 public import ShareSRTP
+import ShareWire
 
 /// The `--key-file` format: one line, `[SUITE ]inline:BASE64` or just the
 /// base64 key-salt (SDES inline form, RFC 4568). The file must not be
@@ -10,16 +11,7 @@ public enum KeyFile {
     }
 
     public static func read(_ path: String) throws -> SRTPKeyingMaterial {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw Problem(description: "cannot read key file \(path): \(String(cString: strerror(errno)))")
-        }
-        let mode = info.st_mode & 0o777
-        if mode & 0o077 != 0 {
-            throw Problem(description: "key file \(path) is readable by group or others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
-        }
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        let fields = text.split(whereSeparator: { $0.isWhitespace })
+        let fields = try secretFields(path)
         guard let last = fields.last else { throw Problem(description: "key file \(path) is empty") }
         let profile: SRTPProfile
         if fields.count >= 2 {
@@ -34,6 +26,36 @@ public enum KeyFile {
             return try SRTPKeyingMaterial(profile: profile, inline: last)
         } catch {
             throw Problem(description: "key file \(path): \(error)")
+        }
+    }
+
+    /// The file's secret as a pre-shared key for the handshake (it is then
+    /// never an SRTP key itself).
+    public static func readPreSharedKey(_ path: String) throws -> [UInt8] {
+        // The same file format as an SRTP key: its key and salt are the secret.
+        guard let secret = Base64.decode(try read(path).inlineKeySalt()), secret.count >= 16 else {
+            throw Problem(description: "key file \(path) holds no key of at least 16 bytes (write one with `share keygen`)")
+        }
+        return secret
+    }
+
+    /// The whitespace-separated fields of a file that holds a secret,
+    /// refused when others can read it.
+    static func secretFields(_ path: String) throws -> [Substring] {
+        try refuseIfReadableByOthers(path, what: "key file")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return text.split(whereSeparator: { $0.isWhitespace })
+    }
+
+    /// Refuses a file holding a secret that group or others can read.
+    public static func refuseIfReadableByOthers(_ path: String, what: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw Problem(description: "cannot read \(what) \(path): \(String(cString: strerror(errno)))")
+        }
+        let mode = info.st_mode & 0o777
+        if mode & 0o077 != 0 {
+            throw Problem(description: "\(what) \(path) is readable by group or others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
         }
     }
 

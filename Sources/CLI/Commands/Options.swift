@@ -23,13 +23,20 @@ public struct SendOptions: ParsableArguments {
     public var everyFrame = false
     @Option(help: "Stay under this memory footprint (e.g. 50M, 32MiB; default 50 MiB; 0 turns the governor off).")
     public var memoryBudget: String?
-    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String
+    @Option(help: "A key file both ends hold (mode 0600, from `share keygen`): it authenticates the handshake. Without it, identities and a code to compare.")
+    public var keyFile: String?
+    @Option(help: "Interop: a static SRTP key (mode 0600) used for every session, no handshake; for receivers such as ffmpeg, GStreamer, VLC or Janus.")
+    public var srtpKeyFile: String?
+    @Option(help: "The name the receiver knows this sender by (default: the identity's, or user@host).")
+    public var name: String?
+    @Flag(help: "Send to a receiver never met before without asking (unattended use); it is remembered.")
+    public var accept = false
     @Option(help: "Audio to send: system, mic, both (two streams, not mixed) or none (default: system when a PulseAudio server answers).")
     public var audio: String?
     @Option(help: "Send this PulseAudio source instead (a name from `pactl list short sources`).") public var audioSource: String?
     @Option(help: "Send this 16-bit 48 kHz WAV file as audio, looped.") public var audioFile: String?
     @Option(help: "Send a sine tone of this frequency as audio.") public var audioTone: Double?
-    @Option(help: "Write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key).")
+    @Option(help: "Interop: write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key). Uses --srtp-key-file's key, or a fresh one for this run; no handshake.")
     public var sdp: String?
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
@@ -41,8 +48,16 @@ public struct SendOptions: ParsableArguments {
 /// Options of `share recv`.
 public struct ReceiveOptions: ParsableArguments {
     @Option(help: "UDP port to listen on (default 5004, or the SDP's).") public var port: Int?
-    @Option(help: "SRTP key file (mode 0600), as written by `share keygen`.") public var keyFile: String?
-    @Option(help: "Receive what this SDP describes (another sender's stream, key included).") public var sdp: String?
+    @Option(help: "A key file both ends hold (mode 0600, from `share keygen`): it authenticates each sender's handshake. Without it, identities and a code to compare.")
+    public var keyFile: String?
+    @Option(help: "Interop: a static SRTP key (mode 0600), no handshake; for senders such as ffmpeg or GStreamer.")
+    public var srtpKeyFile: String?
+    @Option(help: "Interop: receive what this SDP describes (another tool's stream, key included; mode 0600 when it holds a key).")
+    public var sdp: String?
+    @Flag(help: "Accept a sender never met before without asking (unattended use); it is remembered.")
+    public var accept = false
+    @Option(help: "The name senders know this receiver by (default: the identity's, or user@host).")
+    public var name: String?
     @Option(help: "Show the picture on this X display (default: $DISPLAY).") public var display: String?
     @Flag(help: "Do not open a window.") public var noWindow = false
     @Flag(help: "Do not play the audio (it is still recorded).") public var noAudio = false

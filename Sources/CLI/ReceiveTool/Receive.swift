@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ShareCommands
+import ShareHandshake
 import ShareReceiver
 import ShareSRTP
 import ShareSession
@@ -18,18 +19,25 @@ struct Receive: ParsableCommand {
 
     func run() throws {
         let o = options
-        let (port, keyFile, sdp, display, noWindow, record, duration, statsJson) =
-            (o.port, o.keyFile, o.sdp, o.display, o.noWindow, o.record, o.duration, o.statsJson)
+        let (port, sdp, display, noWindow, record, duration, statsJson) =
+            (o.port, o.sdp, o.display, o.noWindow, o.record, o.duration, o.statsJson)
         var keying: SRTPKeyingMaterial?
         var configuration: ReceiverConfiguration
         var sdpPort: Int?
-        if let keyFile {
-            do { keying = try KeyFile.read(keyFile) } catch { fail("\(error)") }
+        if sdp != nil && o.keyFile != nil {
+            fail("--sdp describes another tool's stream, which cannot handshake: not with --key-file")
+        }
+        if let srtpKeyFile = o.srtpKeyFile {
+            do { keying = try KeyFile.read(srtpKeyFile) } catch { fail("\(error)") }
         }
         var description: SessionDescription?
         if let sdp {
             do {
                 description = try SessionDescription(parsing: String(contentsOfFile: sdp, encoding: .utf8))
+                // An SDP with a key is a key file: others must not read it.
+                if description?.media.contains(where: { $0.crypto != nil }) == true {
+                    try KeyFile.refuseIfReadableByOthers(sdp, what: "SDP (it holds an SRTP key)")
+                }
             } catch {
                 fail("cannot use SDP \(sdp): \(error)")
             }
@@ -50,8 +58,16 @@ struct Receive: ParsableCommand {
         } else if description != nil {
             fail("SDP \(sdp!) has no video stream")
         }
-        guard let keying else { fail("give --key-file (or an --sdp with a=crypto): share only receives SRTP") }
-        configuration = ReceiverConfiguration(keying: keying)
+        if let keying {
+            configuration = ReceiverConfiguration(keying: keying)
+        } else {
+            do {
+                configuration = ReceiverConfiguration(keying: try Keying.resolve(keyFile: o.keyFile, srtpKeyFile: nil, name: o.name))
+            } catch {
+                fail("\(error)")
+            }
+            configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
+        }
         configuration.port = port ?? sdpPort ?? 5004
         configuration.display = display
         configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
@@ -81,7 +97,17 @@ struct Receive: ParsableCommand {
             switch event {
             case .listening(let port): note("listening on UDP port \(port)")
             case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
-            case .senderLeft(let reason): note("the sender ended the stream" + (reason.map { ": \($0)" } ?? ""))
+            case .senderPaused: note("the sender paused")
+            case .senderResumed: note("the sender resumed")
+            case .senderLeft(let reason):
+                note("the sender ended the stream" + (reason.map { ": \($0)" } ?? "") + "; waiting for the next")
+            case .sessionStarted(let sender, let code, let firstMeeting, let renewed):
+                note("session with sender \"\(sender)\"" + (code.map { ", code \($0)" } ?? "")
+                     + (renewed ? " (keys renewed)" : "") + (firstMeeting ? " (remembered from now on)" : ""))
+            case .confirming(let sender, let code, let fingerprint):
+                note("accepting new sender \"\(sender)\" (\(fingerprint)), code \(code) (--accept)")
+            case .sessionRefused(let sender, let reason):
+                note("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
             case .warning(let message): note(message)
             case .finished(let error):
                 if let error { note("\(error)") }

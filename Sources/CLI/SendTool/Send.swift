@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ShareCommands
+import ShareHandshake
 import ShareSender
 import ShareSession
 import ShareSRTP
@@ -17,11 +18,23 @@ struct Send: ParsableCommand {
 
     func run() throws {
         let o = options
-        let (host, port, display, fps, bitrate, keyint, size, mtu, keyFile, sdp, duration, statsJson) =
-            (o.host, o.port, o.display, o.fps, o.bitrate, o.keyint, o.size, o.mtu, o.keyFile, o.sdp, o.duration, o.statsJson)
-        let keying: SRTPKeyingMaterial
-        do { keying = try KeyFile.read(keyFile) } catch { fail("\(error)") }
+        let (host, port, display, fps, bitrate, keyint, size, mtu, sdp, duration, statsJson) =
+            (o.host, o.port, o.display, o.fps, o.bitrate, o.keyint, o.size, o.mtu, o.sdp, o.duration, o.statsJson)
+        let keying: SessionKeying
+        do {
+            if sdp != nil && o.keyFile != nil {
+                fail("--sdp is for other tools, which cannot handshake: use it with --srtp-key-file (or alone), not --key-file")
+            }
+            if sdp != nil && o.srtpKeyFile == nil {
+                keying = .staticKey(.random(profile: .aes128CmHmacSha1_80))
+            } else {
+                keying = try Keying.resolve(keyFile: o.keyFile, srtpKeyFile: o.srtpKeyFile, name: o.name)
+            }
+        } catch {
+            fail("\(error)")
+        }
         var configuration = SenderConfiguration(host: host, keying: keying)
+        configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
         configuration.port = port
         configuration.display = display
         configuration.fps = fps
@@ -49,8 +62,8 @@ struct Send: ParsableCommand {
         let sender: ScreenSender
         do { sender = try ScreenSender(configuration: configuration) } catch { fail("\(error)") }
         let setup = sender.setup
-        if let sdp {
-            do { try KeyFile.writeSecret(setup.sessionDescription.serialized(), to: sdp) } catch { fail("\(error)") }
+        if let sdp, let description = setup.sessionDescription {
+            do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
         }
         let stop = StopSignal(duration: duration)
         sender.start { event in
@@ -59,6 +72,10 @@ struct Send: ParsableCommand {
                 stop.fire("error")  // reported once, on the way out
             case .warning(let message):
                 note(message)
+            case .verifying(let receiver, let code):
+                note("receiver \"\(receiver)\": this screen's code is  \(code)  (if the receiver asks, its code must be the same)")
+            case .connected(let receiver, _, let firstMeeting):
+                note("session with \"\(receiver)\" is up" + (firstMeeting ? " (remembered from now on)" : ""))
             case .memoryStep(let from, let to, let footprint, let budget):
                 note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
             case .memorySettled(let rung, let footprint, let budget):

@@ -20,6 +20,7 @@ public enum RTCPPacket: Equatable, Sendable {
     case fullIntraRequest(FullIntraRequest)
     case congestionFeedback(CongestionControlFeedback)
     case extendedReport(ExtendedReport)
+    case application(ApplicationPacket)
     /// A type (or feedback format) this implementation does not interpret;
     /// kept so it can be skipped or forwarded, never fatal.
     case unknown(packetType: UInt8, count: UInt8, body: [UInt8])
@@ -118,6 +119,10 @@ extension RTCPPacket {
         case PacketType.extendedReport:
             guard let report = ExtendedReport(body: body) else { throw .truncated(packetType: type) }
             return .extendedReport(report)
+        case PacketType.applicationDefined:
+            // RFC 3550 §6.7: SSRC, a four-character name, then data in 32-bit words.
+            guard let ssrc = reader.readUInt32(), let name = reader.readSlice(4) else { throw .truncated(packetType: type) }
+            return .application(ApplicationPacket(subtype: count, ssrc: ssrc, name: Array(name), data: Array(reader.readRest())))
         case PacketType.payloadFeedback where count == 1:
             guard let sender = reader.readUInt32(), let media = reader.readUInt32() else {
                 throw .truncated(packetType: type)
@@ -254,6 +259,10 @@ extension RTCPPacket {
             feedback.appendBody(to: &out)
         case .extendedReport(let report):
             report.appendBody(to: &out)
+        case .application(let app):
+            out.appendUInt32(app.ssrc)
+            out.append(contentsOf: (app.name + [0x20, 0x20, 0x20, 0x20]).prefix(4))
+            out.append(contentsOf: app.data)
         case .unknown(_, _, let body):
             out.append(contentsOf: body)
         }
@@ -275,6 +284,7 @@ extension RTCPPacket {
         case .fullIntraRequest: (PacketType.payloadFeedback, 4)
         case .congestionFeedback: (PacketType.transportFeedback, CongestionControlFeedback.format)
         case .extendedReport: (PacketType.extendedReport, 0)
+        case .application(let app): (PacketType.applicationDefined, app.subtype & 0x1F)
         case .unknown(let type, let count, _): (type, count & 0x1F)
         }
     }

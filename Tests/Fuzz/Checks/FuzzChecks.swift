@@ -1,4 +1,5 @@
 import ShareCongestion
+import ShareHandshake
 import ShareSRTP
 import ShareWire
 
@@ -9,7 +10,55 @@ import ShareWire
 public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
         "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
+        "handshake": handshake,
     ]
+
+    /// Handshake: the input is a series of datagrams (a length byte, a
+    /// time-step byte, the bytes) fed to a responder in each mode and to an
+    /// initiator waiting for its reply. A parsed message serializes back to
+    /// its bytes; no answer is larger than the datagram that asked for it;
+    /// the responder holds a bounded number of handshakes; and nothing built
+    /// by chance, without the keys, ever yields a session or a question to a person.
+    public static func handshake(_ bytes: [UInt8]) {
+        let secret = [UInt8](repeating: 7, count: 30)
+        let identity = try! LocalIdentity(name: "fuzz", privateKey: [UInt8](repeating: 9, count: 32))
+        var responders = [
+            HandshakeResponder<Int>(configuration: .init(authentication: .preSharedKey(secret), name: "r")),
+            HandshakeResponder<Int>(configuration: .init(authentication: .identity(identity, known: KnownPeers()), name: "r")),
+        ]
+        var initiator = HandshakeInitiator(configuration: .init(authentication: .preSharedKey(secret), name: "i",
+                                                                profile: .aes128CmHmacSha1_80, instance: 1))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        _ = initiator.start(now: now)
+        var index = 0
+        while index + 2 <= bytes.count {
+            let length = Int(bytes[index])
+            now = now + .milliseconds(Int64(bytes[index + 1]))
+            index += 2
+            let end = min(index + length, bytes.count)
+            let datagram = bytes[index..<end]
+            index = end
+            guard let message = HandshakeMessage(parsing: datagram) else { continue }
+            precondition(message.serialized() == Array(datagram), "handshake round trip changed the bytes")
+            for r in responders.indices {
+                for action in responders[r].handle(message, from: Int(length & 3), now: now) {
+                    switch action {
+                    case .send(let answer, _):
+                        precondition(answer.count <= datagram.count, "an answer larger than its question")
+                    case .established, .confirmationNeeded:
+                        preconditionFailure("a session from bytes made without the keys")
+                    case .refused:
+                        break
+                    }
+                }
+                responders[r].poll(now: now)
+                precondition(responders[r].pendingCount <= responders[r].configuration.maximumPending)
+            }
+            for action in initiator.handle(message, now: now) + initiator.poll(now: now) {
+                if case .established = action { preconditionFailure("an initiator session from bytes made without the keys") }
+            }
+        }
+    }
 
     /// RTP: a parsed packet serializes back to exactly the input; its
     /// extension elements, when readable, rebuild the same data.

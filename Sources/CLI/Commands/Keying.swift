@@ -1,0 +1,48 @@
+import Foundation
+public import ShareHandshake
+import ShareSRTP
+import Synchronization
+
+/// How `share send` and `share recv` get their keys from their options:
+/// `--srtp-key-file` is a static SDES key (the interop mode, no handshake);
+/// `--key-file` authenticates a handshake as a pre-shared key; with neither,
+/// the handshake is authenticated by this install's identity and the short
+/// authentication string.
+public enum Keying {
+    public static func resolve(keyFile: String?, srtpKeyFile: String?, name: String?) throws -> SessionKeying {
+        if keyFile != nil && srtpKeyFile != nil {
+            throw KeyFile.Problem(description: "give --key-file (a handshake) or --srtp-key-file (a static key for other tools), not both")
+        }
+        if let name, !PeerName.isValid(name) {
+            throw KeyFile.Problem(description: "--name \(name) is not 1-48 printable bytes without spaces")
+        }
+        if let srtpKeyFile { return .staticKey(try KeyFile.read(srtpKeyFile)) }
+        if let keyFile {
+            return .handshake(.preSharedKey(try KeyFile.readPreSharedKey(keyFile)), store: nil)
+        }
+        let store = IdentityStore.user()
+        let identity = try store.identity(name: name)
+        return .handshake(.identity(identity, known: try store.knownPeers()), store: store)
+    }
+}
+
+/// Asks the person at the terminal (standard input) whether a peer never
+/// met before may have a session, one question at a time; no answer (end
+/// of input) is no.
+public enum ConfirmationPrompt {
+    private static let lock = Mutex(())
+
+    public static func ask(_ request: PeerConfirmationRequest) -> Bool {
+        lock.withLock { _ in
+            note("\"\(request.peerName)\" is new here (\(request.fingerprint))")
+            note("its screen shows a code; this screen's code is:  \(request.shortAuthenticationString)")
+            FileHandle.standardError.write(Data("share: accept it if the codes are the same [y/N] ".utf8))
+            guard let line = readLine() else {
+                note("no answer: refused")
+                return false
+            }
+            let answer = line.trimmingCharacters(in: .whitespaces).lowercased()
+            return answer == "y" || answer == "yes"
+        }
+    }
+}

@@ -1,0 +1,101 @@
+internal import Crypto
+internal import Foundation
+public import ShareSRTP
+
+/// The secrets of one handshake, all derived with HKDF-SHA256 (RFC 5869)
+/// from the X25519 shared secret (and the pre-shared key, when there is one),
+/// salted with both nonces and bound to the transcript: SRTP master keys and
+/// salts for each direction, a MAC key for each end's proof, and the short
+/// authentication string.
+struct KeySchedule {
+    let transcript: [UInt8]
+    private let pseudoRandomKey: HashedAuthenticationCode<SHA256>
+
+    /// `transcript` is SHA-256 over commit, reply and the reveal's keys.
+    init(sharedSecret: SharedSecret, preSharedKey: [UInt8]?, initiatorNonce: [UInt8], responderNonce: [UInt8],
+         transcript: [UInt8]) {
+        self.transcript = transcript
+        var input = sharedSecret.withUnsafeBytes { Array($0) }
+        // The key file's secret is hashed into the input: a man in the middle
+        // without it derives other keys and fails the proofs.
+        input += preSharedKey.map { Array(SHA256.hash(data: Array("share psk".utf8) + $0)) } ?? [UInt8](repeating: 0, count: 32)
+        pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: input),
+                                               salt: initiatorNonce + responderNonce)
+    }
+
+    private func expand(_ label: String, count: Int) -> [UInt8] {
+        let key = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Array("share v1 \(label)".utf8) + transcript,
+                                      outputByteCount: count)
+        return key.withUnsafeBytes { Array($0) }
+    }
+
+    /// SRTP keys: the initiator (sender) protects with `initiator`, the
+    /// responder with `responder`.
+    func srtpKeys(profile: SRTPProfile) -> (initiator: SRTPKeyingMaterial, responder: SRTPKeyingMaterial) {
+        (try! SRTPKeyingMaterial(profile: profile, bytes: expand("srtp initiator", count: profile.masterLength)),
+         try! SRTPKeyingMaterial(profile: profile, bytes: expand("srtp responder", count: profile.masterLength)))
+    }
+
+    /// The MAC over the transcript that proves an end derived these keys.
+    func mac(_ role: HandshakeRole) -> [UInt8] {
+        let key = SymmetricKey(data: expand("confirm \(role)", count: 32))
+        return Array(HMAC<SHA256>.authenticationCode(for: transcript, using: key))
+    }
+
+    /// What an end's identity key signs: its role and the transcript.
+    func signed(_ role: HandshakeRole) -> [UInt8] { Array("share v1 sign \(role)".utf8) + transcript }
+
+    /// The short authentication string: 20 bits as four characters of
+    /// ZRTP's base-32 alphabet (RFC 6189 §5.1.6), chosen to be easy to read aloud.
+    var shortAuthenticationString: String {
+        let bits = expand("sas", count: 3)
+        let value = UInt32(bits[0]) << 12 | UInt32(bits[1]) << 4 | UInt32(bits[2]) >> 4
+        let alphabet = Array("ybndrfg8ejkmcpqxot1uwisza345h769")
+        return String((0..<4).map { alphabet[Int(value >> (15 - 5 * $0) & 0x1F)] })
+    }
+
+    /// SHA-256 of the commit's input: the initiator's keys and name.
+    static func commitment(of keys: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: Array("share commit".utf8) + keys))
+    }
+
+    static func transcript(commit: [UInt8], reply: [UInt8], revealKeys: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: commit + reply + revealKeys))
+    }
+
+    /// Equality in time that does not depend on where the bytes differ.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+}
+
+/// Which end of the handshake: the sender initiates, the receiver responds.
+enum HandshakeRole: String, CustomStringConvertible {
+    case initiator, responder
+    var description: String { rawValue }
+}
+
+/// The SRTP suites on the wire, one byte each.
+extension SRTPProfile {
+    var handshakeCode: UInt8 {
+        switch self {
+        case .aes128CmHmacSha1_80: 1
+        case .aes128CmHmacSha1_32: 2
+        case .aeadAes128Gcm: 3
+        }
+    }
+
+    init?(handshakeCode: UInt8) {
+        guard let profile = Self.allCases.first(where: { $0.handshakeCode == handshakeCode }) else { return nil }
+        self = profile
+    }
+}
+
+/// Random bytes from the system's CSPRNG.
+func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+}

@@ -1,0 +1,163 @@
+internal import ShareHandshake
+internal import ShareSRTP
+internal import ShareSession
+internal import ShareTransport
+internal import ShareWire
+import Synchronization
+
+/// Which sender the receiver listens to (network thread only). With a
+/// handshake: answers handshakes, and after one is authenticated gives its
+/// keys to the session and pins the sender's address; media from anywhere
+/// else, or before any session, is counted and dropped (and the source told,
+/// at a bounded rate, that it should handshake). A new sender instance
+/// starts a new session; the same instance handshaking again only renews
+/// the keys. With a static key: the sender's address is learned from the
+/// first authenticated packet, and forgotten at its BYE.
+final class SessionGate: @unchecked Sendable {
+    // Safe: used by the network thread only, except `answers`, a mutex the
+    // confirmation thread fills.
+    enum Event {
+        /// A session began (`renewed`: the same sender's new keys).
+        case started(EstablishedSession, renewed: Bool)
+        case refused(sender: String?, reason: String)
+        case confirm(PeerConfirmationRequest)
+    }
+
+    struct Counters {
+        /// Media with no session, or from an address other than the session's.
+        var withoutSession = 0
+        var foreignSource = 0
+        var hintsSent = 0
+        var handshakesRefused = 0
+        var handshakesRateLimited = 0
+        var malformedHandshakes = 0
+        /// Sessions begun (a new sender instance each), and key renewals.
+        var sessions = 0
+        var renewals = 0
+    }
+
+    private let session: ReceiveSession
+    private var responder: HandshakeResponder<SocketAddress>?
+    private let store: IdentityStore?
+    /// The pinned sender, and its instance (nil with a static key).
+    private(set) var peer: SocketAddress?
+    private var instance: UInt64?
+    private(set) var counters = Counters()
+    /// Answers of people to confirmation requests, handed in from their thread.
+    let answers = Mutex<[(id: UInt64, accept: Bool)]>([])
+    /// The static key, to start over with after a BYE.
+    private var staticKeys: SRTPSessionKeys?
+    private var hintTokens = 5.0
+    private var hintRefill: UInt64 = 0
+
+    init(session: ReceiveSession, keying: SessionKeying) {
+        self.session = session
+        switch keying {
+        case .staticKey(let keying):
+            responder = nil
+            store = nil
+            staticKeys = .symmetric(keying)
+        case .handshake(let authentication, let store):
+            responder = HandshakeResponder(configuration: .init(authentication: authentication, name: keying.localName))
+            self.store = store
+        }
+    }
+
+    var hasSession: Bool { responder == nil || instance != nil }
+
+    /// A handshake message from `source`.
+    func handshake(_ bytes: ArraySlice<UInt8>, from source: SocketAddress, now: MonotonicTime,
+                   send: ([UInt8], SocketAddress) -> Void) -> [Event] {
+        // With a static key a handshake is not RTP: malformed, like any stray datagram.
+        guard responder != nil, let message = HandshakeMessage(parsing: bytes) else {
+            counters.malformedHandshakes += 1
+            return []
+        }
+        let before = responder!.statistics
+        let actions = responder!.handle(message, from: source, now: now)
+        counters.handshakesRateLimited += responder!.statistics.rateLimited - before.rateLimited
+        return apply(actions, send: send)
+    }
+
+    /// Answers from people, and forgetting of stale handshakes.
+    func poll(now: MonotonicTime, send: ([UInt8], SocketAddress) -> Void) -> [Event] {
+        guard responder != nil else { return [] }
+        responder!.poll(now: now)
+        let answered = answers.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        var events: [Event] = []
+        for answer in answered {
+            events += apply(responder!.answer(handshakeID: answer.id, accept: answer.accept, now: now), send: send)
+        }
+        return events
+    }
+
+    private func apply(_ actions: [HandshakeResponder<SocketAddress>.Action], send: ([UInt8], SocketAddress) -> Void) -> [Event] {
+        var events: [Event] = []
+        for action in actions {
+            switch action {
+            case .send(let bytes, let to): send(bytes, to)
+            case .confirmationNeeded(let request): events.append(.confirm(request))
+            case .refused(_, let failure):
+                counters.handshakesRefused += 1
+                events.append(.refused(sender: nil, reason: failure.description))
+            case .established(let established, let from):
+                if established.trust == .new, let key = established.peerIdentity {
+                    try? store?.remember(name: established.peerName, key: key)
+                    if case .identity(let identity, var known) = responder!.configuration.authentication {
+                        known.remember(name: established.peerName, key: key)
+                        responder!.configuration.authentication = .identity(identity, known: known)
+                    }
+                }
+                let renewed = instance == established.instance
+                do {
+                    if renewed { try session.rekey(established.keys) } else { try session.restart(established.keys) }
+                } catch {
+                    events.append(.refused(sender: established.peerName, reason: "\(error)"))
+                    continue
+                }
+                instance = established.instance
+                peer = from
+                if renewed { counters.renewals += 1 } else { counters.sessions += 1 }
+                events.append(.started(established, renewed: renewed))
+            }
+        }
+        return events
+    }
+
+    /// Whether a media datagram from `source` goes to the session. A
+    /// stranger (or anyone before a session) is told, at most five times a
+    /// second, that it should handshake.
+    func admits(_ source: SocketAddress, now: MonotonicTime, send: ([UInt8], SocketAddress) -> Void) -> Bool {
+        // A static key pins nothing: other tools send each stream from a
+        // socket of its own (ffmpeg does); authentication is the filter.
+        guard responder != nil else { return true }
+        if instance != nil, peer == source { return true }
+        if instance == nil { counters.withoutSession += 1 } else { counters.foreignSource += 1 }
+        hintTokens = min(5, hintTokens + Double(now.nanoseconds &- hintRefill) / 200_000_000)
+        hintRefill = now.nanoseconds
+        if hintTokens >= 1 {
+            hintTokens -= 1
+            counters.hintsSent += 1
+            send(HandshakeMessage.retry.serialized(), source)
+        }
+        return false
+    }
+
+    /// With a static key: the first authenticated packet names the sender.
+    func authenticated(_ source: SocketAddress) {
+        if responder == nil, peer == nil { peer = source }
+    }
+
+    /// The sender said BYE: its session is over; wait for the next.
+    func senderLeft() throws(SRTPError) {
+        peer = nil
+        instance = nil
+        if responder == nil, let keys = staticKeys { try session.restart(keys) }
+    }
+
+
+    var responderStatistics: HandshakeResponder<SocketAddress>.Statistics? { responder?.statistics }
+}

@@ -1,0 +1,153 @@
+import Dispatch
+internal import ShareHandshake
+internal import ShareSRTP
+internal import ShareWire
+import Synchronization
+
+/// The sender's end of the session: runs the handshake (feedback thread
+/// only), says whether media may flow (any thread), and decides when to
+/// handshake again: when the receiver says it holds no session for what we
+/// send (it restarted) and its feedback has stopped, or when feedback has
+/// been silent for `silenceLimit`. Until the first session is up nothing is
+/// sent but the handshake; the old keys go on while a new one is made. A
+/// receiver never met before gets nothing until this end's person (or the
+/// policy) confirms it.
+final class SessionLink: @unchecked Sendable {
+    // Safe: `initiator`, the times and the held session belong to the
+    // feedback thread; `ready` is atomic and `answers` a mutex.
+    enum Outcome {
+        case established(EstablishedSession)
+        case verifying(receiver: String, code: String)
+        case failed(HandshakeFailure)
+    }
+
+    private var initiator: HandshakeInitiator?
+    private let store: IdentityStore?
+    private let confirmation: ConfirmationPolicy
+    /// Media may flow: a session is (or the static key was) established.
+    let ready: Atomic<Bool>
+    private var lastAttempt: UInt64 = 0
+    /// When authenticated RTCP last came from the receiver (monotonic ns).
+    private var lastFeedback: UInt64 = 0
+    private var announced = false
+    /// The handshake whose confirmation was asked for, those confirmed, and
+    /// a session agreed on the wire that waits for its confirmation.
+    private var asked: UInt64?
+    private var confirmed: Set<UInt64> = []
+    private var held: EstablishedSession?
+    private let answers = Mutex<[(id: UInt64, accept: Bool)]>([])
+    static let silenceLimit: UInt64 = 2_000_000_000
+    static let retryHoldoff: UInt64 = 1_000_000_000
+
+    init(keying: SessionKeying, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
+        self.confirmation = confirmation
+        switch keying {
+        case .staticKey:
+            initiator = nil
+            store = nil
+            ready = Atomic(true)
+        case .handshake(let authentication, let store):
+            let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: keying.localName,
+                                                                 profile: profile, instance: instance)
+            initiator = HandshakeInitiator(configuration: configuration)
+            self.store = store
+            ready = Atomic(false)
+        }
+    }
+
+    /// False with a static key (the interop mode).
+    var usesHandshake: Bool { initiator != nil }
+
+    /// A new handshake (the first, or after the receiver went quiet).
+    func begin(now: UInt64, send: ([UInt8]) -> Void) {
+        guard initiator != nil else { return }
+        lastAttempt = now
+        announced = false
+        send(initiator!.start(now: MonotonicTime(nanoseconds: now)))
+    }
+
+    /// Authenticated RTCP arrived: the receiver holds our session.
+    func heardFeedback(at now: UInt64) { lastFeedback = now }
+
+    /// A handshake message from the receiver.
+    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+        guard initiator != nil, let message = HandshakeMessage(parsing: bytes) else { return nil }
+        if case .retry = message {
+            // Unauthenticated: acted on only when the receiver's feedback has
+            // stopped too, and at most once a second.
+            if ready.load(ordering: .relaxed), !initiator!.isInProgress, now &- lastFeedback > 300_000_000,
+               now &- lastAttempt > Self.retryHoldoff {
+                begin(now: now, send: send)
+            }
+            return nil
+        }
+        return apply(initiator!.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+    }
+
+    /// Retransmissions, people's answers, and a new handshake after a long silence.
+    func poll(now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+        guard initiator != nil else { return nil }
+        for answer in answers.withLock({ list in defer { list.removeAll() }; return list }) {
+            guard answer.accept else {
+                if let held, held.handshakeID == answer.id { self.held = nil }
+                return .failed(.declined(peer: initiator!.responder?.name ?? "the receiver"))
+            }
+            confirmed.insert(answer.id)
+            if let session = held, session.handshakeID == answer.id {
+                held = nil
+                return established(session, now: now)
+            }
+        }
+        if ready.load(ordering: .relaxed), !initiator!.isInProgress, now &- max(lastFeedback, lastAttempt) > Self.silenceLimit {
+            begin(now: now, send: send)
+            return nil
+        }
+        return apply(initiator!.poll(now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+    }
+
+    private func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+        var outcome: Outcome?
+        for action in actions {
+            switch action {
+            case .send(let bytes): send(bytes)
+            case .established(let session):
+                if session.mode == .identity, session.trust == .new, !confirmed.contains(session.handshakeID) {
+                    held = session
+                } else {
+                    outcome = established(session, now: now)
+                }
+            case .failed(let failure): outcome = .failed(failure)
+            }
+        }
+        if let request = initiator!.confirmationRequest, asked != request.handshakeID {
+            asked = request.handshakeID
+            switch confirmation {
+            case .acceptNew: confirmed.insert(request.handshakeID)
+            case .refuseNew: return .failed(.declined(peer: request.peerName))
+            case .ask(let ask):
+                DispatchQueue.global().async { [self] in
+                    let accept = ask(request)
+                    answers.withLock { $0.append((request.handshakeID, accept)) }
+                }
+            }
+        }
+        if outcome == nil, !announced, let responder = initiator!.responder, let code = initiator!.shortAuthenticationString,
+           initiator!.configuration.authentication.mode == .identity {
+            announced = true
+            return .verifying(receiver: responder.name, code: code)
+        }
+        return outcome
+    }
+
+    private func established(_ session: EstablishedSession, now: UInt64) -> Outcome {
+        if session.trust == .new, let identity = session.peerIdentity {
+            try? store?.remember(name: session.peerName, key: identity)
+            if case .identity(let local, var known) = initiator!.configuration.authentication {
+                known.remember(name: session.peerName, key: identity)
+                initiator!.configuration.authentication = .identity(local, known: known)
+            }
+        }
+        lastFeedback = now
+        return .established(session)
+    }
+}
