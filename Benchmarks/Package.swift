@@ -37,5 +37,16 @@ let package = Package(
             path: "Benchmarks/StageBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The session handshake's cost at each end (`share` is told apart by it at startup).
+        .executableTarget(
+            name: "HandshakeBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ShareHandshake", package: "share"),
+                .product(name: "ShareWire", package: "share"),
+            ],
+            path: "Benchmarks/HandshakeBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

@@ -445,9 +445,14 @@ def main():
     parser.add_argument("--bin", default=DEFAULT_BIN, help="where share-send and share-recv are (default: the release build)")
     parser.add_argument("--network", help=f"measure share across simulated networks instead: a comma-separated list of "
                                           f"{', '.join(NETWORKS)}, or all")
+    parser.add_argument("--startup", type=int, metavar="N",
+                        help="measure time to first picture instead: N sender starts per size and keying (a key file, "
+                             "identities already known to each other)")
     args = parser.parse_args()
     global BIN
     BIN = args.bin
+    if args.startup:
+        return main_startup(args)
     if args.network:
         names = list(NETWORKS) if args.network == "all" else args.network.split(",")
         for name in names:
@@ -534,6 +539,81 @@ def main():
     print(table)
     print(f"wrote {os.path.join(args.out, 'results.md')}, results.json and results.svg")
     shutil.rmtree(work, ignore_errors=True)
+
+
+def startup_once(display, keying, key, work, env):
+    """One sender start against a waiting receiver: the time from launching
+    `share send` to the receiver decoding its first picture, and the
+    sender's handshake time."""
+    port = free_port()
+    files = {n: os.path.join(work, f"startup-{n}.json") for n in ("send", "recv")}
+    for path in files.values():
+        if os.path.exists(path):
+            os.remove(path)
+    auth = ["--key-file", key["file"]] if keying == "key file" else ["--accept"]
+    receive = [os.path.join(BIN, "share-recv"), "recv", "--port", str(port), "--no-window", "--no-audio",
+               "--duration", "4", "--stats-json", files["recv"]] + auth
+    receiver = subprocess.Popen(receive, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env["recv"])
+    time.sleep(0.7)
+    send = [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(port), "--display", display,
+            "--audio", "none", "--duration", "1.5", "--stats-json", files["send"]] + auth
+    started = time.time()
+    sender = subprocess.Popen(send, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env["send"])
+    sender.wait(timeout=20)
+    receiver.wait(timeout=20)
+    sent, received = (json.load(open(files[n])) for n in ("send", "recv"))
+    first = received.get("firstPictureUnix")
+    return {"keying": keying, "ttfp_ms": (first - started) * 1000 if first else None,
+            "handshake_ms": sent.get("handshakeMilliseconds"), "frames_decoded": received.get("framesDecoded", 0)}
+
+
+def main_startup(args):
+    """Time to first picture: `share send` launched against a running
+    `share recv`, until the receiver decodes a picture (process start, X
+    connection, encoder, handshake, first capture and encode, decode)."""
+    work = tempfile.mkdtemp(prefix="share-startup-")
+    key = make_key(work)
+    env = {}
+    for side in ("send", "recv"):
+        env[side] = dict(os.environ, XDG_CONFIG_HOME=os.path.join(work, f"config-{side}"))
+    rows = []
+    try:
+        for size in args.sizes.split(","):
+            display, xvfb = start_xvfb(size)
+            scene = subprocess.Popen([os.path.join(BIN, "share-send"), "scene", "--display", display, "--fps", str(args.fps)])
+            try:
+                time.sleep(0.5)
+                # The first identity run makes the two installs known to each other (not measured).
+                startup_once(display, "identities", key, work, env)
+                for keying in ("key file", "identities"):
+                    samples = [startup_once(display, keying, key, work, env) for _ in range(args.startup)]
+                    times = sorted(x["ttfp_ms"] for x in samples if x["ttfp_ms"] is not None)
+                    handshakes = sorted(x["handshake_ms"] for x in samples if x["handshake_ms"] is not None)
+                    rows.append({"size": size, "keying": keying, "runs": len(samples), "pictures": len(times),
+                                 "ttfp_median_ms": times[len(times) // 2] if times else None,
+                                 "ttfp_max_ms": times[-1] if times else None,
+                                 "handshake_median_ms": handshakes[len(handshakes) // 2] if handshakes else None,
+                                 "samples": samples})
+                    print(f"{size} {keying}: time to first picture median {fmt(rows[-1]['ttfp_median_ms'])} ms, "
+                          f"max {fmt(rows[-1]['ttfp_max_ms'])} ms; handshake {fmt(rows[-1]['handshake_median_ms'], 2)} ms")
+            finally:
+                stop(scene)
+                stop(xvfb)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines = ["| size | keying | runs | time to first picture median / max (ms) | handshake median (ms) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['size']} | {r['keying']} | {r['pictures']}/{r['runs']} | "
+                     f"{fmt(r['ttfp_median_ms'])} / {fmt(r['ttfp_max_ms'])} | {fmt(r['handshake_median_ms'], 2)} |")
+    table = "\n".join(lines) + "\n"
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "startup.md"), "w") as f:
+        f.write(table)
+    with open(os.path.join(args.out, "startup.json"), "w") as f:
+        json.dump({"when": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]]),
+                   "rows": rows}, f, indent=2)
+    print(table)
 
 
 def make_key(work):

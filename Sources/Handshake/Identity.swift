@@ -5,7 +5,7 @@ internal import ShareWire
 
 /// This install's long-term identity: a name and an Ed25519 key pair. Its
 /// description never shows the private key.
-public struct LocalIdentity: Sendable, CustomStringConvertible {
+public struct LocalIdentity: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let name: String
     /// For the identity file only.
     let privateKeyBytes: [UInt8]
@@ -39,6 +39,8 @@ public struct LocalIdentity: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "LocalIdentity(\(name), \(PeerFingerprint(publicKey)))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["name": name, "fingerprint": PeerFingerprint(publicKey)]) }
 }
 
 public struct IdentityError: Error, Sendable, CustomStringConvertible {
@@ -79,8 +81,9 @@ public enum PeerTrust: Sendable, Equatable {
     case changed(remembered: [UInt8])
 }
 
-/// How a handshake is authenticated at one end.
-public enum HandshakeAuthentication: Sendable {
+/// How a handshake is authenticated at one end. Printed or dumped, it
+/// shows its mode and identity, never the secret or private key.
+public enum HandshakeAuthentication: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The secret of a key file both ends hold.
     case preSharedKey([UInt8])
     /// This end's identity and the peers it has met.
@@ -92,6 +95,16 @@ public enum HandshakeAuthentication: Sendable {
         case .identity: .identity
         }
     }
+
+    public var description: String {
+        switch self {
+        case .preSharedKey: "pre-shared key (redacted)"
+        case .identity(let identity, let known): "\(identity), \(known.keys.count) known peers"
+        }
+    }
+
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["authentication": description]) }
 
     var preSharedKey: [UInt8]? {
         if case .preSharedKey(let key) = self { return key }
@@ -156,7 +169,7 @@ public enum HandshakeFailure: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// How a sender or receiver gets its SRTP keys.
-public enum SessionKeying: Sendable, CustomStringConvertible {
+public enum SessionKeying: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// One static SDES key for every session and both directions, no
     /// handshake: the interop mode, for ffmpeg, ffplay, GStreamer, VLC and
     /// Janus. It does not give fresh keys per session, so a recorded session
@@ -179,6 +192,9 @@ public enum SessionKeying: Sendable, CustomStringConvertible {
         case .handshake(.identity(let identity, _), _): "handshake as \(identity)"
         }
     }
+
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["keying": description]) }
 }
 
 /// Whether a peer never met before may have a session (identities only).

@@ -246,6 +246,7 @@ final class Presenter: @unchecked Sendable {
         }
         waitingForKeyframe = false
         if sessionFrames == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        if local.firstPictureUnix == nil { local.firstPictureUnix = Double(wallNow()) / 1e9 }
         sessionFrames += 1
         local.framesDecoded += 1
         local.width = picture.width
@@ -431,6 +432,7 @@ final class Presenter: @unchecked Sendable {
             s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
             s.decodeErrors = mine.decodeErrors
             s.framesRecorded = mine.framesRecorded
+            s.firstPictureUnix = mine.firstPictureUnix
             s.width = mine.width
             s.height = mine.height
             s.freezes = mine.freezes

@@ -151,6 +151,9 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// When the timeline's second 0 was (Unix seconds), to line it up with a sender's.
     public var timelineOriginUnix = 0.0
     public var framesRecorded = 0
+    /// When the first picture was decoded (Unix seconds): with the time a
+    /// sender was started, the time to first picture.
+    public var firstPictureUnix: Double?
     public var width = 0
     public var height = 0
     /// Capture instant (sender's clock) to the picture shown (or decoded, headless).

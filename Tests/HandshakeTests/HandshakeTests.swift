@@ -364,5 +364,20 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         var dumped = ""
         dump(session, to: &dumped)
         #expect(!dumped.contains(inline))
+        // The key file's secret and the identity's private key: printed or dumped, never shown.
+        let dir = try TemporaryDirectory()
+        let store = IdentityStore(directory: dir.path("share"))
+        let alice = try store.identity(name: "alice@a")
+        let file = try String(contentsOfFile: dir.path("share/identity"), encoding: .utf8)
+        let privateText = try #require(file.split(separator: "\n").first { $0.hasPrefix("ed25519 ") }).dropFirst(8)
+        let secretText = Base64.encode(secret)
+        for keying in [SessionKeying.handshake(.preSharedKey(secret), store: nil),
+                       .handshake(.identity(alice, known: KnownPeers()), store: nil)] {
+            var text = ""
+            dump(keying, to: &text)
+            for printed in [text, "\(keying)", String(reflecting: keying)] {
+                #expect(!printed.contains(secretText) && !printed.contains(privateText) && !printed.contains("97, 32, 107"), "\(printed)")
+            }
+        }
     }
 }

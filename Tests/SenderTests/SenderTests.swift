@@ -116,6 +116,28 @@ struct SenderTests {
         #expect(log.names == ["started", "paused", "resumed", "finished"], "\(log.names)")
         #expect(sender.setup.sessionDescription?.video?.codec == "H264")
     }
+
+    /// The README prints every event: no key may show, however it is printed.
+    @Test func noEventOrSetupShowsTheKey() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: keying)
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        configuration.memoryBudget = nil
+        let sender = try ScreenSender(configuration: configuration)
+        let key = keying.inlineKeySalt()
+        #expect(sender.setup.sessionDescription?.serialized().contains(key) == true, "the SDP for other tools holds it")
+        let event = SenderEvent.started(sender.setup)
+        var dumped = ""
+        dump(event, to: &dumped)
+        var dumpedConfiguration = ""
+        dump(configuration, to: &dumpedConfiguration)
+        for text in ["\(event)", String(reflecting: event), dumped, "\(sender.setup)", "\(configuration)",
+                     dumpedConfiguration, "\(configuration.keying)"] {
+            #expect(!text.contains(key), "a key in: \(text)")
+        }
+    }
 }
 
 final class EventLog: @unchecked Sendable {

@@ -83,6 +83,23 @@ struct RTCPTests {
 
     /// RFC 3550 §6.1: compound packets; an APP packet and a REMB (PSFB FMT 15)
     /// are kept opaque and do not stop parsing.
+    @Test func applicationPacketsRoundTripAndCarryTheSenderState() throws {
+        // RFC 3550 §6.7: subtype 1, SSRC 9, name "SHST", data in 32-bit words.
+        let announcement = StateAnnouncement(state: .paused, sequence: 0x0102, reason: "lunch")
+        let bytes = announcement.packet(ssrc: 9).serialized()
+        #expect(bytes == hex("81cc0004 00000009 53485354 0102056c 756e6368"))
+        let parsed = try RTCPPacket.parseCompound(bytes)
+        guard case .application(let app) = parsed.first else {
+            Issue.record("not an APP packet: \(parsed)")
+            return
+        }
+        #expect(StateAnnouncement(app) == announcement)
+        #expect(StateAcknowledgement(app) == nil, "another name")
+        let answer = StateAcknowledgement(sequence: 0x0102).packet(ssrc: 7)
+        guard case .application(let ack) = try RTCPPacket.parseCompound(answer.serialized()).first else { return }
+        #expect(StateAcknowledgement(ack)?.sequence == 0x0102 && StateAnnouncement(ack) == nil)
+    }
+
     @Test func unknownTypesAreSkippedNotFatal() throws {
         let rr = RTCPPacket.receiverReport(ReceiverReport(ssrc: 9))
         let app = hex("80cc0002 00000009 6e616d65")
@@ -91,10 +108,11 @@ struct RTCPTests {
         let packets = try RTCPPacket.parseCompound(rr.serialized() + app + remb + sdes.serialized())
         #expect(packets.count == 4)
         #expect(packets[0] == rr && packets[3] == sdes)
-        guard case .unknown(let type, _, _) = packets[1], case .unknown(let type2, let fmt, _) = packets[2] else {
+        guard case .application(let app) = packets[1], case .unknown(let type2, let fmt, _) = packets[2] else {
             Issue.record("unknown packets not kept"); return
         }
-        #expect(type == 204 && type2 == 206 && fmt == 15)
+        #expect(app.ssrc == 9 && app.name == Array("name".utf8) && app.data.isEmpty && StateAnnouncement(app) == nil)
+        #expect(type2 == 206 && fmt == 15)
     }
 
     @Test func paddingOnLastPacketIsRemoved() throws {

@@ -7,9 +7,12 @@ struct Share: ParsableCommand {
         commandName: "share",
         abstract: "Share a Linux screen over standard RTP, encrypted with SRTP.",
         discussion: """
-            On the viewing machine:   share keygen share.key && share recv --key-file share.key
-            On the sharing machine:   share send <viewer-host> --key-file share.key
-            (copy share.key to both machines over a channel you trust; it stays mode 0600)
+            On the viewing machine:   share recv
+            On the sharing machine:   share send <viewer-host>
+            The first time, both ends show a four-character code and ask: accept if the codes are the same.
+            Or with a key file both hold (copied over a channel you trust; mode 0600):
+              share keygen share.key, then share recv --key-file share.key and share send <host> --key-file share.key
+            For ffmpeg, GStreamer or VLC: share send <host> --sdp stream.sdp (a static key, no handshake).
             """,
         subcommands: [Send.self, Receive.self, KeyGen.self, Ctl.self, Scene.self, Relay.self])
 }

@@ -1,0 +1,73 @@
+import Benchmark
+import ShareHandshake
+import ShareWire
+
+/// One complete handshake, both ends in memory: commit, reply, reveal,
+/// confirm, with the X25519, HKDF and (with identities) Ed25519 work of
+/// each end. Returns whether both ends agreed.
+func handshake(_ initiatorAuthentication: HandshakeAuthentication, _ responderAuthentication: HandshakeAuthentication) -> Bool {
+    var initiator = HandshakeInitiator(configuration: .init(authentication: initiatorAuthentication, name: "sender",
+                                                            profile: .aes128CmHmacSha1_80, instance: 1))
+    var responder = HandshakeResponder<Int>(configuration: .init(authentication: responderAuthentication, name: "receiver"))
+    let now = MonotonicTime(nanoseconds: 1)
+    var toResponder = [initiator.start(now: now)]
+    var established = 0
+    while let bytes = toResponder.popLast() {
+        for case .send(let reply, _) in responder.handle(HandshakeMessage(parsing: bytes[...])!, from: 0, now: now) {
+            for action in initiator.handle(HandshakeMessage(parsing: reply[...])!, now: now) {
+                switch action {
+                case .send(let next): toResponder.append(next)
+                case .established: established += 1
+                case .failed: return false
+                }
+            }
+        }
+    }
+    return established == 1
+}
+
+let benchmarks: @Sendable () -> Void = {
+    /// p90s are committed under `Thresholds/`; `make bench` fails past these
+    /// tolerances (the machine is shared: wall time +60%).
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal], maxDuration: .seconds(3), maxIterations: 10_000,
+        thresholds: [.wallClock: .init(relative: [.p90: 60]), .cpuTotal: .init(relative: [.p90: 60]),
+                     .mallocCountTotal: .init(relative: [.p90: 20], absolute: [.p90: 50])])
+    let secret = [UInt8](repeating: 42, count: 30)
+    let sender = try! LocalIdentity.generate(name: "sender"), receiver = try! LocalIdentity.generate(name: "receiver")
+
+    Benchmark("handshake-pre-shared-key-both-ends", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(handshake(.preSharedKey(secret), .preSharedKey(secret)))
+        }
+    }
+
+    Benchmark("handshake-known-identities-both-ends", configuration: configuration) { benchmark in
+        let knownBySender = KnownPeers(["receiver": receiver.publicKey])
+        let knownByReceiver = KnownPeers(["sender": sender.publicKey])
+        for _ in benchmark.scaledIterations {
+            blackHole(handshake(.identity(sender, known: knownBySender), .identity(receiver, known: knownByReceiver)))
+        }
+    }
+
+    /// What a stranger's commit costs the receiver: parse, a fresh X25519
+    /// key pair and the reply (what a flood pays for, 20 a second at most).
+    Benchmark("handshake-answer-one-commit", configuration: configuration) { benchmark in
+        var responder = HandshakeResponder<Int>(configuration: .init(authentication: .preSharedKey(secret), name: "receiver"))
+        responder.configuration.commitsPerSecond = 1e9
+        responder.configuration.commitBurst = 1e9
+        var commits: [[UInt8]] = []
+        for index in 0..<1000 {
+            var initiator = HandshakeInitiator(configuration: .init(authentication: .preSharedKey(secret), name: "x",
+                                                                    profile: .aes128CmHmacSha1_80, instance: UInt64(index)))
+            commits.append(initiator.start(now: MonotonicTime(nanoseconds: 1)))
+        }
+        var index = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let bytes = commits[index % commits.count]
+            index += 1
+            blackHole(responder.handle(HandshakeMessage(parsing: bytes[...])!, from: index, now: MonotonicTime(nanoseconds: 2)))
+        }
+    }
+}
