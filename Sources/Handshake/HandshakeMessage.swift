@@ -1,4 +1,4 @@
-package import ShareWire
+internal import ShareWire
 
 /// One message of the session handshake, as it travels on the media port.
 ///

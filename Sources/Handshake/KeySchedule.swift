@@ -1,6 +1,6 @@
 internal import Crypto
 internal import Foundation
-public import ShareSRTP
+internal import ShareSRTP
 
 /// The secrets of one handshake, all derived with HKDF-SHA256 (RFC 5869)
 /// from the X25519 shared secret (and the pre-shared key, when there is one),

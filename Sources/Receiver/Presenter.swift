@@ -27,7 +27,7 @@ final class Presenter: @unchecked Sendable {
     private let network: ReceiverNetworkLoop
     private let events: @Sendable (ReceiverEvent) -> Void
     private var window: VideoWindow?
-    private var recorder: Recorder?
+    private let recording: SessionRecording?
     private var pixels: [UInt8] = []
     private var latency = LatencyRecorder()
     private var glassToGlass = LatencyRecorder()
@@ -40,9 +40,8 @@ final class Presenter: @unchecked Sendable {
     private var playerFailed: Bool
     private var clocks = ClockMapping()
     private var timeline = Timeline()
-    private var firstPacketAt: UInt64?
-    private var firstAudioAt: UInt64?
-    private var preroll = Preroll()
+    /// Whether this session brought anything yet.
+    private var sessionHasMedia = false
     /// Capture-to-heard delay of played audio (µs, smoothed), and when audio
     /// last played: video is held to match it for lip sync.
     private var audioDelay: Int64?
@@ -54,9 +53,7 @@ final class Presenter: @unchecked Sendable {
     private var frameSpacing: Double?
     private var lastTimestamp: UInt32?
     private var lastShownAt: UInt64?
-    /// Sessions so far: the first records to the path given, the next ones
-    /// to numbered files beside it (`name-2.mkv`, ...); pictures decoded in this one.
-    private var sessionNumber = 1
+    /// Pictures decoded in this session.
     private var sessionFrames = 0
 
     init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
@@ -67,11 +64,12 @@ final class Presenter: @unchecked Sendable {
         self.network = network
         self.events = events
         playerFailed = !configuration.playAudio
+        recording = configuration.recordPath.map(SessionRecording.init(path:))
     }
 
     func run(_ shared: ReceiverShared) -> ReceiverError? {
         defer {
-            recorder?.finish()
+            recording?.finish()
             player?.stop()
         }
         var summarizedAt: UInt64 = 0
@@ -90,7 +88,7 @@ final class Presenter: @unchecked Sendable {
                     try present(first.unit)
                     if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 }
-                try openRecordingWhenReady()
+                try recording?.openWhenReady(audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
             } catch {
                 return error
             }
@@ -105,8 +103,8 @@ final class Presenter: @unchecked Sendable {
             }
             publish(shared, summarize: summarize)
         }
-        recorder?.finish()
-        local.framesRecorded = recordedBefore + (recorder?.framesWritten ?? 0)
+        recording?.finish()
+        local.framesRecorded = recording?.framesWritten ?? 0
         publish(shared, summarize: true)
         return nil
     }
@@ -119,7 +117,8 @@ final class Presenter: @unchecked Sendable {
     private func handle(_ work: ReceivedWork) throws(ReceiverError) {
         switch work {
         case .video, .audio, .senderReport, .loss:
-            if firstPacketAt == nil { firstPacketAt = monotonicNow() }
+            sessionHasMedia = true
+            recording?.noteMedia(audio: false)
         case .goodbye, .newSession, .senderState:
             break
         }
@@ -168,18 +167,11 @@ final class Presenter: @unchecked Sendable {
     /// (complete and playable), and everything learned of its streams is
     /// forgotten. Nothing happens for a session that brought nothing.
     private func endSession() {
-        guard firstPacketAt != nil || recorder != nil else { return }
-        if let recorder {
-            recorder.finish()
-            recordedBefore += recorder.framesWritten
-            audioRecordedBefore += recorder.audioPacketsWritten
-            local.framesRecorded = recordedBefore
-        }
-        recorder = nil
+        guard sessionHasMedia else { return }
+        sessionHasMedia = false
+        recording?.endSession()
+        local.framesRecorded = recording?.framesWritten ?? 0
         audioBefore.add(sessionAudio())
-        preroll = Preroll()
-        firstPacketAt = nil
-        firstAudioAt = nil
         tracks = [:]
         trackOrder = []
         clocks = ClockMapping()
@@ -191,22 +183,10 @@ final class Presenter: @unchecked Sendable {
         lastShownAt = nil
         waitingForKeyframe = true
         sessionFrames = 0
-        sessionNumber += 1
     }
 
-    /// Frames and audio packets written to the files of earlier sessions,
-    /// and the sound of their streams.
-    private var recordedBefore = 0
+    /// The sound of the streams of earlier sessions.
     private var audioBefore = AudioStatistics()
-    private var audioRecordedBefore = 0
-
-    /// Where this session records: the path given, then `name-2.ext`, ...
-    static func recordingPath(_ path: String, session: Int) -> String {
-        guard session > 1 else { return path }
-        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        guard let dot = path[slash...].lastIndex(of: ".") else { return "\(path)-\(session)" }
-        return "\(path[..<dot])-\(session)\(path[dot...])"
-    }
 
     /// The sender's frame spacing, from consecutive frames' RTP timestamps.
     private func noteSpacing(_ timestamp: UInt32) {
@@ -278,16 +258,11 @@ final class Presenter: @unchecked Sendable {
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
             latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
         }
-        if configuration.recordPath != nil {
+        if let recording {
             let time = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
                                            timestamp: unit.timestamp, clockRate: 90_000)
-            let item = Preroll.Item.video(unit.data, time, unit.isKeyframe, picture.width, picture.height)
-            if recorder != nil {
-                try? write(item)
-            } else {
-                preroll.add(item)
-            }
-            local.framesRecorded = recordedBefore + (recorder?.framesWritten ?? 0)
+            recording.add(.video(unit.data, time, unit.isKeyframe, picture.width, picture.height))
+            local.framesRecorded = recording.framesWritten
         }
     }
 
@@ -327,7 +302,7 @@ final class Presenter: @unchecked Sendable {
             else { return }
             tracks[packet.ssrc] = track
             trackOrder.append(packet.ssrc)
-            if firstAudioAt == nil { firstAudioAt = monotonicNow() }
+            recording?.noteMedia(audio: true)
         }
         guard let track = tracks[packet.ssrc] else { return }
         let pcm = track.decode(packet)
@@ -355,47 +330,12 @@ final class Presenter: @unchecked Sendable {
                 events(.warning("audio playback stopped: \(failure); video goes on"))
             }
         }
-        if configuration.recordPath != nil, recorder == nil || track.index < (recorder?.audioTrackCount ?? 0) {
+        if let recording, recording.accepts(audioTrack: track.index) {
             let samples = (try? OpusPacketInfo(packet: packet.payload).samples) ?? 960
             let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
                                                timestamp: packet.timestamp, clockRate: 48_000)
             let time = track.timeline.time(rtp: packet.timestamp, captured: captured)
-            let item = Preroll.Item.audio(track.index, packet.payload, time, samples)
-            if recorder != nil { try? write(item) } else { preroll.add(item) }
-        }
-    }
-
-    /// A file cannot gain tracks later, so the recording opens once the audio
-    /// streams have shown up (200 ms after the first, as `both` sends two) or
-    /// after 2 s without audio; until then frames wait in the pre-roll from
-    /// the first keyframe on, so none is lost.
-    private func openRecordingWhenReady() throws(ReceiverError) {
-        guard let path = configuration.recordPath, recorder == nil, let first = firstPacketAt,
-              let keyframe = preroll.firstKeyframe else { return }
-        let now = monotonicNow()
-        let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
-        guard audioSettled || now - first > 2_000_000_000 else { return }
-        do {
-            recorder = try Recorder(path: Self.recordingPath(path, session: sessionNumber), width: keyframe.width, height: keyframe.height,
-                                    parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
-                                    audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
-        } catch {
-            throw .recording(error.description)
-        }
-        for item in preroll.drain() { try write(item) }
-    }
-
-    private func write(_ item: Preroll.Item) throws(ReceiverError) {
-        guard let recorder else { return }
-        do {
-            switch item {
-            case .video(let data, let time, let key, _, _):
-                try recorder.writeVideo(accessUnit: data, time: time, isKeyframe: key)
-            case .audio(let track, let payload, let time, let samples):
-                try recorder.writeAudio(track: track, packet: payload, time: time, samples: samples)
-            }
-        } catch {
-            throw .recording(error.description)
+            recording.add(.audio(track.index, packet.payload, time, samples))
         }
     }
 
@@ -417,7 +357,7 @@ final class Presenter: @unchecked Sendable {
     private func publish(_ shared: ReceiverShared, summarize: Bool) {
         var audio = sessionAudio()
         audio.add(audioBefore)
-        audio.packetsRecorded = audioRecordedBefore + (recorder?.audioPacketsWritten ?? 0)
+        audio.packetsRecorded = recording?.audioPacketsWritten ?? 0
         audio.framesDroppedForPlayback = player?.framesDropped ?? 0
         local.audio = audio
         if summarize {

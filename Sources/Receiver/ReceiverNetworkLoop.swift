@@ -48,7 +48,8 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
         func sendTo(_ bytes: [UInt8], _ address: SocketAddress) { socket.send(bytes[...], to: address) }
         while shared.running.load(ordering: .relaxed) {
             let now = monotonicNow()
-            let deadline = session.nextDeadline.map { $0.nanoseconds } ?? now + 10_000_000
+            // Between sessions the session's timers are stale: wake for the handshake only.
+            let deadline = (gate.hasSession ? session.nextDeadline : nil).map { $0.nanoseconds } ?? now + 10_000_000
             let wait = min(deadline > now ? deadline - now : 0, 10_000_000)
             do {
                 let ready = try UDPSocket.waitForInput([socket], timeout: .nanoseconds(Int64(wait)))
@@ -84,15 +85,10 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             }
             let at = MonotonicTime(nanoseconds: monotonicNow())
             handle(gate.poll(now: at, send: sendTo))
-            guard gate.hasSession else {
-                if at.nanoseconds &- published >= 50_000_000 {
-                    published = at.nanoseconds
-                    publish(shared)
-                }
-                continue
+            if gate.hasSession {
+                if keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }
+                forward(session.poll(now: at, emit: reply))
             }
-            if keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }
-            forward(session.poll(now: at, emit: reply))
             if at.nanoseconds &- published >= 50_000_000 {
                 published = at.nanoseconds
                 publish(shared)

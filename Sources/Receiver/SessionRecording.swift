@@ -1,0 +1,98 @@
+internal import ShareDecode
+internal import ShareWire
+
+/// The receiver's recording, one complete file per session: the first to
+/// the path given, the next ones beside it (`rec-2.mkv`, `rec-3.mkv`, ...).
+/// A file cannot gain tracks later, so each opens once its session's audio
+/// streams have shown up (200 ms after the first, as `both` sends two) or
+/// after 2 s without audio; until then pictures wait in the pre-roll from
+/// the first keyframe on, so none is lost. Used by the decode thread only.
+final class SessionRecording {
+    private let path: String
+    private var recorder: Recorder?
+    private var preroll = Preroll()
+    private var session = 1
+    /// When this session's first packet and first audio arrived.
+    private var firstPacketAt: UInt64?
+    private var firstAudioAt: UInt64?
+    /// Written to the files of earlier sessions.
+    private var framesBefore = 0
+    private var audioBefore = 0
+
+    init(path: String) { self.path = path }
+
+    var framesWritten: Int { framesBefore + (recorder?.framesWritten ?? 0) }
+    var audioPacketsWritten: Int { audioBefore + (recorder?.audioPacketsWritten ?? 0) }
+
+    /// Media of this session arrived (its clock starts the 2 s wait).
+    func noteMedia(audio: Bool) {
+        let now = monotonicNow()
+        if firstPacketAt == nil { firstPacketAt = now }
+        if audio && firstAudioAt == nil { firstAudioAt = now }
+    }
+
+    /// Whether an audio track of this index can still be recorded (the file,
+    /// once open, has the tracks it opened with).
+    func accepts(audioTrack index: Int) -> Bool { recorder == nil || index < recorder!.audioTrackCount }
+
+    /// Writes an item, or keeps it until the file opens.
+    func add(_ item: Preroll.Item) {
+        if recorder != nil { try? write(item) } else { preroll.add(item) }
+    }
+
+    /// Opens this session's file when its tracks are known, with the audio
+    /// channel counts in track order.
+    func openWhenReady(audioChannels: [Int]) throws(ReceiverError) {
+        guard recorder == nil, let first = firstPacketAt, let keyframe = preroll.firstKeyframe else { return }
+        let now = monotonicNow()
+        let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
+        guard audioSettled || now - first > 2_000_000_000 else { return }
+        do {
+            recorder = try Recorder(path: Self.path(path, session: session), width: keyframe.width, height: keyframe.height,
+                                    parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
+                                    audioChannels: audioChannels)
+        } catch {
+            throw .recording(error.description)
+        }
+        for item in preroll.drain() { try write(item) }
+    }
+
+    /// The session ended: its file is finished (complete and playable); the
+    /// next session records to the next numbered file. Nothing happens for a
+    /// session that brought nothing.
+    func endSession() {
+        guard firstPacketAt != nil || recorder != nil else { return }
+        finish()
+        framesBefore += recorder?.framesWritten ?? 0
+        audioBefore += recorder?.audioPacketsWritten ?? 0
+        recorder = nil
+        preroll = Preroll()
+        firstPacketAt = nil
+        firstAudioAt = nil
+        session += 1
+    }
+
+    func finish() { recorder?.finish() }
+
+    /// Where session `session` records: `path`, then `name-2.ext`, ...
+    static func path(_ path: String, session: Int) -> String {
+        guard session > 1 else { return path }
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        guard let dot = path[slash...].lastIndex(of: ".") else { return "\(path)-\(session)" }
+        return "\(path[..<dot])-\(session)\(path[dot...])"
+    }
+
+    private func write(_ item: Preroll.Item) throws(ReceiverError) {
+        guard let recorder else { return }
+        do {
+            switch item {
+            case .video(let data, let time, let key, _, _):
+                try recorder.writeVideo(accessUnit: data, time: time, isKeyframe: key)
+            case .audio(let track, let payload, let time, let samples):
+                try recorder.writeAudio(track: track, packet: payload, time: time, samples: samples)
+            }
+        } catch {
+            throw .recording(error.description)
+        }
+    }
+}
