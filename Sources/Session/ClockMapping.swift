@@ -17,6 +17,7 @@ public struct ClockMapping: Sendable {
     public func unixNanoseconds(ssrc: UInt32, timestamp: UInt32, clockRate: Int) -> Int64? {
         guard let report = reports[ssrc], clockRate > 0 else { return nil }
         let ticks = Int64(Int32(bitPattern: timestamp &- report.rtp))
-        return Int64(report.ntp.unixNanoseconds) + ticks * 1_000_000_000 / Int64(clockRate)
+        // NTP time before 1970 (RFC 3550 allows 0) is a negative Unix time, not a trap.
+        return Int64(bitPattern: report.ntp.unixNanoseconds) &+ ticks * 1_000_000_000 / Int64(clockRate)
     }
 }

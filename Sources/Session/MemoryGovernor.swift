@@ -11,7 +11,7 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     public init?(_ text: String) {
         let lower = text.lowercased().filter { !$0.isWhitespace }
         let digits = lower.prefix { $0.isNumber || $0 == "." }
-        guard let value = Double(digits), value > 0 else { return nil }
+        guard let value = Double(digits), value > 0, value.isFinite else { return nil }
         let unit = lower.dropFirst(digits.count)
         let scale: Double
         switch unit {
@@ -21,6 +21,8 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
         case "g", "gb", "gib": scale = 1_073_741_824
         default: return nil
         }
+        // Past 1 TiB it is no budget at all: refused rather than trapping on the conversion.
+        guard value * scale <= Double(1 << 40) else { return nil }
         bytes = Int(value * scale)
     }
 

@@ -343,7 +343,10 @@ public final class SendStream {
         // RFC 3550 §6.4.1: the RTP timestamp of the same instant as the NTP
         // one, extrapolated from the newest packet's capture instant.
         let elapsed = now.since(anchor.at)
-        let rtpNow = anchor.rtp &+ UInt32(truncatingIfNeeded: elapsed.nanoseconds * UInt64(configuration.clockRate) / 1_000_000_000)
+        // Whole seconds and the rest apart: no overflow however long the stream paused.
+        let (seconds, rest) = elapsed.nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let ticks = seconds &* UInt64(configuration.clockRate) &+ rest * UInt64(configuration.clockRate) / 1_000_000_000
+        let rtpNow = anchor.rtp &+ UInt32(truncatingIfNeeded: ticks)
         let ntpNow = NTPTimestamp(unixNanoseconds: anchor.ntp.unixNanoseconds &+ elapsed.nanoseconds)
         let report = SenderReport(ssrc: configuration.ssrc, ntpTimestamp: ntpNow, rtpTimestamp: rtpNow,
                                   packetCount: packetizer.packetCount, octetCount: packetizer.octetCount)

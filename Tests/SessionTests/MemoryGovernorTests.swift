@@ -17,7 +17,7 @@ struct MemoryGovernorTests {
         #expect(MemoryBudget(text)?.bytes == bytes)
     }
 
-    @Test(arguments: ["", "fifty", "-3M", "10 parsecs", "0"])
+    @Test(arguments: ["", "fifty", "-3M", "10 parsecs", "0", "99999999999999999999G", "2T", "inf", "nan"])
     func refusesNonsenseBudgets(text: String) { #expect(MemoryBudget(text) == nil) }
 
     @Test func ladderGoesCheapestFirst() {

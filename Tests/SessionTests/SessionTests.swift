@@ -135,6 +135,36 @@ struct SessionTests {
         #expect(link.sender.statistics.keyframeRequests == 1, "requests within 200 ms are folded into one")
     }
 
+    /// A sender paused for 60 hours still writes its sender report (the RTP
+    /// time of "now" is extrapolated from the last frame without overflow).
+    @Test func aSenderReportAfterALongPause() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.deliver()
+        link.advance(.seconds(60 * 3600))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        var reports: [SenderReport] = []
+        for bytes in link.toReceiver {
+            var datagram = PacketBuffer(bytes)
+            for case .senderReport(_, let report) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
+                reports.append(report)
+            }
+        }
+        let report = try #require(reports.last)
+        // 60 h at 90 kHz, modulo 2^32.
+        #expect(report.rtpTimestamp == UInt32(truncatingIfNeeded: UInt64(60 * 3600) * 90_000))
+    }
+
+    /// RFC 3550 §6.4.1 allows NTP time 0 (senders without a wall clock): a
+    /// time before 1970 maps to a negative Unix time, not a trap.
+    @Test func clockMappingTakesReportsStampedBefore1970() {
+        var clocks = ClockMapping()
+        clocks.update(ssrc: 1, report: SenderReport(ssrc: 1, ntpTimestamp: NTPTimestamp(rawValue: 0), rtpTimestamp: 90_000,
+                                                    packetCount: 0, octetCount: 0))
+        let mapped = clocks.unixNanoseconds(ssrc: 1, timestamp: 180_000, clockRate: 90_000)
+        #expect(mapped == -Int64(NTPTimestamp.unixEpochOffset) * 1_000_000_000 + 1_000_000_000)
+    }
+
     @Test func receiverReportsGiveRoundTripAndLoss() throws {
         let link = try Link()
         for n in 0..<10 {

@@ -33,6 +33,18 @@ struct RTCPTests {
         #expect(RTCPPacket.serializeCompound(packets) == bytes)
     }
 
+    /// A receiver that has not had a sender report for 100 hours (a paused
+    /// sender's stream): DLSR is held at its largest, nothing traps.
+    @Test func delaySinceAReportLongAgoIsHeldAtTheTop() {
+        var statistics = ReceptionStatistics(ssrc: 1, clockRate: 90_000)
+        let start = MonotonicTime(nanoseconds: 1_000_000_000)
+        for sequence: UInt16 in 0..<5 { statistics.record(sequence: sequence, timestamp: UInt32(sequence) * 3000, arrival: start) }
+        statistics.didReceive(senderReport: SenderReport(ssrc: 1, ntpTimestamp: NTPTimestamp(rawValue: 0), rtpTimestamp: 0,
+                                                         packetCount: 5, octetCount: 100), at: start)
+        #expect(statistics.makeReport(now: start + .seconds(2)).delaySinceLastSenderReport == 2 * 65536)
+        #expect(statistics.makeReport(now: start + .seconds(100 * 3600)).delaySinceLastSenderReport == .max)
+    }
+
     /// A negative cumulative loss (duplicates) sign-extends from 24 bits.
     @Test func negativeCumulativeLoss() throws {
         let bytes = hex("81c90007 00000001 00000002 00fffffe 00000000 00000000 00000000 00000000")

@@ -55,7 +55,7 @@ struct Send: ParsableCommand {
             if text == "0" {
                 configuration.memoryBudget = nil
             } else {
-                guard let budget = MemoryBudget(text) else { fail("--memory-budget \(text) is not a size like 50M or 32MiB") }
+                guard let budget = MemoryBudget(text) else { fail("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T)") }
                 configuration.memoryBudget = budget
             }
         }

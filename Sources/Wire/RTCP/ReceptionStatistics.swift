@@ -123,8 +123,9 @@ public struct ReceptionStatistics: Sendable {
         var dlsr: UInt32 = 0
         if let last = lastSenderReport {
             lsr = last.middle
-            // Delay in units of 1/65536 seconds.
-            dlsr = UInt32(truncatingIfNeeded: now.since(last.at).nanoseconds * 65536 / 1_000_000_000)
+            // Delay in units of 1/65536 seconds: 32 bits hold 18 h, held at the top after that.
+            let microseconds = now.since(last.at).nanoseconds / 1000
+            dlsr = microseconds >= 65_536_000_000 ? .max : UInt32(microseconds * 65536 / 1_000_000)
         }
         let lost = max(min(cumulativeLost, 0x7F_FFFF), -0x80_0000)
         return ReceptionReport(ssrc: ssrc, fractionLost: fraction, cumulativeLost: Int32(lost),
