@@ -69,7 +69,7 @@ final class Presenter: @unchecked Sendable {
 
     func run(_ shared: ReceiverShared) -> ReceiverError? {
         defer {
-            recording?.finish()
+            recording?.finish(audioChannels: audioChannels)
             player?.stop()
         }
         var summarizedAt: UInt64 = 0
@@ -88,7 +88,7 @@ final class Presenter: @unchecked Sendable {
                     try present(first.unit)
                     if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 }
-                try recording?.openWhenReady(audioChannels: trackOrder.compactMap { tracks[$0]?.channels })
+                try recording?.openWhenReady(audioChannels: audioChannels)
             } catch {
                 return error
             }
@@ -103,7 +103,7 @@ final class Presenter: @unchecked Sendable {
             }
             publish(shared, summarize: summarize)
         }
-        recording?.finish()
+        recording?.finish(audioChannels: audioChannels)
         local.framesRecorded = recording?.framesWritten ?? 0
         publish(shared, summarize: true)
         return nil
@@ -169,7 +169,7 @@ final class Presenter: @unchecked Sendable {
     private func endSession() {
         guard sessionHasMedia else { return }
         sessionHasMedia = false
-        recording?.endSession()
+        recording?.endSession(audioChannels: audioChannels)
         local.framesRecorded = recording?.framesWritten ?? 0
         audioBefore.add(sessionAudio())
         tracks = [:]
@@ -184,6 +184,9 @@ final class Presenter: @unchecked Sendable {
         waitingForKeyframe = true
         sessionFrames = 0
     }
+
+    /// This session's audio streams' channel counts, in track order (the recording's tracks).
+    private var audioChannels: [Int] { trackOrder.compactMap { tracks[$0]?.channels } }
 
     /// The sound of the streams of earlier sessions.
     private var audioBefore = AudioStatistics()

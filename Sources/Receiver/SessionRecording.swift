@@ -5,8 +5,9 @@ internal import ShareWire
 /// the path given, the next ones beside it (`rec-2.mkv`, `rec-3.mkv`, ...).
 /// A file cannot gain tracks later, so each opens once its session's audio
 /// streams have shown up (200 ms after the first, as `both` sends two) or
-/// after 2 s without audio; until then pictures wait in the pre-roll from
-/// the first keyframe on, so none is lost. Used by the decode thread only.
+/// after 1 s without audio, or when the session ends first; until then
+/// pictures wait in the pre-roll from the first keyframe on, so none is
+/// lost. Used by the decode thread only.
 final class SessionRecording {
     private let path: String
     private var recorder: Recorder?
@@ -43,10 +44,16 @@ final class SessionRecording {
     /// Opens this session's file when its tracks are known, with the audio
     /// channel counts in track order.
     func openWhenReady(audioChannels: [Int]) throws(ReceiverError) {
-        guard recorder == nil, let first = firstPacketAt, let keyframe = preroll.firstKeyframe else { return }
+        guard recorder == nil, let first = firstPacketAt else { return }
         let now = monotonicNow()
         let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
-        guard audioSettled || now - first > 2_000_000_000 else { return }
+        guard audioSettled || now - first > 1_000_000_000 else { return }
+        try open(audioChannels: audioChannels)
+    }
+
+    /// Opens the file with the tracks known now and writes the pre-roll.
+    private func open(audioChannels: [Int]) throws(ReceiverError) {
+        guard recorder == nil, let keyframe = preroll.firstKeyframe else { return }
         do {
             recorder = try Recorder(path: Self.path(path, session: session), width: keyframe.width, height: keyframe.height,
                                     parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
@@ -57,12 +64,13 @@ final class SessionRecording {
         for item in preroll.drain() { try write(item) }
     }
 
-    /// The session ended: its file is finished (complete and playable); the
-    /// next session records to the next numbered file. Nothing happens for a
-    /// session that brought nothing.
-    func endSession() {
+    /// The session ended: its file is finished (complete and playable, even
+    /// for a session too short to have opened it yet); the next session
+    /// records to the next numbered file. Nothing happens for a session that
+    /// brought nothing.
+    func endSession(audioChannels: [Int]) {
         guard firstPacketAt != nil || recorder != nil else { return }
-        finish()
+        finish(audioChannels: audioChannels)
         framesBefore += recorder?.framesWritten ?? 0
         audioBefore += recorder?.audioPacketsWritten ?? 0
         recorder = nil
@@ -72,7 +80,11 @@ final class SessionRecording {
         session += 1
     }
 
-    func finish() { recorder?.finish() }
+    /// Finishes the file, opening it first when the session ended before it could.
+    func finish(audioChannels: [Int]) {
+        try? open(audioChannels: audioChannels)
+        recorder?.finish()
+    }
 
     /// Where session `session` records: `path`, then `name-2.ext`, ...
     static func path(_ path: String, session: Int) -> String {

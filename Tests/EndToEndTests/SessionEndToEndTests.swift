@@ -449,3 +449,35 @@ extension EndToEndTests.SessionTests {
         relay.stop()
     }
 }
+
+extension EndToEndTests.SessionTests {
+    /// A session that ends before its recording would have opened (it waits
+    /// for the audio tracks) still leaves a complete file; so does a receiver
+    /// stopped that early.
+    @Test func aShortSessionIsStillRecorded() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", dir.path("short.mkv"), "--duration", "4"])
+        usleep(300_000)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                        "--audio", "none", "--every-frame", "--duration", "0.6"])
+        #expect(sent.status == 0, "\(sent.output)")
+        #expect(receiver.wait(timeout: 10).status == 0)
+        #expect(try probeVideo(dir.path("short.mkv")).videoFrames >= 5, "the 0.6 s session's file plays")
+
+        // The receiver stopped (SIGTERM) half a second into a session.
+        let second = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                            "--record", dir.path("stopped.mkv"), "--duration", "30"])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio", "none", "--every-frame", "--duration", "5"])
+        #expect(second.waitForOutput("receiving 320x240"))
+        usleep(400_000)
+        second.stop(signal: SIGTERM)
+        sender.stop(signal: SIGTERM)
+        #expect(try probeVideo(dir.path("stopped.mkv")).videoFrames >= 5)
+    }
+}
