@@ -274,11 +274,13 @@ struct MemoryBudgetEndToEndTests {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let screen = try EndToEndTests.Screen(width: 1920, height: 1080)
+        // A static key: it encodes and sends with no receiver to handshake with.
         let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
-                                        "--key-file", key, "--audio", "none", "--duration", "4",
+                                        "--srtp-key-file", key, "--audio", "none", "--duration", "4",
                                         "--stats-json", dir.path("send.json")], timeout: 15)
         #expect(sent.status == 0)
         let stats = try readStats(dir.path("send.json"))
+        #expect((stats["framesEncoded"] as? Int ?? 0) >= 60, "it encoded: \(stats)")
         #expect((stats["peakFootprintBytes"] as? Int ?? Int.max) <= 50 << 20,
                 "peak \((stats["peakFootprintBytes"] as? Int ?? 0) >> 20) MiB at \(stats["memoryRung"] ?? "?")")
     }
@@ -293,6 +295,46 @@ struct ControlChannelEndToEndTests {
             throw TestEnvironmentError("share ctl \(command): \(result.output)")
         }
         return object
+    }
+
+    /// A client that connects and says nothing gets a second; the next one is answered.
+    @Test func aSilentClientCannotWedgeTheChannel() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let socket = dir.path("send.sock")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                            "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
+        usleep(800_000)
+        let silent = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socket.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(connected == 0)
+        let started = Date()
+        #expect(try ctl("status", socket)["state"] as? String == "running")
+        #expect(Date().timeIntervalSince(started) < 3, "answered after the silent client's second")
+        sender.stop()
+    }
+
+    /// The fallback directory is in a place others can write: one they made,
+    /// or left open, is refused.
+    @Test func aRuntimeDirectoryOthersCanEnterIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let open = dir.path("runtime/share")
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        let environment = ["XDG_RUNTIME_DIR": dir.path("runtime")]
+        let result = try ShareBinary.run(["ctl", "status"], environment: environment)
+        #expect(result.status != 0 && result.output.contains("can be entered by others"), "\(result.output)")
+        try FileManager.default.removeItem(atPath: open)
+        try FileManager.default.createSymbolicLink(atPath: open, withDestinationPath: "/tmp")
+        let linked = try ShareBinary.run(["ctl", "status"], environment: environment)
+        #expect(linked.status != 0 && linked.output.contains("not a directory"), "\(linked.output)")
     }
 
     func framesEncoded(_ status: [String: Any]) -> Int {

@@ -3,20 +3,33 @@ import Foundation
 
 /// The local control channel of a running `share send`: a Unix socket in a
 /// directory only the user can enter, one command line in, one JSON line
-/// out (`status`, `pause`, `resume`, `stop`).
+/// out (`status`, `pause`, `resume`, `stop`). A client gets a second to send
+/// its line: a silent one cannot wedge the channel.
 public enum ControlChannel {
-    /// `$XDG_RUNTIME_DIR/share`, else `/tmp/share-<uid>`, created 0700.
-    public static func directory() -> String {
+    /// `$XDG_RUNTIME_DIR/share`, else `/tmp/share-<uid>`, created 0700. An
+    /// existing one must be a real directory (not a link) of this user that
+    /// no one else can enter: `/tmp` is shared, and someone could have made
+    /// it first.
+    public static func directory() throws -> String {
         let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { "\($0)/share" } ?? "/tmp/share-\(getuid())"
-        mkdir(base, 0o700)
+        if mkdir(base, 0o700) != 0 && errno != EEXIST {
+            throw UsageProblem("cannot create \(base): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(base, &info) == 0 else { throw UsageProblem("cannot use \(base): \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw UsageProblem("\(base) is not a directory (a link?): refusing it") }
+        guard info.st_uid == getuid() else { throw UsageProblem("\(base) belongs to user \(info.st_uid), not you: refusing it") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw UsageProblem("\(base) can be entered by others (mode \(String(info.st_mode & 0o777, radix: 8))): run chmod 700 \(base)")
+        }
         return base
     }
 
-    public static func defaultPath() -> String { "\(directory())/send-\(getpid()).sock" }
+    public static func defaultPath() throws -> String { "\(try directory())/send-\(getpid()).sock" }
 
     /// The only running sender's socket, for `share ctl` without `--socket`.
     public static func findSender() throws -> String {
-        let dir = directory()
+        let dir = try directory()
         let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
             .filter { $0.hasPrefix("send-") && $0.hasSuffix(".sock") }
             .filter { name in
@@ -37,10 +50,14 @@ public enum ControlChannel {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UsageProblem("control socket: \(String(cString: strerror(errno)))") }
         var address = unixAddress(path)
+        // Created 0600 by the umask (a chmod after bind would follow a link
+        // swapped in between); the directory keeps others out anyway.
+        let mask = umask(0o177)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 4) == 0 else {
+        umask(mask)
+        guard bound == 0, listen(fd, 4) == 0 else {
             close(fd)
             throw UsageProblem("control socket \(path): \(String(cString: strerror(errno)))")
         }
@@ -49,6 +66,7 @@ public enum ControlChannel {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { if errno == EINTR { continue } else { return } }
+                setTimeout(client, seconds: 1)
                 var buffer = [UInt8](repeating: 0, count: 256)
                 let n = read(client, &buffer, buffer.count)
                 let command = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
@@ -68,6 +86,7 @@ public enum ControlChannel {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else { throw UsageProblem("cannot reach \(path): \(String(cString: strerror(errno)))") }
+        setTimeout(fd, seconds: 5)
         let bytes = Array((command + "\n").utf8)
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var reply = Data()
@@ -78,6 +97,13 @@ public enum ControlChannel {
             reply.append(contentsOf: buffer[0..<n])
         }
         return String(decoding: reply, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Reads and writes on `fd` give up after `seconds`.
+    private static func setTimeout(_ fd: Int32, seconds: Int) {
+        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     private static func unixAddress(_ path: String) -> sockaddr_un {

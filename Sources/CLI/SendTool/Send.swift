@@ -87,8 +87,8 @@ struct Send: ParsableCommand {
         for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
             note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
-        let controlPath = o.control ?? ControlChannel.defaultPath()
         do {
+            let controlPath = try o.control ?? ControlChannel.defaultPath()
             try ControlChannel.serve(path: controlPath) { command in
                 switch command {
                 case "pause": sender.pause(); return #"{"ok":true,"state":"paused"}"#
