@@ -273,13 +273,16 @@ public final class ScreenReceiver: @unchecked Sendable {
             events(.warning("the kernel granted a \(granted >> 10) KiB socket buffer of the \(Self.receiveBuffer >> 10) KiB asked "
                             + "(raise net.core.rmem_max): bursts may overflow it"))
         }
+        let networkQueue = DispatchQueue(label: "share.receiver.network", qos: .userInteractive)
+        let decodeQueue = DispatchQueue(label: "share.receiver.decode", qos: .userInteractive)
+        for queue in [networkQueue, decodeQueue] { queue.setSpecific(key: Self.threadKey, value: ObjectIdentifier(self)) }
         group.enter()
-        DispatchQueue(label: "share.receiver.network", qos: .userInteractive).async { [self] in
+        networkQueue.async { [self] in
             let error = network.run(shared)
             end(error, events: events, queue: queue)
         }
         group.enter()
-        DispatchQueue(label: "share.receiver.decode", qos: .userInteractive).async { [self] in
+        decodeQueue.async { [self] in
             let error = presenter.run(shared)
             end(error, events: events, queue: queue)
         }
@@ -302,10 +305,18 @@ public final class ScreenReceiver: @unchecked Sendable {
     /// Stops receiving and finishes the recording.
     public func stop() {
         shared.running.store(false, ordering: .sequentiallyConsistent)
+        waitUntilFinished()
+    }
+
+    /// Blocks until both threads ended. From an event handler (which runs on
+    /// one of them, `.finished` included) it returns at once instead of
+    /// waiting for itself.
+    public func waitUntilFinished() {
+        if DispatchQueue.getSpecific(key: Self.threadKey) == ObjectIdentifier(self) { return }
         group.wait()
     }
 
-    public func waitUntilFinished() { group.wait() }
+    private static let threadKey = DispatchSpecificKey<ObjectIdentifier>()
     public var error: ReceiverError? { failure.withLock { $0 } }
 
     public var statistics: ReceiverStatistics {

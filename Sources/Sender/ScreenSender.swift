@@ -33,6 +33,11 @@ public final class ScreenSender: @unchecked Sendable {
     private let group = DispatchGroup()
     /// The finishing work (BYE, final statistics, `.finished`) still to run.
     private let finishing = DispatchGroup()
+    private let finishQueue = DispatchQueue(label: "share.sender.finish")
+    /// Marks the sender's own queues (workers and finishing): a host that
+    /// calls `stop()` from an event handler runs on one, and must not wait
+    /// for itself.
+    private static let ownQueue = DispatchSpecificKey<ObjectIdentifier>()
     private let failure = Mutex<SenderError?>(nil)
     private let startTime = Mutex<(mono: UInt64, cpu: Duration)>((0, .zero))
     /// Audio inputs that could not start (video goes on without them).
@@ -192,7 +197,9 @@ public final class ScreenSender: @unchecked Sendable {
 
     private func spawn(_ label: String, _ body: @escaping @Sendable () -> Void) {
         group.enter()
-        DispatchQueue(label: "share.sender.\(label)", qos: .userInteractive).async { [group] in
+        let queue = DispatchQueue(label: "share.sender.\(label)", qos: .userInteractive)
+        queue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))
+        queue.async { [group] in
             body()
             group.leave()
         }
@@ -221,8 +228,11 @@ public final class ScreenSender: @unchecked Sendable {
     }
 
     /// Blocks until the sender has finished (after `stop` or an error):
-    /// threads ended, BYE sent, `finished` reported.
+    /// threads ended, BYE sent, `finished` reported. From an event handler
+    /// (on one of the sender's threads) it returns at once instead.
     public func waitUntilFinished() {
+        // From an event handler: the stop goes on once the handler returns.
+        if DispatchQueue.getSpecific(key: Self.ownQueue) == ObjectIdentifier(self) { return }
         group.wait()
         finishing.wait()
     }
@@ -244,7 +254,8 @@ public final class ScreenSender: @unchecked Sendable {
         failure.withLock { $0 = error }
         capture.frameReady.signal()
         finishing.enter()
-        DispatchQueue.global().async { [self] in
+        finishQueue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))
+        finishQueue.async { [self] in
             defer { finishing.leave() }
             group.wait()
             let reason = error.map { "error: \($0)" } ?? "sender stopped"

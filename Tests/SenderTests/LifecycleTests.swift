@@ -1,0 +1,71 @@
+import Dispatch
+import Foundation
+import ShareReceiver
+import ShareSender
+import ShareSRTP
+import ShareX11
+import Synchronization
+import TestSupport
+import Testing
+
+/// Runs `body` on another thread; false if it has not returned after `seconds`
+/// (a deadlocked body stays blocked, but the test goes on and fails).
+func returnsWithin(_ seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        body()
+        done.signal()
+    }
+    return done.wait(timeout: .now() + seconds) == .success
+}
+
+/// A flag set on one thread and read on another.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// A host may call `stop()` from its own event handler, which runs on one of
+/// the library's threads: it must not wait for itself.
+@Suite("Library lifecycle from event handlers", .serialized)
+struct LifecycleTests {
+    @Test func theSenderCanBeStoppedFromItsFinishedHandler() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        configuration.memoryBudget = nil
+        let sender = try ScreenSender(configuration: configuration)
+        let stoppedInHandler = Flag()
+        sender.start { [weak sender] event in
+            if case .finished = event {
+                sender?.stop()
+                stoppedInHandler.set()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(returnsWithin(5) { sender.stop() }, "stop() returned")
+        let handlerReturned = stoppedInHandler.isSet
+        #expect(handlerReturned, "the handler's own stop() returned")
+    }
+
+    @Test func theReceiverCanBeStoppedFromItsFinishedHandler() throws {
+        var configuration = ReceiverConfiguration(keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = 0
+        configuration.showWindow = false
+        configuration.playAudio = false
+        let receiver = try ScreenReceiver(configuration: configuration)
+        let stoppedInHandler = Flag()
+        receiver.start { [weak receiver] event in
+            if case .finished = event {
+                receiver?.stop()
+                stoppedInHandler.set()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(returnsWithin(5) { receiver.stop() }, "stop() returned")
+        let handlerReturned = stoppedInHandler.isSet
+        #expect(handlerReturned, "the handler's own stop() returned")
+    }
+}
