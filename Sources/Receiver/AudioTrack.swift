@@ -118,6 +118,8 @@ struct SampleClock {
 /// blocks on the sound server. The queue holds at most 200 ms; older audio
 /// is dropped (counted) to keep latency bounded.
 final class AudioPlayer: @unchecked Sendable {
+    // Safe: `playback` is driven by its own thread through the locked queue;
+    // the decode thread only appends to the queue and reads atomics.
     private let playback: PulsePlayback
     private let queue = Mutex<[ArraySlice<Int16>]>([])
     private let ready = DispatchSemaphore(value: 0)

@@ -58,7 +58,9 @@ enum Clock {
 }
 
 /// Caps glibc's malloc arenas at two (M_ARENA_MAX): with one arena per busy
-/// thread, a loaded sender grows dirty memory it never returns.
+/// thread, a loaded sender grows dirty memory it never returns. It is a
+/// process-wide setting, so the library never makes it on its own: `share
+/// send` does at start, and an embedder may (`ScreenSender.limitMallocArenas()`).
 func limitMallocArenas() {
     _ = share_limit_malloc_arenas(2)
 }

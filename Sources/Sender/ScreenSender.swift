@@ -44,9 +44,6 @@ public final class ScreenSender: @unchecked Sendable {
     public let audioWarnings: [String]
 
     public init(configuration: SenderConfiguration) throws(SenderError) {
-        // glibc gives busy threads arenas of their own that grow and never
-        // shrink; two arenas keep dirty memory proportional to the work.
-        limitMallocArenas()
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
         self.configuration = configuration
@@ -158,6 +155,14 @@ public final class ScreenSender: @unchecked Sendable {
 
     deinit {
         stop()
+    }
+
+    /// Caps glibc's malloc arenas at two for the whole process: glibc gives
+    /// busy threads arenas of their own that grow and never shrink, and two
+    /// keep dirty memory proportional to the work (`share send` calls it at
+    /// start). Process-wide, so it is the host's choice, not the library's.
+    public static func limitMallocArenas() {
+        ShareSender.limitMallocArenas()
     }
 
     /// Starts capturing and sending; `events` hears the lifecycle.

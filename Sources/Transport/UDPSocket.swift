@@ -92,6 +92,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 /// retries EINTR. Sends never block the caller for long (a full send buffer
 /// drops the datagram, counted); receives wait with a timeout.
 public final class UDPSocket: @unchecked Sendable {
+    // Safe: the descriptor never changes and the kernel serializes calls on
+    // it; the drop counter is atomic.
     private let descriptor: Int32
     let family: Int32
     private let drops = Atomic<Int>(0)

@@ -25,6 +25,8 @@ public struct CaptureTime: Sendable, Equatable {
 /// ends; the pool never grows.
 final class SlotPool: Sendable {
     struct Slot: @unchecked Sendable {
+        // Safe: the memory is written by the capturing thread only while the
+        // slot is leased to it, and read by the lease holder after that.
         let pixels: UnsafeMutableRawPointer
         let segment: xcb_shm_seg_t?
     }
@@ -87,15 +89,20 @@ public struct FrameLease: ~Copyable, Sendable {
 /// MIT-SHM slots (or heap slots through GetImage when the server has no
 /// MIT-SHM, as over a network). One capturing thread; leases may end on any.
 public final class ScreenCapturer: @unchecked Sendable {
+    // Safe: the connection and `sequence` are used by the capturing thread
+    // only; the counters other threads read are atomic; the pool is locked.
     public let width: Int
     public let height: Int
     public let usesSharedMemory: Bool
     private let connection: X11Connection
     private let pool: SlotPool
     private var sequence: UInt64 = 0
-    /// Captures refused because every slot was leased out.
-    public private(set) var droppedForPool = 0
-    public private(set) var captured = 0
+    /// Captures refused because every slot was leased out, and captures
+    /// made (read from any thread: atomic).
+    public var droppedForPool: Int { dropped.load(ordering: .relaxed) }
+    public var captured: Int { grabbed.load(ordering: .relaxed) }
+    private let dropped = Atomic<Int>(0)
+    private let grabbed = Atomic<Int>(0)
 
     public static let defaultSlots = 3
 
@@ -175,7 +182,7 @@ public final class ScreenCapturer: @unchecked Sendable {
     public func capture() throws(X11Error) -> FrameLease? {
         sequence += 1
         guard let slot = pool.acquire() else {
-            droppedForPool += 1
+            dropped.add(1, ordering: .relaxed)
             return nil
         }
         if let damage {
@@ -191,7 +198,7 @@ public final class ScreenCapturer: @unchecked Sendable {
             pool.release(slot)
             throw error
         }
-        captured += 1
+        grabbed.add(1, ordering: .relaxed)
         return FrameLease(pool: pool, slot: slot, width: width, height: height, stride: width * 4, time: time,
                           sequence: sequence)
     }
@@ -226,6 +233,7 @@ public final class ScreenCapturer: @unchecked Sendable {
 
 /// Heap memory for capture slots when MIT-SHM is not available.
 final class HeapBuffer: @unchecked Sendable {
+    // Safe: the address never changes; the bytes are guarded as a slot's are.
     let address: UnsafeMutableRawPointer
     init(size: Int) { address = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64) }
     deinit { address.deallocate() }
@@ -233,6 +241,7 @@ final class HeapBuffer: @unchecked Sendable {
 
 /// Carries an owner whose only use after creation is its deinit.
 final class SendableBox<T: AnyObject>: @unchecked Sendable {
+    // Safe: nothing calls into `value` after it is boxed; it is only released.
     let value: T
     init(_ value: T) { self.value = value }
 }

@@ -36,6 +36,7 @@ struct SenderTests {
         configuration.simulatedEncodeDelay = .milliseconds(200)
         configuration.stillRefresh = nil  // the screen here is still: grab every frame anyway
         configuration.memoryBudget = nil
+        ScreenSender.limitMallocArenas()  // as `share send` does: the footprint is measured
         let sender = try ScreenSender(configuration: configuration)
         sender.start()
         Thread.sleep(forTimeInterval: 1)

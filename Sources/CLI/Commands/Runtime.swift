@@ -3,6 +3,7 @@ import Foundation
 
 /// Waits for the first of: SIGINT/SIGTERM, the duration elapsing, or `finished`.
 public final class StopSignal: @unchecked Sendable {
+    // Safe: `sources` is set in init and only kept alive after; the rest is a semaphore.
     private let semaphore = DispatchSemaphore(value: 0)
     private var sources: [any DispatchSourceSignal] = []
     private(set) var reason = "finished"
@@ -33,6 +34,8 @@ public final class StopSignal: @unchecked Sendable {
 
 /// A one-line status on a terminal, rewritten each second; silent otherwise.
 public final class StatusLine: @unchecked Sendable {
+    // Safe: `timer` is set by `start` and read by `stop`, both on the command's
+    // thread; the timer's handler touches neither.
     private var timer: (any DispatchSourceTimer)?
     let enabled = isatty(STDERR_FILENO) == 1
 

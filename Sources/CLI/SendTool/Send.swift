@@ -33,6 +33,7 @@ struct Send: ParsableCommand {
         } catch {
             fail("\(error)")
         }
+        ScreenSender.limitMallocArenas()
         var configuration = SenderConfiguration(host: host, keying: keying)
         configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
         configuration.port = port
