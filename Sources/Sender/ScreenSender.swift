@@ -170,14 +170,8 @@ public final class ScreenSender: @unchecked Sendable {
         guard context.transition(from: .idle, to: .running) else { return }
         context.install(events: events, fail: { [weak self] error in self?.finish(with: error) })
         startTime.withLock { $0 = (Clock.monotonic(), ProcessFootprint.cpuTime()) }
-        let (context, network, capture, pipeline) = (self.context, self.network, self.capture, self.pipeline)
-        spawn("capture") { capture.run(context) }
-        spawn("encode") { pipeline.run(context) }
-        spawn("pacer") { network.pacerLoop(context) }
-        spawn("network") { network.feedbackLoop(context) { context.keyframeRequested.store(true, ordering: .relaxed) } }
-        for (index, channel) in audio.enumerated() {
-            spawn("audio") { channel.run(context, index: index, network: network) }
-        }
+        // Everything the workers share is set up before they run: the
+        // governor belongs to the encode thread from then on.
         events(.started(setup))
         for warning in audioWarnings { events(.warning(warning)) }
         governor?.announceStart(context)
@@ -185,6 +179,14 @@ public final class ScreenSender: @unchecked Sendable {
         context.stats.withLock { s in
             s.memoryRung = rungName
             s.memoryBudgetBytes = budgetBytes
+        }
+        let (context, network, capture, pipeline) = (self.context, self.network, self.capture, self.pipeline)
+        spawn("capture") { capture.run(context) }
+        spawn("encode") { pipeline.run(context) }
+        spawn("pacer") { network.pacerLoop(context) }
+        spawn("network") { network.feedbackLoop(context) { context.keyframeRequested.store(true, ordering: .relaxed) } }
+        for (index, channel) in audio.enumerated() {
+            spawn("audio") { channel.run(context, index: index, network: network) }
         }
         if let startupFailure {
             // The receiver is told why in the BYE, which needs the session's

@@ -1,3 +1,4 @@
+import Synchronization
 import ArgumentParser
 import Foundation
 import ShareAudio
@@ -86,17 +87,17 @@ enum AVSyncProbe {
         let drawing = DispatchQueue(label: "scene.draw")
         drawing.sync { scene.fillScreen(rgb: 0x000000) }
         let stop = StopSignal(duration: duration)
-        nonisolated(unsafe) var running = true
+        let running = RunningFlag()
         DispatchQueue.global().async {
             stop.wait()
-            running = false
+            running.clear()
         }
         let silence = ArraySlice([Int16](repeating: 0, count: 960 * 2))
         var beep = [Int16](repeating: 0, count: 960 * 2)
         var chunk = 0
         var beepChunksLeft = 0
         var phase = 0.0
-        while running {
+        while running.isSet {
             let startsBeep = chunk % 100 == 50  // every 2 s, the first after 1 s
             if startsBeep { beepChunksLeft = 5 }  // 100 ms of beep
             if beepChunksLeft > 0 {
@@ -123,4 +124,11 @@ enum AVSyncProbe {
             chunk += 1
         }
     }
+}
+
+/// Set until the stop signal clears it from another thread.
+final class RunningFlag: Sendable {
+    private let value = Atomic<Bool>(true)
+    func clear() { value.store(false, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
 }
