@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "ShareSession", targets: ["ShareSession"]),
         .library(name: "ShareCongestion", targets: ["ShareCongestion"]),
         .library(name: "ShareHandshake", targets: ["ShareHandshake"]),
+        .library(name: "ShareGovernor", targets: ["ShareGovernor"]),
         .library(name: "ShareX11", targets: ["ShareX11"]),
         .library(name: "ShareColor", targets: ["ShareColor"]),
         .library(name: "ShareVideo", targets: ["ShareVideo"]),
@@ -93,19 +94,25 @@ let package = Package(
         .target(name: "ShareHandshake",
                 dependencies: ["ShareWire", "ShareSRTP", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Sources/Handshake", swiftSettings: strict),
+        // The memory-budget governor, sans-IO: a ladder of cheaper ways to run,
+        // stepped down and up by the footprint measured.
+        .target(name: "ShareGovernor", dependencies: ["ShareWire"], path: "Sources/Governor", swiftSettings: strict),
+        // Latency samples and their percentiles (sender and receiver statistics).
+        .target(name: "ShareLatency", path: "Sources/Latency", swiftSettings: strict),
         // UDP sockets: the only module that owns them.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
                 dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareCongestion", "ShareHandshake", "ShareTransport", "CMalloc"],
+                               "ShareSession", "ShareCongestion", "ShareHandshake", "ShareGovernor", "ShareLatency",
+                               "ShareTransport", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
                 dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareHandshake", "ShareTransport", "ShareStamp"],
+                               "ShareSession", "ShareHandshake", "ShareLatency", "ShareTransport", "ShareStamp"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
@@ -121,12 +128,12 @@ let package = Package(
         .executableTarget(name: "share-send",
                           dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
                                          "ShareHandshake",
-                                         "ShareStamp",
+                                         "ShareStamp", "ShareGovernor", "ShareLatency",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",
                           dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareWire",
-                                         "ShareHandshake",
+                                         "ShareHandshake", "ShareLatency",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/ReceiveTool"),
 
@@ -153,7 +160,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
                     path: "Tests/EndToEndTests",
                     swiftSettings: strict),
-        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareSRTP", "ShareWire", "TestSupport"],
+        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareGovernor", "ShareSRTP", "ShareWire", "TestSupport"],
                     path: "Tests/SessionTests", swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),

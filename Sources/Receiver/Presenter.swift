@@ -6,6 +6,7 @@ internal import ShareStamp
 internal import ShareWire
 internal import ShareX11
 import Synchronization
+internal import ShareLatency
 
 /// What the receiver's two threads share: whether it runs, and its counters
 /// (each thread writes its own fields).

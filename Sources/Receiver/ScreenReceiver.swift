@@ -12,6 +12,7 @@ internal import ShareX11
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
+public import ShareLatency
 #endif
 
 /// Everything a receiver needs to start.

@@ -7,6 +7,8 @@ internal import ShareVideo
 internal import ShareWire
 internal import ShareX11
 import Synchronization
+internal import ShareGovernor
+internal import ShareLatency
 
 /// The encode thread: takes the newest captured frame, converts it (the
 /// lease ends there), encodes it at the bitrate, rate and size the network

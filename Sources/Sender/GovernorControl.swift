@@ -1,6 +1,7 @@
 internal import ShareSession
 internal import ShareWire
 import Synchronization
+internal import ShareGovernor
 
 /// The memory governor as the encode thread drives it: samples the
 /// footprint after each frame, reports steps and their settled footprint

@@ -9,6 +9,7 @@ internal import ShareVideo
 internal import ShareWire
 internal import ShareX11
 import Synchronization
+internal import ShareGovernor
 
 /// The embeddable screen sender: captures an X display, encodes H.264 and
 /// sends it as SRTP to one receiver, at the rate the path carries. A small

@@ -2,6 +2,8 @@ public import ShareHandshake
 public import ShareSRTP
 public import ShareSession
 public import ShareWire
+public import ShareGovernor
+public import ShareLatency
 
 /// A picture size.
 public struct VideoSize: Sendable, Equatable, Codable, CustomStringConvertible {

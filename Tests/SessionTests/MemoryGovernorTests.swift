@@ -1,6 +1,7 @@
 import ShareSession
 import ShareWire
 import Testing
+import ShareGovernor
 
 @Suite("Memory-budget governor (pure state machine)")
 struct MemoryGovernorTests {

@@ -6,6 +6,7 @@ import ShareReceiver
 import ShareSRTP
 import ShareSession
 import ShareWire
+import ShareLatency
 
 /// `share-recv`: the receiving half of `share`.
 @main

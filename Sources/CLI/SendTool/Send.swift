@@ -5,6 +5,8 @@ import ShareHandshake
 import ShareSender
 import ShareSession
 import ShareSRTP
+import ShareGovernor
+import ShareLatency
 
 /// `share-send`: the sending half of `share` (send, scene).
 @main
