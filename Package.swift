@@ -143,7 +143,7 @@ let package = Package(
                           path: "Sources/CLI/RelayTool"),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
-        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareCongestion", "ShareHandshake"], path: "Tests/Fuzz/Checks",
+        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
 
         // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.

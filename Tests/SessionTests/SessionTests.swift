@@ -27,10 +27,10 @@ final class Link {
     var states: [StreamState] = []
     var goodbyes: [String?] = []
 
-    init(configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
+    init(initialSequenceNumber: UInt16 = 65_500, configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
         var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
         configure(&configuration)
-        sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: 65_500)
+        sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: initialSequenceNumber)
         receiver = try ReceiveSession(configuration: .init(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96),
                                       keying: keying)
     }
@@ -133,6 +133,31 @@ struct SessionTests {
         #expect(link.receiver.statistics.plisSent >= 1)
         #expect(link.feedback.contains(.keyframeRequested))
         #expect(link.sender.statistics.keyframeRequests == 1, "requests within 200 ms are folded into one")
+    }
+
+    /// A receiver that joins just before the sequence number wraps (so SRTP's
+    /// rollover counter steps while it is learning the stream): every frame
+    /// from its first keyframe on arrives, none fails authentication.
+    @Test func aReceiverJoiningAsTheSequenceWraps() throws {
+        let link = try Link(initialSequenceNumber: 65_200)
+        // Frames 0-5 go to no one: the receiver is not there yet.
+        for n in 0..<6 {
+            try link.send(n, size: 40_000, keyframe: n == 0)
+            link.deliver(drop: { _, _ in true })
+            link.advance(.milliseconds(33))
+        }
+        // It joins a little before 65535: frames of ~35 packets each carry the
+        // sequence across the wrap and around again.
+        for n in 6..<40 {
+            try link.send(n, size: 40_000, keyframe: n == 6 || n == 30)
+            link.deliver()
+            link.advance(.milliseconds(33))
+        }
+        #expect(link.receiver.statistics.authenticationFailures == 0)
+        #expect(link.receiver.statistics.replays == 0)
+        #expect(link.frames.count == 34, "every frame from the receiver's first keyframe: \(link.frames.count)")
+        #expect(link.frames.last?.data == accessUnit(39, size: 40_000, keyframe: false))
+        #expect(link.losses == 0)
     }
 
     /// A sender paused for 60 hours still writes its sender report (the RTP

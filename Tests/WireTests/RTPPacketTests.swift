@@ -190,6 +190,19 @@ struct SDPTests {
         #expect(video.parameter("packetization-mode") == "1")
     }
 
+    /// A connection line per media section only (ffmpeg with several
+    /// outputs), or none at all: the address is kept, and what we write
+    /// from it parses again (found by the sdp fuzz target's corpus).
+    @Test(arguments: [("v=0\ns=x\nt=0 0\nm=video 5004 RTP/SAVP 96\nc=IN IP4 10.1.2.3\na=rtpmap:96 H264/90000\n", "10.1.2.3"),
+                      ("v=0\ns=x\nt=0 0\nm=video 5004 RTP/SAVP 96\na=rtpmap:96 H264/90000\n", "")])
+    func connectionAddressFromTheMediaOrNone(text: String, address: String) throws {
+        let parsed = try SessionDescription(parsing: text)
+        #expect(parsed.connectionAddress == address)
+        let again = try SessionDescription(parsing: parsed.serialized())
+        let third = try SessionDescription(parsing: again.serialized())
+        #expect(again.video?.port == 5004 && third.serialized() == again.serialized())
+    }
+
     @Test(arguments: ["", "v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n", "garbage line\r\n",
                       "v=0\r\nm=video 5004 RTP/SAVP 96\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 nokey\r\n"])
     func rejectsUnusable(text: String) {

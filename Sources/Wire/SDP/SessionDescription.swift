@@ -112,12 +112,14 @@ public struct SessionDescription: Sendable, Equatable {
 
     /// The SDP text, CRLF line endings (RFC 8866 §5).
     public func serialized(sessionID: UInt64 = 1) -> String {
-        let ipVersion = connectionAddress.contains(":") ? "IP6" : "IP4"
+        // RFC 8866 §5.7: an unknown address is written 0.0.0.0, never left out.
+        let address = connectionAddress.isEmpty ? "0.0.0.0" : connectionAddress
+        let ipVersion = address.contains(":") ? "IP6" : "IP4"
         var lines = [
             "v=0",
-            "o=- \(sessionID) 1 IN \(ipVersion) \(connectionAddress)",
+            "o=- \(sessionID) 1 IN \(ipVersion) \(address)",
             "s=\(sessionName)",
-            "c=IN \(ipVersion) \(connectionAddress)",
+            "c=IN \(ipVersion) \(address)",
             "t=0 0",
         ]
         for m in media {
@@ -172,7 +174,8 @@ public struct SessionDescription: Sendable, Equatable {
                 guard parts.count >= 3 else { throw .malformedLine(line) }
                 // Multicast addresses may carry /ttl.
                 let address = String(parts[2].split(separator: "/").first ?? "")
-                if media.isEmpty { sessionAddress = address }
+                // Session level, else the first media level one (ffmpeg writes c= per media).
+                if media.isEmpty || sessionAddress.isEmpty { sessionAddress = address }
             case "m":
                 let parts = value.split(separator: " ")
                 guard parts.count >= 4, let kind = MediaDescription.Kind(rawValue: String(parts[0])),

@@ -1,6 +1,7 @@
 import ShareCongestion
 import ShareHandshake
 import ShareSRTP
+import ShareSession
 import ShareWire
 
 /// The invariants each fuzz target checks on arbitrary bytes. A violated
@@ -10,8 +11,55 @@ import ShareWire
 public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
         "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
-        "handshake": handshake,
+        "handshake": handshake, "sdp": sdp, "session": session,
     ]
+
+    /// SDP: whatever text parses, what we write from it parses again to the
+    /// same description (the second round trip is the identity).
+    public static func sdp(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self),
+              let description = try? SessionDescription(parsing: text) else { return }
+        let once = description.serialized()
+        guard let again = try? SessionDescription(parsing: once) else {
+            preconditionFailure("our own SDP did not parse: \(once)")
+        }
+        precondition(again.serialized() == once, "SDP not canonical after one round trip")
+    }
+
+    /// The receive session, past authentication: the input is a series of
+    /// plaintext datagrams (a length byte, a time-step byte, the bytes), each
+    /// protected with the session's key before it is handed over, as a sender
+    /// holding the key would, so the fuzzer reaches the jitter buffer, NACK,
+    /// RTX and FEC unwrapping, RTCP handling and the clock mapping of sender
+    /// reports. Nothing traps; timers and state stay bounded.
+    public static func session(_ bytes: [UInt8]) {
+        let keying = try! SRTPKeyingMaterial(profile: .aes128CmHmacSha1_80, bytes: Array(0..<30))
+        let sender = try! SRTPContext(keying: keying, direction: .outbound)
+        let receiver = try! ReceiveSession(configuration: .init(ssrc: 1, cname: "fuzz", videoPayloadType: 96), keying: keying)
+        var clocks = ClockMapping()
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        var index = 0
+        while index + 2 <= bytes.count {
+            let length = Int(bytes[index])
+            now = now + .milliseconds(Int64(bytes[index + 1]))
+            index += 2
+            let end = min(index + length, bytes.count)
+            var datagram = PacketBuffer(bytes[index..<end])
+            index = end
+            guard datagram.count >= 12 else { continue }
+            let rtcp = RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1])
+            guard (try? (rtcp ? sender.protectRTCP(&datagram) : sender.protect(&datagram))) != nil else { continue }
+            for event in receiver.handle(datagram: &datagram, now: now, emit: { _ in }) + receiver.poll(now: now, emit: { _ in }) {
+                if case .senderReport(let ssrc, let report) = event {
+                    clocks.update(ssrc: ssrc, report: report)
+                    _ = clocks.unixNanoseconds(ssrc: ssrc, timestamp: report.rtpTimestamp &+ 12345, clockRate: 90_000)
+                }
+            }
+            if let deadline = receiver.nextDeadline {
+                precondition(deadline.nanoseconds <= now.nanoseconds &+ 2_000_000_000, "a timer further than 2 s away")
+            }
+        }
+    }
 
     /// Handshake: the input is a series of datagrams (a length byte, a
     /// time-step byte, the bytes) fed to a responder in each mode and to an
