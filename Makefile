@@ -31,11 +31,14 @@ deps:
 build: deps
 	swift build $(SWIFT_FLAGS)
 
-## test: every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer
+## test: every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer;
+## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change
+CI_FUZZ_SECONDS ?= 20
 test: deps
 	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
 	swift test --skip-build $(SWIFT_FLAGS)
+	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS); fi
 
 ## demo: the main job on an embedded default (virtual X display, loopback peer)
 demo: deps

@@ -126,7 +126,10 @@ public struct SessionDescription: Sendable, Equatable {
             let formats = [m.payloadType] + (m.retransmission.map { [$0.payloadType] } ?? [])
                 + (m.forwardErrorCorrection.map { [$0.payloadType] } ?? [])
             lines.append("m=\(m.kind.rawValue) \(m.port) \(m.transport) " + formats.map { "\($0)" }.joined(separator: " "))
-            lines.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)\(m.channels.map { "/\($0)" } ?? "")")
+            // No encoding known (no rtpmap was given, as for a static payload type): none written.
+            if !m.codec.isEmpty {
+                lines.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)\(m.channels.map { "/\($0)" } ?? "")")
+            }
             if !m.formatParameters.isEmpty {
                 lines.append("a=fmtp:\(m.payloadType) " + m.formatParameters.map { "\($0.0)=\($0.1)" }.joined(separator: ";"))
             }
@@ -164,6 +167,11 @@ public struct SessionDescription: Sendable, Equatable {
             let line = rawLine.trimmingCharacters()
             guard line.count >= 2, line.dropFirst().first == "=" else {
                 if line.isEmpty { continue }
+                throw .malformedLine(line)
+            }
+            // RFC 8866 §9: fields are separated by single spaces; a control
+            // character (a tab, NUL, C1) inside a line is no SDP of anyone's.
+            guard !line.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
                 throw .malformedLine(line)
             }
             let value = String(line.dropFirst(2))

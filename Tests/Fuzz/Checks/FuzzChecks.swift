@@ -23,7 +23,7 @@ public enum FuzzChecks {
         guard let again = try? SessionDescription(parsing: once) else {
             preconditionFailure("our own SDP did not parse: \(once)")
         }
-        precondition(again.serialized() == once, "SDP not canonical after one round trip")
+        precondition(again.serialized() == once, "SDP not canonical after one round trip:\n\(once)\n--- then ---\n\(again.serialized())")
     }
 
     /// The receive session, past authentication: the input is a series of
