@@ -5,7 +5,8 @@ internal import ShareWire
 /// the path given, the next ones beside it (`rec-2.mkv`, `rec-3.mkv`, ...).
 /// A file cannot gain tracks later, so each opens once its session's audio
 /// streams have shown up (200 ms after the first, as `both` sends two) or
-/// after 1 s without audio, or when the session ends first; until then
+/// after 2 s without audio (PulseAudio's first capture can take over a
+/// second), or when the session ends first; until then
 /// pictures wait in the pre-roll from the first keyframe on, so none is
 /// lost. Used by the decode thread only.
 final class SessionRecording {
@@ -47,7 +48,7 @@ final class SessionRecording {
         guard recorder == nil, let first = firstPacketAt else { return }
         let now = monotonicNow()
         let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
-        guard audioSettled || now - first > 1_000_000_000 else { return }
+        guard audioSettled || now - first > 2_000_000_000 else { return }
         try open(audioChannels: audioChannels)
     }
 
