@@ -306,6 +306,7 @@ public final class ScreenSender: @unchecked Sendable {
             s.fecPackets = streamStats.fecPackets
             s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests
+            s.rtcpRejected = streamStats.rtcpRejected
             s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
             s.receiverLossFraction = streamStats.fractionLost
             s.sendDrops = drops

@@ -201,6 +201,8 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bytesSent = 0
     public var packetsRetransmitted = 0
     public var keyframeRequests = 0
+    /// Datagrams from the receiver's address refused: not RTCP, or failed SRTCP authentication.
+    public var rtcpRejected = 0
     /// Sessions established (1, plus one per receiver restart or renewal),
     /// and how long the first handshake took from `start`.
     public var sessions = 0

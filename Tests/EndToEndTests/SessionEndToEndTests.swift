@@ -481,3 +481,32 @@ extension EndToEndTests.SessionTests {
         #expect(try probeVideo(dir.path("stopped.mkv")).videoFrames >= 5)
     }
 }
+
+extension EndToEndTests.SessionTests {
+    /// What comes back to the sender that is not the receiver's SRTCP is
+    /// counted (and changes nothing): the counter is in its statistics.
+    @Test func theSenderCountsWhatItRefuses() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let listener = try UDPSocket(bindingPort: 0)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(listener.localPort)", "--display", screen.name,
+                                            "--srtp-key-file", key, "--audio", "none", "--duration", "3",
+                                            "--stats-json", dir.path("send.json")])
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var count = 0
+        let source = try #require(try listener.receive(into: &buffer, count: &count, timeoutMilliseconds: 5000))
+        var random = SeededGenerator(seed: 5)
+        for index in 0..<200 {
+            // Half look like RTCP (and fail authentication), half are not RTCP at all.
+            var garbage = (0..<60).map { _ in UInt8.random(in: 0...255, using: &random) }
+            garbage[0] = 0x80
+            garbage[1] = index % 2 == 0 ? 200 : 96
+            listener.send(garbage[...], to: source)
+        }
+        #expect(sender.wait(timeout: 15).status == 0)
+        let stats = try readStats(dir.path("send.json"))
+        #expect((stats["rtcpRejected"] as? Int ?? 0) >= 190, "\(stats["rtcpRejected"] ?? "missing")")
+        #expect((stats["framesEncoded"] as? Int ?? 0) >= 60, "the stream went on")
+    }
+}
