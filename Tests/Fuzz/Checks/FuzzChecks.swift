@@ -14,6 +14,23 @@ public enum FuzzChecks {
         "handshake": handshake, "sdp": sdp, "session": session,
     ]
 
+    /// The datagrams of a fuzz input made of (length byte, time-step byte in
+    /// milliseconds, bytes) records, each with the time it arrives.
+    static func datagrams(_ bytes: [UInt8]) -> [(ArraySlice<UInt8>, MonotonicTime)] {
+        var out: [(ArraySlice<UInt8>, MonotonicTime)] = []
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        var index = 0
+        while index + 2 <= bytes.count {
+            let length = Int(bytes[index])
+            now = now + .milliseconds(Int64(bytes[index + 1]))
+            index += 2
+            let end = min(index + length, bytes.count)
+            out.append((bytes[index..<end], now))
+            index = end
+        }
+        return out
+    }
+
     /// SDP: whatever text parses, what we write from it parses again to the
     /// same description (the second round trip is the identity).
     public static func sdp(_ bytes: [UInt8]) {
@@ -37,15 +54,8 @@ public enum FuzzChecks {
         let sender = try! SRTPContext(keying: keying, direction: .outbound)
         let receiver = try! ReceiveSession(configuration: .init(ssrc: 1, cname: "fuzz", videoPayloadType: 96), keying: keying)
         var clocks = ClockMapping()
-        var now = MonotonicTime(nanoseconds: 1_000_000_000)
-        var index = 0
-        while index + 2 <= bytes.count {
-            let length = Int(bytes[index])
-            now = now + .milliseconds(Int64(bytes[index + 1]))
-            index += 2
-            let end = min(index + length, bytes.count)
-            var datagram = PacketBuffer(bytes[index..<end])
-            index = end
+        for (plain, now) in datagrams(bytes) {
+            var datagram = PacketBuffer(plain)
             guard datagram.count >= 12 else { continue }
             let rtcp = RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1])
             guard (try? (rtcp ? sender.protectRTCP(&datagram) : sender.protect(&datagram))) != nil else { continue }
@@ -76,20 +86,12 @@ public enum FuzzChecks {
         ]
         var initiator = HandshakeInitiator(configuration: .init(authentication: .preSharedKey(secret), name: "i",
                                                                 profile: .aes128CmHmacSha1_80, instance: 1))
-        var now = MonotonicTime(nanoseconds: 1_000_000_000)
-        _ = initiator.start(now: now)
-        var index = 0
-        while index + 2 <= bytes.count {
-            let length = Int(bytes[index])
-            now = now + .milliseconds(Int64(bytes[index + 1]))
-            index += 2
-            let end = min(index + length, bytes.count)
-            let datagram = bytes[index..<end]
-            index = end
+        _ = initiator.start(now: MonotonicTime(nanoseconds: 1_000_000_000))
+        for (datagram, now) in datagrams(bytes) {
             guard let message = HandshakeMessage(parsing: datagram) else { continue }
             precondition(message.serialized() == Array(datagram), "handshake round trip changed the bytes")
             for r in responders.indices {
-                for action in responders[r].handle(message, from: Int(length & 3), now: now) {
+                for action in responders[r].handle(message, from: datagram.count & 3, now: now) {
                     switch action {
                     case .send(let answer, _):
                         precondition(answer.count <= datagram.count, "an answer larger than its question")
