@@ -132,7 +132,10 @@ struct Receive: ParsableCommand {
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests; \
             \(s.repairsReceived) retransmissions and \(s.fecRecovered) FEC repairs arrived; \(s.freezes) freezes \
             (\(String(format: "%.2f", s.freezeSeconds)) s)
-            refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed
+            sessions: \(s.sessions) (\(s.sessionRenewals) key renewals), \(s.handshakesRefused) handshakes refused, \
+            \(s.handshakesRateLimited) not answered (rate limit)
+            refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed, \
+            \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses
             capture to display: \(s.captureToDisplay.text)\(o.readStamps ? """
 
                 glass to glass: \(s.glassToGlass.text), \(s.stampsNew) stamps (\(s.stampsRepeated) repeated, \(s.stampsUnreadable) unreadable)

@@ -127,6 +127,8 @@ struct Send: ParsableCommand {
             network: target \(String(format: "%.0f", s.targetKbps)) kbit/s, encoder \(s.encoderKbps) kbit/s at \
             \(s.encodedWidth)x\(s.encodedHeight) \(s.encodedFPS) fps, round trip \
             \(s.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"), \(s.qualitySteps) quality steps
+            session: \(s.sessions) established, first after \(s.handshakeMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"); \
+            \(s.framesBeforeSession) frames before it (not encoded), \(s.rtcpRejected) datagrams refused
             dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
             cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
