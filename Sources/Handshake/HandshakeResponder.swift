@@ -68,12 +68,11 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
     private var entries: [UInt64: Entry] = [:]
-    private var tokens: Double
-    private var refilledAt: MonotonicTime?
+    private var commits: RateLimiter
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        tokens = configuration.commitBurst
+        commits = RateLimiter(rate: configuration.commitsPerSecond, burst: configuration.commitBurst)
     }
 
     /// Handshakes held now.
@@ -108,7 +107,9 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
             }
             return [.send(entry.replyBytes, to: peer)]
         }
-        guard takeToken(now: now) else {
+        commits.rate = configuration.commitsPerSecond
+        commits.burst = configuration.commitBurst
+        guard commits.take(now: now) else {
             statistics.rateLimited += 1
             return []
         }
@@ -226,17 +227,6 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
         let victim = entries.filter { !waiting($0.value) }.min { $0.value.createdAt < $1.value.createdAt }
             ?? entries.min { $0.value.createdAt < $1.value.createdAt }
         if let victim { entries[victim.key] = nil }
-    }
-
-    /// A token bucket for new commits.
-    private mutating func takeToken(now: MonotonicTime) -> Bool {
-        if let last = refilledAt {
-            tokens = min(configuration.commitBurst, tokens + now.since(last).seconds * configuration.commitsPerSecond)
-        }
-        refilledAt = now
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
     }
 
     /// The hint for a peer whose SRTP this end cannot authenticate.

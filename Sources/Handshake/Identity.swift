@@ -120,6 +120,16 @@ public enum HandshakeAuthentication: Sendable, CustomStringConvertible, CustomDe
         if case .identity(_, let known) = self { return known }
         return nil
     }
+
+    /// With identities, remembers a peer met for the first time: in `store`
+    /// (when there is one) and in the peers this end checks from now on.
+    public mutating func rememberNewPeer(of session: EstablishedSession, in store: IdentityStore?) {
+        guard session.trust == .new, let key = session.peerIdentity, case .identity(let identity, var known) = self
+        else { return }
+        try? store?.remember(name: session.peerName, key: key)
+        known.remember(name: session.peerName, key: key)
+        self = .identity(identity, known: known)
+    }
 }
 
 /// A session both ends agreed on.

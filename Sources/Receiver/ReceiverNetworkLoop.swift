@@ -153,12 +153,12 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
     private func publish(_ shared: ReceiverShared) {
         let s = session.statistics
         let (rtt, depth, dropped) = (session.roundTrip, session.jitterBufferDelay, queue.dropped)
-        let gateCounters = gate.counters
+        let (gateCounters, handshakes) = (gate.counters, gate.handshakes)
         shared.stats.withLock { local in
             local.packetsWithoutSession = gateCounters.withoutSession
             local.packetsFromStrangers = gateCounters.foreignSource
-            local.handshakesRefused = gateCounters.handshakesRefused
-            local.handshakesRateLimited = gateCounters.handshakesRateLimited
+            local.handshakesRefused = handshakes.refused
+            local.handshakesRateLimited = handshakes.rateLimited
             local.sessions = gateCounters.sessions
             local.sessionRenewals = gateCounters.renewals
             local.datagrams = s.datagrams

@@ -28,8 +28,6 @@ final class SessionGate: @unchecked Sendable {
         var withoutSession = 0
         var foreignSource = 0
         var hintsSent = 0
-        var handshakesRefused = 0
-        var handshakesRateLimited = 0
         var malformedHandshakes = 0
         /// Sessions begun (a new sender instance each), and key renewals.
         var sessions = 0
@@ -47,8 +45,8 @@ final class SessionGate: @unchecked Sendable {
     let answers = Mutex<[(id: UInt64, accept: Bool)]>([])
     /// The static key, to start over with after a BYE.
     private var staticKeys: SRTPSessionKeys?
-    private var hintTokens = 5.0
-    private var hintRefill: UInt64 = 0
+    /// Hints to strangers: five a second at most.
+    private var hints = RateLimiter(rate: 5, burst: 5)
 
     init(session: ReceiveSession, keying: SessionKeying) {
         self.session = session
@@ -73,10 +71,7 @@ final class SessionGate: @unchecked Sendable {
             counters.malformedHandshakes += 1
             return []
         }
-        let before = responder!.statistics
-        let actions = responder!.handle(message, from: source, now: now)
-        counters.handshakesRateLimited += responder!.statistics.rateLimited - before.rateLimited
-        return apply(actions, send: send)
+        return apply(responder!.handle(message, from: source, now: now), send: send)
     }
 
     /// Answers from people, and forgetting of stale handshakes.
@@ -101,16 +96,9 @@ final class SessionGate: @unchecked Sendable {
             case .send(let bytes, let to): send(bytes, to)
             case .confirmationNeeded(let request): events.append(.confirm(request))
             case .refused(_, let failure):
-                counters.handshakesRefused += 1
                 events.append(.refused(sender: nil, reason: failure.description))
             case .established(let established, let from):
-                if established.trust == .new, let key = established.peerIdentity {
-                    try? store?.remember(name: established.peerName, key: key)
-                    if case .identity(let identity, var known) = responder!.configuration.authentication {
-                        known.remember(name: established.peerName, key: key)
-                        responder!.configuration.authentication = .identity(identity, known: known)
-                    }
-                }
+                responder!.configuration.authentication.rememberNewPeer(of: established, in: store)
                 let renewed = instance == established.instance
                 do {
                     if renewed { try session.rekey(established.keys) } else { try session.restart(established.keys) }
@@ -136,10 +124,7 @@ final class SessionGate: @unchecked Sendable {
         guard responder != nil else { return true }
         if instance != nil, peer == source { return true }
         if instance == nil { counters.withoutSession += 1 } else { counters.foreignSource += 1 }
-        hintTokens = min(5, hintTokens + Double(now.nanoseconds &- hintRefill) / 200_000_000)
-        hintRefill = now.nanoseconds
-        if hintTokens >= 1 {
-            hintTokens -= 1
+        if hints.take(now: now) {
             counters.hintsSent += 1
             send(HandshakeMessage.retry.serialized(), source)
         }
@@ -159,5 +144,8 @@ final class SessionGate: @unchecked Sendable {
     }
 
 
-    var responderStatistics: HandshakeResponder<SocketAddress>.Statistics? { responder?.statistics }
+    /// Handshakes refused here, and commits not answered for the rate limit.
+    var handshakes: (refused: Int, rateLimited: Int) {
+        (responder?.statistics.refused ?? 0, responder?.statistics.rateLimited ?? 0)
+    }
 }

@@ -46,8 +46,8 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
     CustomReflectable
 {
     public let profile: SRTPProfile
-    /// Key followed by salt.
-    let bytes: [UInt8]
+    /// Key followed by salt (package-wide: a key file's secret is a handshake's pre-shared key).
+    package let bytes: [UInt8]
 
     /// Wraps `bytes` (key then salt) after checking their length.
     public init(profile: SRTPProfile, bytes: [UInt8]) throws(SRTPError) {

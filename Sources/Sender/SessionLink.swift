@@ -140,13 +140,7 @@ final class SessionLink: @unchecked Sendable {
     }
 
     private func established(_ session: EstablishedSession, now: UInt64) -> Outcome {
-        if session.trust == .new, let identity = session.peerIdentity {
-            try? store?.remember(name: session.peerName, key: identity)
-            if case .identity(let local, var known) = initiator!.configuration.authentication {
-                known.remember(name: session.peerName, key: identity)
-                initiator!.configuration.authentication = .identity(local, known: known)
-            }
-        }
+        initiator!.configuration.authentication.rememberNewPeer(of: session, in: store)
         lastFeedback = now
         return .established(session)
     }

@@ -1,6 +1,5 @@
 import Foundation
 public import ShareSRTP
-import ShareWire
 
 /// The `--key-file` format: one line, `[SUITE ]inline:BASE64` or just the
 /// base64 key-salt (SDES inline form, RFC 4568). The file must not be
@@ -33,7 +32,8 @@ public enum KeyFile {
     /// never an SRTP key itself).
     public static func readPreSharedKey(_ path: String) throws -> [UInt8] {
         // The same file format as an SRTP key: its key and salt are the secret.
-        guard let secret = Base64.decode(try read(path).inlineKeySalt()), secret.count >= 16 else {
+        let secret = try read(path).bytes
+        guard secret.count >= 16 else {
             throw Problem(description: "key file \(path) holds no key of at least 16 bytes (write one with `share keygen`)")
         }
         return secret

@@ -1,0 +1,23 @@
+/// A token bucket, sans-IO: `rate` events a second on average, `burst` at
+/// once; it starts full. Used where a stranger's traffic must cost bounded work.
+public struct RateLimiter: Sendable {
+    public var rate: Double
+    public var burst: Double
+    private var tokens: Double
+    private var refilledAt: MonotonicTime?
+
+    public init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = burst
+        tokens = burst
+    }
+
+    /// Takes one token at `now`; false when none is left.
+    public mutating func take(now: MonotonicTime) -> Bool {
+        if let last = refilledAt { tokens = min(burst, tokens + now.since(last).seconds * rate) }
+        refilledAt = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
