@@ -22,7 +22,15 @@ public enum OpusFormat {
 }
 
 /// An Opus encoder for one stream: `.music` for system audio (stereo),
-/// `.voice` for a microphone (mono). In-band FEC is on.
+/// `.voice` for a microphone (mono).
+///
+/// Music is coded in CELT only (libopus's restricted low-delay application,
+/// which also saves 4 ms of look-ahead). Left to choose, libopus codes a tone
+/// or a quiet passage in its hybrid SILK+CELT mode when in-band FEC is on,
+/// and libavcodec's native Opus decoder, which most players use, mis-decodes
+/// such streams (a 660 Hz tone came out at 650 Hz with clipped bursts).
+/// In-band FEC exists only in SILK, so a lost music packet is concealed;
+/// voice keeps SILK and its FEC.
 public final class OpusEncoder {
     public enum Content: Sendable { case music, voice }
 
@@ -35,7 +43,7 @@ public final class OpusEncoder {
     public init(channels: Int, content: Content, bitrate: Int, expectedLossPercent: Int = 10,
                 complexity: Int = 5) throws(OpusError) {
         var error: Int32 = 0
-        let application = content == .voice ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_AUDIO
+        let application = content == .voice ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_RESTRICTED_LOWDELAY
         guard let encoder = opus_encoder_create(Int32(OpusFormat.sampleRate), Int32(channels), application, &error),
               error == OPUS_OK else {
             throw OpusError(operation: "opus_encoder_create", code: error)

@@ -34,6 +34,8 @@ public final class Recorder {
     private var audioLastPTS: [Int64] = []
     /// Where each audio track's written sound ends, in the track's time base.
     private var audioEnd: [Int64] = []
+    /// Each audio track's last Opus TOC byte: holes are filled in its mode.
+    private var audioTOC: [UInt8] = []
     private let packet: UnsafeMutablePointer<AVPacket>
     private var lastPTS: Int64 = -1
     /// The held video frame, on the recording's timeline in microseconds.
@@ -105,6 +107,7 @@ public final class Recorder {
             audioStreams.append(audio)
             audioLastPTS.append(-1)
             audioEnd.append(0)
+            audioTOC.append(0)
         }
         do {
             try LibAVError.check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open \(path)")
@@ -157,27 +160,45 @@ public final class Recorder {
         // squeezed in: squeezing would shift all sound after it.
         guard pts > audioLastPTS[track] else { return }
         // A hole (the track started after the video, or packets were lost)
-        // is filled with silence, so the track plays continuously from the
-        // start in every container (fragmented MP4 would otherwise stretch
-        // the first sample over the hole).
-        try fillSilence(track: track, until: pts)
+        // is filled, so the track plays continuously from the start in every
+        // container (fragmented MP4 would otherwise stretch the first sample
+        // over the hole).
+        try fillHole(track: track, until: pts, toc: opus[opus.startIndex])
         try writeAudioPacket(track: track, opus, pts: pts, samples: samples)
+        audioTOC[track] = opus[opus.startIndex]
         audioPacketsWritten += 1
     }
 
-    /// An Opus packet of 20 ms of silence (TOC 0xF8: CELT fullband, 20 ms,
-    /// mono, one frame; 0xFF 0xFE codes silence). Decoders upmix it to stereo.
-    private static let silence: [UInt8] = [0xF8, 0xFF, 0xFE]
-
-    private func fillSilence(track: Int, until pts: Int64) throws(LibAVError) {
-        let step = max(1, av_rescale_q(960, AVRational(num: 1, den: 48_000), audioStreams[track].pointee.time_base))
+    /// Fills a hole with Opus packets that hold only a TOC byte: a frame of
+    /// length zero, which decoders conceal (RFC 6716 §3.2.1; libopus fades the
+    /// sound out, from silence when nothing came before). The TOC is the
+    /// stream's own (the packet before the hole, or after it at the start),
+    /// so the decoder never switches mode (SILK, hybrid, CELT) or channel
+    /// count for a filler: libavcodec's native decoder, which most players
+    /// use, garbles the sound for seconds after a hybrid-CELT-hybrid switch.
+    private func fillHole(track: Int, until pts: Int64, toc next: UInt8) throws(LibAVError) {
+        // Code 0 (one frame) with the configuration and stereo flag kept.
+        let toc = (audioLastPTS[track] < 0 ? next : audioTOC[track]) & 0xFC
+        let samples = Self.opusFrameSamples(toc: toc)
+        let step = max(1, av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), audioStreams[track].pointee.time_base))
         var end = audioEnd[track]
         var frames = 0
-        while pts - end >= step && frames < 3000 {  // at most a minute per hole
-            try writeAudioPacket(track: track, Self.silence[...], pts: end, samples: 960)
+        while pts - end >= step && frames < 3000 {  // at most a minute of 20 ms frames per hole
+            try writeAudioPacket(track: track, [toc], pts: end, samples: samples)
             end = audioEnd[track]
             frames += 1
         }
+    }
+
+    /// Samples (48 kHz) in one frame of the TOC's configuration (RFC 6716 §3.1).
+    static func opusFrameSamples(toc: UInt8) -> Int {
+        let config = Int(toc >> 3)
+        let milliseconds10: Int = switch config {
+        case 0...11: [100, 200, 400, 600][config % 4]  // SILK: 10, 20, 40, 60 ms
+        case 12...15: [100, 200][config % 2]            // hybrid: 10, 20 ms
+        default: [25, 50, 100, 200][config % 4]         // CELT: 2.5, 5, 10, 20 ms
+        }
+        return 48 * milliseconds10 / 10
     }
 
     private func writeAudioPacket(track: Int, _ opus: ArraySlice<UInt8>, pts: Int64, samples: Int) throws(LibAVError) {

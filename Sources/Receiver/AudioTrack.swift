@@ -84,36 +84,6 @@ final class AudioTrack {
     }
 }
 
-/// An audio stream's time in microseconds that follows its RTP sample clock
-/// (so packets sit back to back, as a file's sample table needs), anchored
-/// to the sender's capture clock. When the capture clock says later (a gap,
-/// a pause) it jumps forward; when it says a little earlier (under 100 ms,
-/// the sender's latency estimate moved) it slews back 1 ms per packet; when
-/// it says much earlier it jumps back too, and the recorder drops the
-/// packets that would overlap, trading a moment of sound for sync.
-struct SampleClock {
-    let rate: Int
-    private var anchor: (rtp: UInt32, time: Int64)?
-
-    init(rate: Int) { self.rate = rate }
-
-    mutating func time(rtp: UInt32, captured: Int64) -> Int64 {
-        guard let current = anchor else {
-            anchor = (rtp, captured)
-            return captured
-        }
-        let ticks = Int64(Int32(bitPattern: rtp &- current.rtp))
-        var predicted = current.time + ticks * 1_000_000 / Int64(rate)
-        if captured - predicted > 20_000 || predicted - captured > 100_000 {
-            predicted = captured
-        } else if predicted - captured > 20_000 {
-            predicted -= min(predicted - captured - 20_000, 1_000)
-        }
-        anchor = (rtp, predicted)
-        return predicted
-    }
-}
-
 /// Plays PCM through PulseAudio on its own thread so the receive loop never
 /// blocks on the sound server. The queue holds at most 200 ms; older audio
 /// is dropped (counted) to keep latency bounded.

@@ -64,6 +64,8 @@ final class AudioReader {
     /// The default sink's latency, refreshed every 0.5 s for monitor sources.
     private var sinkLatency: UInt64 = 0
     private var sinkProbe: SinkLatencyProbe?
+    /// Pulse sources' instants, smoothed (server reads and sink latency jitter).
+    private var timeline = CaptureTimeline(frameNanoseconds: 20_000_000)
     let channels: Int
 
     init(_ input: AudioInput) throws(SenderError) {
@@ -122,7 +124,9 @@ final class AudioReader {
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
             frames += 1
-            return (pcm, captured)
+            let observed = Int64(bitPattern: captured.monotonicNanoseconds)
+            let stamp = timeline.stamp(observed: observed)
+            return (pcm, captured.plus(nanoseconds: UInt64(bitPattern: stamp &- observed)))
         case .wav(var wav):
             pace()
             let pcm = wav.next()

@@ -59,3 +59,68 @@ struct AudioCodecTests {
         #expect(throws: WAVError.self) { try WAVSource(path: dir.path("missing.wav")) }
     }
 }
+
+@Suite("Audio timelines: the sender's capture instants, the receiver's sample clock")
+struct AudioTimelineTests {
+    static let frame: Int64 = 20_000_000
+
+    /// Reads that return unevenly (late, then two at once) do not move the
+    /// stamps: they stay 20 ms apart, near the observations' average.
+    @Test func unevenReadsGiveEvenStamps() {
+        var timeline = CaptureTimeline(frameNanoseconds: Self.frame)
+        let jitter: [Int64] = [0, 15, -5, 12, 19, 0, -3, 8, 18, 1]
+        var stamps: [Int64] = []
+        for index in 0..<500 {
+            let observed = Int64(index) * Self.frame + jitter[index % jitter.count] * 1_000_000
+            stamps.append(timeline.stamp(observed: observed))
+        }
+        for (earlier, later) in zip(stamps, stamps.dropFirst()) {
+            #expect(abs(later - earlier - Self.frame) <= 1_000_000)
+        }
+        #expect(abs(stamps[499] - 499 * Self.frame) <= 20_000_000)
+    }
+
+    /// A sink latency change of 200 ms (a player started or stopped) is
+    /// followed by at most 1 ms a frame, never by a jump.
+    @Test func aLatencyChangeIsFollowedSlowly() {
+        var timeline = CaptureTimeline(frameNanoseconds: Self.frame)
+        var previous = timeline.stamp(observed: 0)
+        var last: Int64 = 0
+        for index in 1..<400 {
+            let observed = Int64(index) * Self.frame + (index >= 100 ? 200_000_000 : 0)
+            last = timeline.stamp(observed: observed)
+            #expect(abs(last - previous - Self.frame) <= 1_000_000)
+            previous = last
+        }
+        #expect(last == 399 * Self.frame + 200_000_000, "caught up within 200 frames")
+    }
+
+    /// A source that stopped delivering for two seconds restarts the timeline.
+    @Test func aBreakRestartsTheTimeline() {
+        var timeline = CaptureTimeline(frameNanoseconds: Self.frame)
+        for index in 0..<10 { _ = timeline.stamp(observed: Int64(index) * Self.frame) }
+        #expect(timeline.stamp(observed: 2_000_000_000) == 2_000_000_000)
+        #expect(timeline.stamp(observed: 2_020_000_000) == 2_020_000_000)
+    }
+
+    /// The receiver's clock keeps packets back to back while the sender's
+    /// capture instants drift either way by under 100 ms, and jumps for a pause.
+    @Test func theSampleClockSlewsForDriftAndJumpsForAPause() {
+        var clock = SampleClock(rate: 48_000)
+        var previous = clock.time(rtp: 0, captured: 0)
+        // The capture clock runs 2% fast for 100 packets (40 ms ahead), then
+        // 2% slow for 200 packets (40 ms behind): never a hole or an overlap
+        // over 1 ms.
+        var captured: Int64 = 0
+        for index in 1...300 {
+            captured += index <= 100 ? 20_400 : 19_600
+            let time = clock.time(rtp: UInt32(index * 960), captured: captured)
+            #expect(abs(time - previous - 20_000) <= 1_000, "packet \(index)")
+            previous = time
+        }
+        #expect(abs(previous - captured) <= 21_000, "within the 20 ms dead band and 1 ms of slew")
+        // A 3 s pause: the sample clock stood still, the capture clock did not.
+        let resumed = clock.time(rtp: 301 * 960, captured: captured + 3_000_000)
+        #expect(resumed == captured + 3_000_000)
+    }
+}

@@ -42,6 +42,49 @@ struct AudioEndToEndTests {
         #expect(video.videoFrames >= 285)
     }
 
+    /// A player that keeps a second buffered (PulseAudio's `module-sine`, as
+    /// media players do) makes the sink render far ahead and its latency
+    /// swing: the recorded sound is still the tone, every second of it, with
+    /// no gap, as players decode it (libavcodec's native decoder: it came out
+    /// as bursts of noise between near silence).
+    @Test func aBufferedPlayerIsRecordedClean() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let sound = try SoundServer()
+        try sound.playSine(hertz: 660)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let port = freeUDPPort()
+        let recording = dir.path("sine.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "12", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio", "system", "--duration", "9"], environment: sound.environment)
+        let sent = sender.wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let samples = try decodeAudio(recording, nativeDecoder: true)
+        guard let first = samples.firstIndex(where: { abs(Int($0)) > 1000 }) else {
+            Issue.record("no sound recorded")
+            return
+        }
+        let heard = Array(samples[first...])
+        #expect(heard.count >= 48_000 * 6, "at least 6 s of sound: \(heard.count) samples")
+        #expect(longestGap(heard) < 960, "no gap as long as one 20 ms packet")
+        // Each second on its own: the tone, at its level (module-sine plays at
+        // half scale), not noise or near silence.
+        for second in 0..<(heard.count / 48_000 - 1) {
+            let part = Array(heard[(second * 48_000)..<((second + 1) * 48_000)])
+            let frequency = toneFrequency(part) ?? 0
+            #expect(abs(frequency - 660) <= 2, "second \(second): tone at \(frequency) Hz")
+            var energy = 0.0
+            for sample in part { energy += Double(sample) * Double(sample) }
+            let rms = (energy / Double(part.count)).squareRoot()
+            #expect(rms > 8_000 && rms < 14_000, "second \(second): level \(rms) (the tone's is 11585)")
+        }
+    }
+
     /// Lip sync in the recording: `share scene --av-sync` flashes the screen
     /// and beeps at the same instant every 2 s; in the file, each beep starts
     /// within 40 ms of its flash.

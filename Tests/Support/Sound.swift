@@ -32,6 +32,15 @@ public final class SoundServer: @unchecked Sendable {
         try ChildProcess("paplay", ["--device=share_test", wav], environment: environment)
     }
 
+    /// Plays a sine into the null sink through PulseAudio's `module-sine`: a
+    /// client that keeps about a second buffered, as media players do (the
+    /// sink then renders far ahead and its latency swings by a second).
+    public func playSine(hertz: Int) throws {
+        let result = try run("pactl", ["load-module", "module-sine", "sink=share_test", "frequency=\(hertz)"],
+                             environment: environment)
+        guard result.status == 0 else { throw TestEnvironmentError("module-sine did not load: \(result.stderr)") }
+    }
+
     public func stop() { daemon.stop() }
 
     deinit { daemon.stop() }
@@ -56,11 +65,13 @@ public func writeToneWAV(_ path: String, hertz: Double, seconds: Double, amplitu
 /// The first audio track of a media file as 48 kHz mono samples (ffmpeg
 /// decodes), placed by their timestamps from the file's time zero: gaps
 /// become silence and overlaps are trimmed, so sample i is at i / 48000 s.
-public func decodeAudio(_ path: String, track: Int = 0) throws -> [Int16] {
+/// With `nativeDecoder`, libavcodec's own Opus decoder (the one ffplay, mpv
+/// and most players use) instead of libopus, the reference decoder.
+public func decodeAudio(_ path: String, track: Int = 0, nativeDecoder: Bool = false) throws -> [Int16] {
     let raw = path + ".raw"
-    // libopus, the reference decoder: libavcodec's native Opus decoder garbles
-    // the first frames of libopus's SILK-to-CELT transition.
-    let decoder = path.hasSuffix(".wav") ? [] : ["-c:a", "libopus"]
+    // libavcodec's native Opus decoder mis-decodes some hybrid (SILK+CELT)
+    // streams; the tests that are not about players use the reference.
+    let decoder = path.hasSuffix(".wav") || nativeDecoder ? [] : ["-c:a", "libopus"]
     let result = try run("ffmpeg", ["-v", "error"] + decoder + ["-i", path, "-map", "0:a:\(track)", "-ac", "1", "-ar", "48000",
                                     "-af", "aresample=async=1:first_pts=0", "-f", "s16le", "-y", raw])
     guard result.status == 0 else { throw TestEnvironmentError("ffmpeg could not decode audio: \(result.stderr)") }
