@@ -15,6 +15,9 @@ public final class SRTPContext {
     public let profile: SRTPProfile
     public let direction: Direction
     private let session: srtp_t
+    /// Inbound only: checks the tags of packets libsrtp2 refused as repeats
+    /// before it looked at their tags.
+    private let verifier: OpaquePointer?
 
     /// Replay window for inbound contexts: wide enough that packets
     /// retransmitted after a NACK still fall inside it.
@@ -49,15 +52,53 @@ public final class SRTPContext {
             policy.key = buffer.baseAddress
             return srtp_create(&created, &policy)
         }
+        let verifier = direction == .inbound
+            ? share_srtp_verifier_new(keying.profile.verifierProfile, key, Int32(key.count)) : nil
         // Overwrite the copy handed to libsrtp (it derived its session keys).
         for index in key.indices { key[index] = 0 }
-        guard status == srtp_err_status_ok, let created else {
-            throw SRTPLibrary.error(status, detail: "srtp_create")
+        guard status == srtp_err_status_ok, let created, direction == .outbound || verifier != nil else {
+            share_srtp_verifier_free(verifier)
+            if let created { srtp_dealloc(created) }
+            throw SRTPLibrary.error(status == srtp_err_status_ok ? srtp_err_status_init_fail : status,
+                                    detail: status == srtp_err_status_ok ? "deriving the verification keys" : "srtp_create")
         }
         session = created
+        self.verifier = verifier
     }
 
-    deinit { srtp_dealloc(session) }
+    deinit {
+        srtp_dealloc(session)
+        share_srtp_verifier_free(verifier)
+    }
+
+    /// Whether an SRTP packet that `unprotect` refused as replayed or too old
+    /// carries a genuine tag: a real repeat (a duplicate, a late copy) rather
+    /// than a forgery that only looks old. libsrtp2 checks its replay window
+    /// before the tag, so it cannot tell the two apart. The packet is left
+    /// as it is. The rollover counter is this stream's current one or the one
+    /// before (a packet from before the last sequence wrap).
+    public func carriesGenuineTag(rtp packet: PacketBuffer) -> Bool {
+        guard let verifier, packet.count >= RTPPacket.fixedHeaderSize else { return false }
+        let bytes = packet.bytes
+        let start = bytes.startIndex
+        let ssrc = bytes[start + 8 ..< start + 12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        var roc: UInt32 = 0
+        guard srtp_get_stream_roc(session, ssrc, &roc) == srtp_err_status_ok else { return false }
+        return bytes.withUnsafeBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            let length = Int32(buffer.count)
+            return share_srtp_verify_rtp(verifier, base, length, roc) == 1
+                || (roc > 0 && share_srtp_verify_rtp(verifier, base, length, roc - 1) == 1)
+        }
+    }
+
+    /// The same for an SRTCP packet (its index travels in the packet).
+    public func carriesGenuineTag(rtcp packet: PacketBuffer) -> Bool {
+        guard let verifier else { return false }
+        return packet.bytes.withUnsafeBufferPointer {
+            share_srtp_verify_rtcp(verifier, $0.baseAddress!, Int32($0.count)) == 1
+        }
+    }
 
     /// Encrypts and authenticates the RTP packet in `packet`, in place.
     public func protect(_ packet: inout PacketBuffer) throws(SRTPError) {

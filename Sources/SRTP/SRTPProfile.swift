@@ -1,3 +1,4 @@
+internal import CSRTPCrypto
 internal import ShareWire
 
 /// The SRTP protection profiles `share` speaks (RFC 4568 §6.2 crypto-suite
@@ -28,6 +29,15 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
         case .aes128CmHmacSha1_80: 10
         case .aes128CmHmacSha1_32: 4
         case .aeadAes128Gcm: 16
+        }
+    }
+
+    /// The profile's number for share's own tag verifier (share_srtp_verify.h).
+    var verifierProfile: Int32 {
+        switch self {
+        case .aes128CmHmacSha1_80: Int32(SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_80)
+        case .aes128CmHmacSha1_32: Int32(SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_32)
+        case .aeadAes128Gcm: Int32(SHARE_SRTP_VERIFY_AEAD_AES_128_GCM)
         }
     }
 

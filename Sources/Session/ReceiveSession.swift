@@ -21,8 +21,11 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var bytes = 0
     public var rtpPackets = 0
     public var rtcpPackets = 0
-    /// Failed SRTP/SRTCP authentication: a wrong key, a stranger or corruption.
+    /// Failed SRTP/SRTCP authentication: a wrong key, a stranger or corruption
+    /// (a forgery whose sequence number looks old included).
     public var authenticationFailures = 0
+    /// Genuine packets that came again or too late for the replay window
+    /// (network duplicates, late copies, a replay attack), tags checked.
     public var replays = 0
     /// Too short, not RTP/RTCP, unparsable.
     public var malformed = 0
@@ -182,7 +185,12 @@ public final class ReceiveSession {
             try srtp.unprotect(&datagram)
         } catch {
             switch error.kind {
-            case .replayed, .tooOld: statistics.replays += 1
+            case .replayed, .tooOld:
+                // libsrtp2 refuses a packet that looks old before it checks
+                // the tag: only a genuine tag makes it a replay.
+                if srtp.carriesGenuineTag(rtp: datagram) { statistics.replays += 1 } else {
+                    statistics.authenticationFailures += 1
+                }
             case .badLength: statistics.malformed += 1
             default: statistics.authenticationFailures += 1
             }
@@ -275,7 +283,9 @@ public final class ReceiveSession {
         do {
             try srtp.unprotectRTCP(&datagram)
         } catch {
-            if error.kind == .replayed || error.kind == .tooOld { statistics.replays += 1 } else {
+            if (error.kind == .replayed || error.kind == .tooOld) && srtp.carriesGenuineTag(rtcp: datagram) {
+                statistics.replays += 1
+            } else {
                 statistics.authenticationFailures += 1
             }
             return []

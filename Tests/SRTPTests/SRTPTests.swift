@@ -80,6 +80,45 @@ struct SRTPTests {
         #expect(Array(rtcp.bytes) == plainRTCP)
     }
 
+    /// libsrtp2 refuses a packet that looks old before it checks the tag;
+    /// the context then tells a genuine repeat from a forgery, for every
+    /// profile, for packets from before a sequence wrap (the previous
+    /// rollover counter) and for SRTCP.
+    @Test(arguments: SRTPProfile.allCases)
+    func repeatsAreToldFromForgeriesThatLookOld(profile: SRTPProfile) throws {
+        let (sender, receiver) = try contexts(profile)
+        var sent: [[UInt8]] = []
+        for step in 0..<40 {
+            var packet = rtp(sequence: 65_520 &+ UInt16(step), payload: [UInt8](repeating: UInt8(step), count: 100))
+            try sender.protect(&packet)
+            sent.append(Array(packet.bytes))
+            try receiver.unprotect(&packet)
+        }
+        for (index, bytes) in sent.enumerated() {
+            let repeated = PacketBuffer(bytes)
+            var attempt = repeated
+            #expect(throws: SRTPError.self) { try receiver.unprotect(&attempt) }
+            #expect(receiver.carriesGenuineTag(rtp: repeated), "packet \(index) (sequence \(65_520 &+ index))")
+            for position in [12, bytes.count - 1] {  // the payload, the tag
+                var forged = bytes
+                forged[position] ^= 0x20
+                #expect(!receiver.carriesGenuineTag(rtp: PacketBuffer(forged)), "packet \(index) altered at \(position)")
+            }
+        }
+        var rtcp = PacketBuffer(RTCPPacket.receiverReport(ReceiverReport(ssrc: 5)).serialized())
+        try sender.protectRTCP(&rtcp)
+        let protectedRTCP = Array(rtcp.bytes)
+        try receiver.unprotectRTCP(&rtcp)
+        var again = PacketBuffer(protectedRTCP)
+        do { try receiver.unprotectRTCP(&again); Issue.record("repeat accepted") } catch { #expect(error.kind == .replayed) }
+        #expect(receiver.carriesGenuineTag(rtcp: PacketBuffer(protectedRTCP)))
+        var forgedRTCP = protectedRTCP
+        forgedRTCP[9] ^= 0x01
+        #expect(!receiver.carriesGenuineTag(rtcp: PacketBuffer(forgedRTCP)))
+        // An outbound context has nothing to check with.
+        #expect(!sender.carriesGenuineTag(rtp: PacketBuffer(sent[0])))
+    }
+
     /// Every single flipped bit, header or payload or tag, fails authentication.
     @Test(arguments: SRTPProfile.allCases)
     func everyFlippedBitFailsAuthentication(profile: SRTPProfile) throws {
