@@ -13,7 +13,7 @@ APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session
+FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
 .PHONY: deps build test demo fuzz bench bench-update harness clean
 

@@ -361,7 +361,43 @@ struct ControlChannelEndToEndTests {
         let started = Date()
         #expect(try ctl("status", socket)["state"] as? String == "running")
         #expect(Date().timeIntervalSince(started) < 3, "answered after the silent client's second")
+        // A client that drips its request byte by byte is cut off after the
+        // same second, with a specific answer, and the channel goes on.
+        let dripping = try rawRequest(socket, pieces: Array(repeating: "s", count: 30), pause: 100_000)
+        #expect(dripping.contains("unknown command"), "\(dripping)")
+        // A request split across writes means what it says; an unknown word
+        // and an overlong line get specific answers.
+        #expect(try rawRequest(socket, pieces: ["sta", "tus\n"], pause: 50_000).contains(#""state":"running""#))
+        #expect(try rawRequest(socket, pieces: ["reboot\n"], pause: 0).contains(#"unknown command \"reboot\""#))
+        #expect(try rawRequest(socket, pieces: [String(repeating: "x", count: 400)], pause: 0).contains("malformed request"))
+        #expect(try ctl("status", socket)["state"] as? String == "running")
         sender.stop()
+    }
+
+    /// Writes `pieces` to the control socket `pause` microseconds apart and
+    /// returns the reply.
+    func rawRequest(_ socket: String, pieces: [String], pause: UInt32) throws -> String {
+        let client = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(client) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socket.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw TestEnvironmentError("cannot connect to \(socket)") }
+        for piece in pieces {
+            _ = Array(piece.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            usleep(pause)
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(client, &buffer, buffer.count)
+            if n <= 0 { break }
+            reply += buffer[0..<n]
+        }
+        return String(decoding: reply, as: UTF8.self)
     }
 
     /// The fallback directory is in a place others can write: one they made,

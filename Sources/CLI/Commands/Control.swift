@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+public import ShareWire
 
 /// The local control channel of a running `share send`: a Unix socket in a
 /// directory only the user can enter, one command line in, one JSON line
@@ -45,7 +46,7 @@ public enum ControlChannel {
     }
 
     /// Serves commands on `path` on a background thread until the process ends.
-    public static func serve(path: String, handler: @escaping @Sendable (String) -> String) throws {
+    public static func serve(path: String, handler: @escaping @Sendable (ControlRequest) -> String) throws {
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UsageProblem("control socket: \(String(cString: strerror(errno)))") }
@@ -66,14 +67,36 @@ public enum ControlChannel {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { if errno == EINTR { continue } else { return } }
-                setTimeout(client, seconds: 1)
-                var buffer = [UInt8](repeating: 0, count: 256)
-                let n = read(client, &buffer, buffer.count)
-                let command = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-                let reply = Array((handler(command) + "\n").utf8)
+                let reply = Array((reply(to: readRequest(client), handler) + "\n").utf8)
                 _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                 close(client)
             }
+        }
+    }
+
+    /// One client's request: the bytes until a newline, the end of the
+    /// stream or one second, whichever comes first (a client that says
+    /// nothing, or drips a byte at a time, cannot hold the channel).
+    private static func readRequest(_ client: Int32) -> ControlRequest {
+        var reader = ControlRequestReader()
+        var buffer = [UInt8](repeating: 0, count: ControlRequest.maximumLength + 1)
+        let deadline = DispatchTime.now() + .seconds(1)
+        while DispatchTime.now() < deadline {
+            let remaining = deadline.uptimeNanoseconds - DispatchTime.now().uptimeNanoseconds
+            setTimeout(client, microseconds: max(1_000, Int(remaining / 1_000)))
+            let n = read(client, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            if let request = reader.consume(buffer[0..<n]) { return request }
+        }
+        return reader.finish()
+    }
+
+    private static func reply(to request: ControlRequest, _ handler: (ControlRequest) -> String) -> String {
+        switch request {
+        case .unknown(let text): #"{"ok":false,"error":"unknown command \"\#(text)\" (pause, resume, stop, status)"}"#
+        case .malformed(let why): #"{"ok":false,"error":"malformed request: \#(why)"}"#
+        default: handler(request)
         }
     }
 
@@ -86,7 +109,7 @@ public enum ControlChannel {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else { throw UsageProblem("cannot reach \(path): \(String(cString: strerror(errno)))") }
-        setTimeout(fd, seconds: 5)
+        setTimeout(fd, microseconds: 5_000_000)
         let bytes = Array((command + "\n").utf8)
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var reply = Data()
@@ -99,9 +122,9 @@ public enum ControlChannel {
         return String(decoding: reply, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Reads and writes on `fd` give up after `seconds`.
-    private static func setTimeout(_ fd: Int32, seconds: Int) {
-        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+    /// Reads and writes on `fd` give up after `microseconds`.
+    private static func setTimeout(_ fd: Int32, microseconds: Int) {
+        var limit = timeval(tv_sec: microseconds / 1_000_000, tv_usec: microseconds % 1_000_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }

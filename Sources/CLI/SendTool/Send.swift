@@ -92,17 +92,17 @@ struct Send: ParsableCommand {
         }
         do {
             let controlPath = try o.control ?? ControlChannel.defaultPath()
-            try ControlChannel.serve(path: controlPath) { command in
-                switch command {
-                case "pause": sender.pause(); return #"{"ok":true,"state":"paused"}"#
-                case "resume": sender.resume(); return #"{"ok":true,"state":"running"}"#
-                case "stop": stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
-                case "status":
+            try ControlChannel.serve(path: controlPath) { request in
+                switch request {
+                case .pause: sender.pause(); return #"{"ok":true,"state":"paused"}"#
+                case .resume: sender.resume(); return #"{"ok":true,"state":"running"}"#
+                case .stop: stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
+                case .status:
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys]
                     let body = (try? encoder.encode(sender.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
                     return #"{"ok":true,"state":"\#(sender.isPaused ? "paused" : "running")","statistics":\#(body)}"#
-                default: return #"{"ok":false,"error":"unknown command"}"#
+                case .unknown, .malformed: return #"{"ok":false,"error":"unknown command"}"#
                 }
             }
         } catch {

@@ -11,7 +11,7 @@ import ShareWire
 public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
         "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
-        "handshake": handshake, "sdp": sdp, "session": session,
+        "handshake": handshake, "sdp": sdp, "session": session, "control": control,
     ]
 
     /// The datagrams of a fuzz input made of (length byte, time-step byte in
@@ -29,6 +29,38 @@ public enum FuzzChecks {
             index = end
         }
         return out
+    }
+
+    /// The sender's control socket: any bytes, read in any pieces (the first
+    /// byte sets the piece size), give the same request as read at once;
+    /// nothing traps; a request never holds more than its maximum length,
+    /// and only the exact words are commands.
+    public static func control(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        let piece = Int(first % 17) + 1
+        var whole = ControlRequestReader()
+        let atOnce = whole.consume(bytes) ?? whole.finish()
+        var pieces = ControlRequestReader()
+        var inPieces: ControlRequest?
+        var index = 0
+        while inPieces == nil && index < bytes.count {
+            inPieces = pieces.consume(bytes[index..<min(index + piece, bytes.count)])
+            index += piece
+        }
+        precondition((inPieces ?? pieces.finish()) == atOnce, "the request depends on how it was read")
+        let line = bytes.prefix { $0 != UInt8(ascii: "\n") }
+        switch atOnce {
+        case .pause, .resume, .stop, .status:
+            precondition(line.count <= ControlRequest.maximumLength, "a command longer than a request can be")
+            let word = line.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }
+            precondition(["pause", "resume", "stop", "status"].contains(String(decoding: word, as: UTF8.self)),
+                         "a command from other bytes: \(line)")
+        case .unknown(let shown):
+            precondition(shown.unicodeScalars.count <= 32, "an unknown request shown in full")
+            precondition(shown.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0 == " " || $0 == "?" },
+                         "an unknown request shown with characters a JSON reply would need escaped")
+        case .malformed: break
+        }
     }
 
     /// SDP: whatever text parses, what we write from it parses again to the
