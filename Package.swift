@@ -98,7 +98,7 @@ let package = Package(
         // stepped down and up by the footprint measured.
         .target(name: "ShareGovernor", dependencies: ["ShareWire"], path: "Sources/Governor", swiftSettings: strict),
         // Latency samples and their percentiles (sender and receiver statistics).
-        .target(name: "ShareLatency", path: "Sources/Latency", swiftSettings: strict),
+        .target(name: "ShareLatency", dependencies: ["ShareWire"], path: "Sources/Latency", swiftSettings: strict),
         // UDP sockets: the only module that owns them.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
 

@@ -1,30 +1,26 @@
+internal import ShareWire
+
 /// Latency samples in milliseconds with percentiles. Keeps the most recent
-/// `capacity` samples (a ring), so memory stays fixed on long runs.
+/// `capacity` samples (16384: nine minutes at 30 fps) in storage reserved at
+/// the start, so memory stays fixed on long runs.
 public struct LatencyRecorder: Sendable {
-    private var samples: [Double] = []
-    private var next = 0
-    public let capacity: Int
+    private var samples: BoundedHistory<Double>
+    public var capacity: Int { samples.capacity }
     public private(set) var count = 0
 
-    public init(capacity: Int = 65_536) {
-        self.capacity = capacity
-        samples.reserveCapacity(min(capacity, 4096))
+    public init(capacity: Int = 16_384) {
+        samples = BoundedHistory(capacity: capacity)
     }
 
     public mutating func record(milliseconds: Double) {
         guard milliseconds.isFinite else { return }
         count += 1
-        if samples.count < capacity {
-            samples.append(milliseconds)
-        } else {
-            samples[next] = milliseconds
-            next = (next + 1) % capacity
-        }
+        samples.append(milliseconds)
     }
 
     /// The p-th percentile (0...100) by nearest rank, nil with no samples.
     public func percentile(_ p: Double) -> Double? {
-        Self.percentile(p, ofSorted: samples.sorted())
+        Self.percentile(p, ofSorted: samples.unordered.sorted())
     }
 
     private static func percentile(_ p: Double, ofSorted sorted: [Double]) -> Double? {
@@ -35,7 +31,7 @@ public struct LatencyRecorder: Sendable {
 
     /// Percentiles of the kept samples (one sort; not for every packet).
     public var summary: LatencySummary {
-        let sorted = samples.sorted()
+        let sorted = samples.unordered.sorted()
         return LatencySummary(samples: count, p50: Self.percentile(50, ofSorted: sorted),
                               p95: Self.percentile(95, ofSorted: sorted), p99: Self.percentile(99, ofSorted: sorted),
                               max: sorted.last)

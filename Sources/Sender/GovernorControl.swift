@@ -33,6 +33,10 @@ final class GovernorControl {
 
     func observe(_ context: SenderContext) -> Outcome {
         let footprint = ProcessFootprint.current().footprintBytes
+        // Only this thread writes the peak.
+        if footprint > context.peakFootprint.load(ordering: .relaxed) {
+            context.peakFootprint.store(footprint, ordering: .relaxed)
+        }
         let decision = governor.observe(footprint: footprint, now: MonotonicTime(nanoseconds: Clock.monotonic()))
         if let pending = settling, Clock.monotonic() >= pending.at {
             settling = nil

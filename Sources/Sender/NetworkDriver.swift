@@ -27,7 +27,9 @@ final class NetworkDriver: @unchecked Sendable {
     /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
     private let repairs = Mutex<[(at: UInt64, bits: Int)]>([])
-    private let timeline = Mutex<[RateSample]>([])
+    /// The rate every 250 ms for the last five minutes, in storage reserved
+    /// at the start (about 150 KiB): a long run's footprint stays flat.
+    private let timeline = Mutex(BoundedHistory<RateSample>(capacity: 1200))
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
     let protectionGroup = Atomic<Int>(0)
     private var protection = ProtectionPolicy()
@@ -254,10 +256,7 @@ final class NetworkDriver: @unchecked Sendable {
                                         queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
                                         roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
                 sample.framesEncoded = context.stats.withLock { $0.framesEncoded }
-                timeline.withLock { samples in
-                    samples.append(sample)
-                    if samples.count > 4 * 3600 { samples.removeFirst() }
-                }
+                timeline.withLock { $0.append(sample) }
                 lastSample = clock
                 bytesAtSample = bytes
             }
@@ -329,7 +328,7 @@ final class NetworkDriver: @unchecked Sendable {
         let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
         let (counters, delay) = pacer.withLock { ($0.counters, $0.queueDelay(now: now)) }
         return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay,
-                        timeline: timeline.withLock { $0 })
+                        timeline: timeline.withLock { $0.elements })
     }
 }
 

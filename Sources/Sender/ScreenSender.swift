@@ -321,7 +321,7 @@ public final class ScreenSender: @unchecked Sendable {
             s.timelineOriginUnix = network.beganUnix
             s.footprintBytes = memory.footprintBytes
             s.residentBytes = memory.residentBytes
-            s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes)
+            s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes, context.peakFootprint.load(ordering: .relaxed))
             s.peakResidentBytes = max(s.peakResidentBytes, memory.residentBytes)
         }
     }

@@ -212,6 +212,8 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var sendDrops = 0
     public var cpuSeconds = 0.0
     public var footprintBytes = 0
+    /// The highest footprint seen: sampled after every frame (when the
+    /// governor runs) and at each read of the statistics.
     public var peakFootprintBytes = 0
     public var residentBytes = 0
     public var peakResidentBytes = 0
@@ -247,7 +249,7 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// Packets the pacer dropped (waited too long, or its queue was full).
     public var pacerDrops = 0
     public var pacerQueueMilliseconds = 0.0
-    /// Four times a second: the target and what actually left.
+    /// Four times a second for the last five minutes: the target and what actually left.
     public var rateTimeline: [RateSample] = []
     /// When the timeline's second 0 was (Unix seconds), to line it up with a receiver's.
     public var timelineOriginUnix = 0.0

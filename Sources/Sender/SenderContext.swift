@@ -13,6 +13,9 @@ final class SenderContext: @unchecked Sendable {
     let stats = Mutex(SenderStatistics())
     /// Set by a keyframe request, a resume or the start; taken by the encoder.
     let keyframeRequested = Atomic<Bool>(true)
+    /// The highest footprint the governor sampled (after every frame): the
+    /// statistics' peak, however rarely they are read.
+    let peakFootprint = Atomic<Int>(0)
     private let handlers = Mutex<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))
 
     /// Capturing or paused: the threads keep going.

@@ -114,3 +114,20 @@ struct Base64Tests {
         #expect(Base64.decode(text) == nil)
     }
 }
+
+@Suite("Bounded history")
+struct BoundedHistoryTests {
+    /// The newest `capacity` elements, oldest first, in storage that never grows.
+    @Test func keepsTheNewestInOrderWithoutGrowing() {
+        var history = BoundedHistory<Int>(capacity: 5)
+        #expect(history.isEmpty && history.elements.isEmpty)
+        for value in 1...3 { history.append(value) }
+        #expect(history.elements == [1, 2, 3])
+        for value in 4...12 { history.append(value) }
+        #expect(history.count == 5)
+        #expect(history.elements == [8, 9, 10, 11, 12])
+        #expect(history.unordered.sorted() == [8, 9, 10, 11, 12])
+        for value in 13...1000 { history.append(value) }
+        #expect(history.elements == Array(996...1000))
+    }
+}
