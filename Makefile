@@ -15,7 +15,7 @@ SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
-.PHONY: deps build test demo fuzz bench bench-update harness clean
+.PHONY: deps build test demo fuzz tsan bench bench-update harness clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -44,6 +44,14 @@ test: deps
 demo: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	examples/demo.sh
+
+## tsan: the sender and receiver library tests (capture, encode, network, audio and decode threads,
+## lifecycle from event handlers) under ThreadSanitizer in a separate build; any report fails the run
+TSAN_FILTER ?= SenderTests
+tsan: deps
+	swift build --build-tests --sanitize=thread --scratch-path .build/tsan $(SWIFT_FLAGS)
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_EXTRA)" \
+		swift test --skip-build --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_FILTER)' $(SWIFT_FLAGS)
 
 ## fuzz: each libFuzzer target for FUZZ_SECONDS; a crash is saved under Tests/Fuzz/Crashes
 fuzz: deps

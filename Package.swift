@@ -73,7 +73,9 @@ let package = Package(
                 swiftSettings: strict),
 
         // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
-        .target(name: "ShareX11", dependencies: ["CXCB"], path: "Sources/X11", swiftSettings: strict),
+        // A lock ThreadSanitizer can see, for every module whose threads share state.
+        .target(name: "ShareSync", path: "Sources/Sync", swiftSettings: strict),
+        .target(name: "ShareX11", dependencies: ["CXCB", "ShareSync"], path: "Sources/X11", swiftSettings: strict),
 
         // Audio: Opus (libopus) and PulseAudio capture and playback.
         .target(name: "ShareAudio", dependencies: ["COpus", "CPulse"], path: "Sources/Audio", swiftSettings: strict),
@@ -86,7 +88,7 @@ let package = Package(
                 swiftSettings: strict),
         // The impairment relay: a simulated network path (loss, bursts, delay,
         // jitter, duplication, a bottleneck with a drop-tail queue) for tests and the harness.
-        .target(name: "ShareImpairment", dependencies: ["ShareWire", "ShareTransport"], path: "Sources/Impairment",
+        .target(name: "ShareImpairment", dependencies: ["ShareWire", "ShareTransport", "ShareSync"], path: "Sources/Impairment",
                 swiftSettings: strict),
         // The session handshake, sans-IO: ephemeral X25519, HKDF, per-direction
         // SRTP keys, authenticated by a pre-shared key or by identity keys
@@ -106,20 +108,20 @@ let package = Package(
         .target(name: "ShareSender",
                 dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
                                "ShareSession", "ShareCongestion", "ShareHandshake", "ShareGovernor", "ShareLatency",
-                               "ShareTransport", "CMalloc"],
+                               "ShareTransport", "ShareSync", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
                 dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareHandshake", "ShareLatency", "ShareTransport", "ShareStamp"],
+                               "ShareSession", "ShareHandshake", "ShareLatency", "ShareTransport", "ShareStamp", "ShareSync"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareWire", "ShareSRTP", "ShareHandshake",
+                dependencies: ["ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",

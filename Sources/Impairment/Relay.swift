@@ -3,6 +3,7 @@ public import ShareWire
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
+internal import ShareSync
 #endif
 
 /// A UDP relay through an impaired path: datagrams from the sender (whoever
@@ -21,7 +22,7 @@ public final class Relay: @unchecked Sendable {
     private var client: SocketAddress?
     private var queue: [(at: MonotonicTime, toTarget: Bool, bytes: [UInt8])] = []
     private let running = Atomic<Bool>(true)
-    private let snapshot = Mutex<(ImpairedLink.Counters, ImpairedLink.Counters)>((.init(), .init()))
+    private let snapshot = Locked<(ImpairedLink.Counters, ImpairedLink.Counters)>((.init(), .init()))
 
     public init(listenPort: Int, target: SocketAddress, profile: NetworkProfile, seed: UInt64) throws(TransportError) {
         self.profile = profile

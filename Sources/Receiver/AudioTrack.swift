@@ -2,6 +2,7 @@ import Dispatch
 internal import ShareAudio
 internal import ShareWire
 import Synchronization
+internal import ShareSync
 
 /// Counters of the audio a receiver got.
 public struct AudioStatistics: Sendable, Codable, Equatable {
@@ -91,14 +92,14 @@ final class AudioPlayer: @unchecked Sendable {
     // Safe: `playback` is driven by its own thread through the locked queue;
     // the decode thread only appends to the queue and reads atomics.
     private let playback: PulsePlayback
-    private let queue = Mutex<[ArraySlice<Int16>]>([])
+    private let queue = Locked<[ArraySlice<Int16>]>([])
     private let ready = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
     private let dropped = Atomic<Int>(0)
     /// PulseAudio's latency after the last write, in microseconds.
     private let latency = Atomic<Int>(0)
-    let failure = Mutex<String?>(nil)
+    let failure = Locked<String?>(nil)
 
     init() throws {
         playback = try PulsePlayback(channels: 2, targetLatencyMilliseconds: 40)

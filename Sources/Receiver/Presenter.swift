@@ -7,12 +7,13 @@ internal import ShareWire
 internal import ShareX11
 import Synchronization
 internal import ShareLatency
+internal import ShareSync
 
 /// What the receiver's two threads share: whether it runs, and its counters
 /// (each thread writes its own fields).
 final class ReceiverShared: Sendable {
     let running = Atomic<Bool>(false)
-    let stats = Mutex(ReceiverStatistics())
+    let stats = Locked(ReceiverStatistics())
 }
 
 /// The receiver's decode thread: decodes each frame the network thread

@@ -4,6 +4,7 @@ internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
 import Synchronization
+internal import ShareSync
 
 /// The receiver's network thread: receives datagrams, hands handshakes to
 /// the session gate (which also decides whose media is admitted), has the session

@@ -13,6 +13,7 @@ import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 public import ShareLatency
+internal import ShareSync
 #endif
 
 /// Everything a receiver needs to start.
@@ -202,7 +203,7 @@ public final class ScreenReceiver: @unchecked Sendable {
     private let gate: SessionGate
     private let decoder: H264Decoder
     private let shared = ReceiverShared()
-    private let failure = Mutex<ReceiverError?>(nil)
+    private let failure = Locked<ReceiverError?>(nil)
     private let group = DispatchGroup()
     private let began = Atomic<UInt64>(0)
     /// Threads still running.

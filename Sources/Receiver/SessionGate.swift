@@ -3,7 +3,7 @@ internal import ShareSRTP
 internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
-import Synchronization
+internal import ShareSync
 
 /// Which sender the receiver listens to (network thread only). With a
 /// handshake: answers handshakes, and after one is authenticated gives its
@@ -42,7 +42,7 @@ final class SessionGate: @unchecked Sendable {
     private var instance: UInt64?
     private(set) var counters = Counters()
     /// Answers of people to confirmation requests, handed in from their thread.
-    let answers = Mutex<[(id: UInt64, accept: Bool)]>([])
+    let answers = Locked<[(id: UInt64, accept: Bool)]>([])
     /// The static key, to start over with after a BYE.
     private var staticKeys: SRTPSessionKeys?
     /// Hints to strangers: five a second at most.

@@ -1,6 +1,6 @@
 import Dispatch
 internal import ShareWire
-import Synchronization
+internal import ShareSync
 
 /// What the network thread hands the decode thread.
 enum ReceivedWork: Sendable {
@@ -30,7 +30,7 @@ final class WorkQueue: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let ready = DispatchSemaphore(value: 0)
 
     init(capacity: Int = 120) {

@@ -2,6 +2,7 @@ import Dispatch
 internal import ShareWire
 internal import ShareX11
 import Synchronization
+internal import ShareSync
 
 /// The capture thread: grabs the screen at the current rate into the
 /// frame pool and leaves the newest frame in a one-slot mailbox. It never
@@ -12,7 +13,7 @@ final class CaptureLoop: @unchecked Sendable {
     // Safe: `capturer` is used by the capture thread only (its counters are
     // read elsewhere as plain integers); the mailbox is a mutex, the rate atomic.
     let capturer: ScreenCapturer
-    private let mailbox = Mutex<FrameLease?>(nil)
+    private let mailbox = Locked<FrameLease?>(nil)
     /// Signalled for each frame put in the mailbox.
     let frameReady = DispatchSemaphore(value: 0)
     /// Frames per second to grab at (the governor and the ladder lower it).

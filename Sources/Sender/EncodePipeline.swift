@@ -9,6 +9,7 @@ internal import ShareX11
 import Synchronization
 internal import ShareGovernor
 internal import ShareLatency
+internal import ShareSync
 
 /// The encode thread: takes the newest captured frame, converts it (the
 /// lease ends there), encodes it at the bitrate, rate and size the network

@@ -2,6 +2,7 @@ internal import ShareSession
 internal import ShareWire
 import Synchronization
 internal import ShareGovernor
+internal import ShareSync
 
 /// The memory governor as the encode thread drives it: samples the
 /// footprint after each frame, reports steps and their settled footprint

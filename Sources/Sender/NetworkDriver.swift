@@ -6,6 +6,7 @@ internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
 import Synchronization
+internal import ShareSync
 
 /// The sender's network side: the one owner of the socket. Two threads:
 /// the pacer thread sends what the pacer releases (and tells the congestion
@@ -17,19 +18,19 @@ final class NetworkDriver: @unchecked Sendable {
     // is behind a mutex or an atomic; lock order is stream -> pacer, and the
     // controller's lock is never held with another.
     let socket: UDPSocket
-    let video: Mutex<SendStream>
+    let video: Locked<SendStream>
     let audio: [LockedStream]
-    private let pacer: Mutex<PacketPacer>
-    private let controller: Mutex<CongestionController>
+    private let pacer: Locked<PacketPacer>
+    private let controller: Locked<CongestionController>
     private let wake = DispatchSemaphore(value: 0)
     /// The congestion controller's target for everything we send (bits/s).
     let targetBitrate: Atomic<Int>
     /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
-    private let repairs = Mutex<[(at: UInt64, bits: Int)]>([])
+    private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
     /// The rate every 250 ms for the last five minutes, in storage reserved
     /// at the start (about 150 KiB): a long run's footprint stays flat.
-    private let timeline = Mutex(BoundedHistory<RateSample>(capacity: 1200))
+    private let timeline = Locked(BoundedHistory<RateSample>(capacity: 1200))
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
     let protectionGroup = Atomic<Int>(0)
     private var protection = ProtectionPolicy()
@@ -57,10 +58,10 @@ final class NetworkDriver: @unchecked Sendable {
         self.link = link
         self.adaptive = adaptive
         fecAvailable = video.configuration.forwardErrorCorrection != nil
-        self.video = Mutex(video)
+        self.video = Locked(video)
         self.audio = audio
-        controller = Mutex(CongestionController(configuration: congestion))
-        pacer = Mutex(PacketPacer(targetBitrate: congestion.start))
+        controller = Locked(CongestionController(configuration: congestion))
+        pacer = Locked(PacketPacer(targetBitrate: congestion.start))
         targetBitrate = Atomic(Int(congestion.start))
     }
 
@@ -335,9 +336,9 @@ final class NetworkDriver: @unchecked Sendable {
 /// A stream behind its own lock, so a list of them can be kept (a Mutex
 /// cannot be copied into an array).
 final class LockedStream: Sendable {
-    private let mutex: Mutex<SendStream>
+    private let mutex: Locked<SendStream>
 
-    init(_ stream: sending SendStream) { mutex = Mutex(stream) }
+    init(_ stream: sending SendStream) { mutex = Locked(stream) }
 
     func withLock<Result, Failure: Error>(_ body: (inout sending SendStream) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
         try mutex.withLock(body)

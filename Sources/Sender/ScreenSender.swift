@@ -10,6 +10,7 @@ internal import ShareWire
 internal import ShareX11
 import Synchronization
 internal import ShareGovernor
+internal import ShareSync
 
 /// The embeddable screen sender: captures an X display, encodes H.264 and
 /// sends it as SRTP to one receiver, at the rate the path carries. A small
@@ -39,8 +40,8 @@ public final class ScreenSender: @unchecked Sendable {
     /// calls `stop()` from an event handler runs on one, and must not wait
     /// for itself.
     private static let ownQueue = DispatchSpecificKey<ObjectIdentifier>()
-    private let failure = Mutex<SenderError?>(nil)
-    private let startTime = Mutex<(mono: UInt64, cpu: Duration)>((0, .zero))
+    private let failure = Locked<SenderError?>(nil)
+    private let startTime = Locked<(mono: UInt64, cpu: Duration)>((0, .zero))
     /// Audio inputs that could not start (video goes on without them).
     public let audioWarnings: [String]
 

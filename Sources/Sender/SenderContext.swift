@@ -1,5 +1,6 @@
 internal import ShareWire
 import Synchronization
+internal import ShareSync
 
 /// What the sender's parts share: the lifecycle state, the counters, the
 /// host's event handler, the keyframe flag and the way to end the run.
@@ -10,13 +11,13 @@ final class SenderContext: @unchecked Sendable {
     }
 
     let state = Atomic<Int>(State.idle.rawValue)
-    let stats = Mutex(SenderStatistics())
+    let stats = Locked(SenderStatistics())
     /// Set by a keyframe request, a resume or the start; taken by the encoder.
     let keyframeRequested = Atomic<Bool>(true)
     /// The highest footprint the governor sampled (after every frame): the
     /// statistics' peak, however rarely they are read.
     let peakFootprint = Atomic<Int>(0)
-    private let handlers = Mutex<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))
+    private let handlers = Locked<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))
 
     /// Capturing or paused: the threads keep going.
     var isActive: Bool {

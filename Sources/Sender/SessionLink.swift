@@ -3,6 +3,7 @@ internal import ShareHandshake
 internal import ShareSRTP
 internal import ShareWire
 import Synchronization
+internal import ShareSync
 
 /// The sender's end of the session: runs the handshake (feedback thread
 /// only), says whether media may flow (any thread), and decides when to
@@ -35,7 +36,7 @@ final class SessionLink: @unchecked Sendable {
     private var asked: UInt64?
     private var confirmed: Set<UInt64> = []
     private var held: EstablishedSession?
-    private let answers = Mutex<[(id: UInt64, accept: Bool)]>([])
+    private let answers = Locked<[(id: UInt64, accept: Bool)]>([])
     static let silenceLimit: UInt64 = 2_000_000_000
     static let retryHoldoff: UInt64 = 1_000_000_000
 

@@ -2,6 +2,7 @@ internal import CXCB
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
+internal import ShareSync
 #endif
 
 /// When a frame was captured: a monotonic instant for pacing and RTP
@@ -32,14 +33,14 @@ final class SlotPool: Sendable {
     }
 
     let slots: [Slot]
-    private let free: Mutex<[Int]>
+    private let free: Locked<[Int]>
     /// Keeps segments (or heap buffers) alive while any lease exists.
     private let owners: [any AnyObject & Sendable]
 
     init(slots: [Slot], owners: [any AnyObject & Sendable]) {
         self.slots = slots
         self.owners = owners
-        free = Mutex(Array(slots.indices))
+        free = Locked(Array(slots.indices))
     }
 
     func acquire() -> Int? { free.withLock { $0.popLast() } }

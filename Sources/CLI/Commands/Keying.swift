@@ -1,7 +1,7 @@
 import Foundation
 public import ShareHandshake
 import ShareSRTP
-import Synchronization
+internal import ShareSync
 
 /// How `share send` and `share recv` get their keys from their options:
 /// `--srtp-key-file` is a static SDES key (the interop mode, no handshake);
@@ -30,7 +30,7 @@ public enum Keying {
 /// met before may have a session, one question at a time; no answer (end
 /// of input) is no.
 public enum ConfirmationPrompt {
-    private static let lock = Mutex(())
+    private static let lock = Locked(())
 
     public static func ask(_ request: PeerConfirmationRequest) -> Bool {
         lock.withLock { _ in
