@@ -44,11 +44,16 @@ final class AudioTrack {
     var statistics = AudioStatistics()
     var timeline = SampleClock(rate: 48_000)
 
-    init(ssrc: UInt32, firstPacket: ArraySlice<UInt8>, index: Int) throws {
+    convenience init(ssrc: UInt32, firstPacket: ArraySlice<UInt8>, index: Int) throws {
+        let info = try OpusPacketInfo(packet: firstPacket)
+        try self.init(ssrc: ssrc, channels: info.isStereo ? 2 : 1, index: index)
+    }
+
+    /// A stream the sender described before sending it (1 or 2 channels).
+    init(ssrc: UInt32, channels: Int, index: Int) throws {
         self.ssrc = ssrc
         self.index = index
-        let info = try OpusPacketInfo(packet: firstPacket)
-        channels = info.isStereo ? 2 : 1
+        self.channels = channels
         // Decode everything as stereo so playback mixes one format.
         decoder = try OpusDecoder(channels: 2)
     }

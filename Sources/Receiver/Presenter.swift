@@ -121,7 +121,7 @@ final class Presenter: @unchecked Sendable {
         case .video, .audio, .senderReport, .loss:
             sessionHasMedia = true
             recording?.noteMedia(audio: false)
-        case .goodbye, .newSession, .senderState:
+        case .goodbye, .newSession, .senderState, .audioLayout:
             break
         }
         switch work {
@@ -156,6 +156,17 @@ final class Presenter: @unchecked Sendable {
         case .newSession:
             endSession()
             window?.setTitle("share")
+        case .audioLayout(let streams):
+            // The tracks the sender said it sends, in its order, before their
+            // first packets: the recording need not wait for sound to open.
+            for stream in streams where (1...2).contains(stream.channels) && tracks[stream.ssrc] == nil
+                && recording?.accepts(audioTrack: trackOrder.count) != false {
+                guard let track = try? AudioTrack(ssrc: stream.ssrc, channels: Int(stream.channels), index: trackOrder.count)
+                else { continue }
+                tracks[stream.ssrc] = track
+                trackOrder.append(stream.ssrc)
+            }
+            recording?.noteAudioLayout()
         case .senderReport(let ssrc, let report):
             clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):

@@ -114,6 +114,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                 try? gate.senderLeft()
             case .goodbye: continue
             case .senderState(let state): queue.push(.senderState(state))
+            case .audioLayout(let streams): queue.push(.audioLayout(streams))
             }
         }
     }

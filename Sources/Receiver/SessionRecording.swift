@@ -4,7 +4,9 @@ internal import ShareWire
 /// The receiver's recording, one complete file per session: the first to
 /// the path given, the next ones beside it (`rec-2.mkv`, `rec-3.mkv`, ...).
 /// A file cannot gain tracks later, so each opens once its session's audio
-/// streams have shown up (200 ms after the first, as `both` sends two) or
+/// streams are known: at the first keyframe when the sender said which it
+/// sends (share's senders do, in their state announcement); otherwise once
+/// they have shown up (200 ms after the first, as `both` sends two) or
 /// after 2 s without audio (PulseAudio's first capture can take over a
 /// second), or when the session ends first; until then
 /// pictures wait in the pre-roll from the first keyframe on, so none is
@@ -17,6 +19,9 @@ final class SessionRecording {
     /// When this session's first packet and first audio arrived.
     private var firstPacketAt: UInt64?
     private var firstAudioAt: UInt64?
+    /// The sender said which audio streams it sends (then the file opens at
+    /// the first keyframe, without waiting for sound).
+    private var layoutKnown = false
     /// Written to the files of earlier sessions.
     private var framesBefore = 0
     private var audioBefore = 0
@@ -33,6 +38,9 @@ final class SessionRecording {
         if audio && firstAudioAt == nil { firstAudioAt = now }
     }
 
+    /// The sender described its audio streams.
+    func noteAudioLayout() { layoutKnown = true }
+
     /// Whether an audio track of this index can still be recorded (the file,
     /// once open, has the tracks it opened with).
     func accepts(audioTrack index: Int) -> Bool { recorder == nil || index < recorder!.audioTrackCount }
@@ -47,7 +55,7 @@ final class SessionRecording {
     func openWhenReady(audioChannels: [Int]) throws(ReceiverError) {
         guard recorder == nil, let first = firstPacketAt else { return }
         let now = monotonicNow()
-        let audioSettled = firstAudioAt.map { now - $0 > 200_000_000 } ?? false
+        let audioSettled = layoutKnown || (firstAudioAt.map { now - $0 > 200_000_000 } ?? false)
         guard audioSettled || now - first > 2_000_000_000 else { return }
         try open(audioChannels: audioChannels)
     }
@@ -78,6 +86,7 @@ final class SessionRecording {
         preroll = Preroll()
         firstPacketAt = nil
         firstAudioAt = nil
+        layoutKnown = false
         session += 1
     }
 

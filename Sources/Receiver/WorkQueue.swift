@@ -14,6 +14,8 @@ enum ReceivedWork: Sendable {
     case newSession
     /// The sender paused or is live again.
     case senderState(StreamState)
+    /// The sender's audio streams, said before the sound arrives.
+    case audioLayout([AudioStreamLayout])
 }
 
 /// The bounded queue between the receiver's network thread and its decode

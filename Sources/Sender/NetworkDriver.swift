@@ -51,10 +51,13 @@ final class NetworkDriver: @unchecked Sendable {
     private let adaptive: Bool
     /// The session: handshake, and whether media may flow yet.
     let link: SessionLink
+    /// The audio streams, as the receiver is told them.
+    private let audioLayout: [AudioStreamLayout]
 
-    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], congestion: CongestionController.Configuration,
-         link: SessionLink, adaptive: Bool = true) {
+    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], audioLayout: [AudioStreamLayout],
+         congestion: CongestionController.Configuration, link: SessionLink, adaptive: Bool = true) {
         self.socket = socket
+        self.audioLayout = audioLayout
         self.link = link
         self.adaptive = adaptive
         fecAvailable = video.configuration.forwardErrorCorrection != nil
@@ -120,6 +123,14 @@ final class NetworkDriver: @unchecked Sendable {
                 if feedback.contains(where: { if case .stateAcknowledged(.finished) = $0 { true } else { false } }) { return }
             }
         }
+    }
+
+    /// Tells the receiver which audio streams come (repeated by the feedback
+    /// thread until answered), so it can lay out a recording before the
+    /// first sound.
+    func describeAudio() {
+        let now = MonotonicTime(nanoseconds: Clock.monotonic())
+        video.withLock { $0.describe(audio: audioLayout, now: now) }
     }
 
     /// Tells the receiver the stream paused or is live again (repeated by
@@ -280,6 +291,7 @@ final class NetworkDriver: @unchecked Sendable {
                 return
             }
             link.ready.store(true, ordering: .releasing)
+            describeAudio()
             keyframe()
             let elapsed = Double(Clock.monotonic() &- began) / 1e6
             context.stats.withLock { s in

@@ -138,8 +138,9 @@ public final class ScreenSender: @unchecked Sendable {
             start: ceiling, minimum: max(Double(baseBitrate) * 1000 * 0.05, 100_000) + Double(audioBitrate), maximum: ceiling)
         let link = SessionLink(keying: configuration.keying, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
-        network = NetworkDriver(socket: socket, video: video, audio: streams, congestion: congestion, link: link,
-                                adaptive: configuration.congestionControl)
+        let layout = channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
+        network = NetworkDriver(socket: socket, video: video, audio: streams, audioLayout: layout, congestion: congestion,
+                                link: link, adaptive: configuration.congestionControl)
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
         var description: SessionDescription?
@@ -190,6 +191,9 @@ public final class ScreenSender: @unchecked Sendable {
         for (index, channel) in audio.enumerated() {
             spawn("audio") { channel.run(context, index: index, network: network) }
         }
+        // With a static key the streams flow from the start: say now which
+        // audio streams come (a handshake's session says it when it is up).
+        if case .staticKey = configuration.keying { network.describeAudio() }
         if let startupFailure {
             // The receiver is told why in the BYE, which needs the session's
             // keys: the handshake (a few milliseconds) gets up to a second.

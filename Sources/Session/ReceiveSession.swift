@@ -13,6 +13,8 @@ public enum ReceiveEvent: Sendable {
     case goodbye(ssrc: UInt32, reason: String?)
     /// The sender paused or is live again (told reliably, answered here).
     case senderState(StreamState)
+    /// The sender's audio streams (said once per session, before the sound).
+    case audioLayout([AudioStreamLayout])
 }
 
 /// Counters of everything that came in, including what was refused.
@@ -95,6 +97,9 @@ public final class ReceiveSession {
     /// The last state announcement seen, and whether this sender's end
     /// (finished or BYE) was reported already.
     private var stateSequence: UInt16?
+    /// What was last reported of the sender's state and audio layout.
+    private var reportedState = StreamState.live
+    private var reportedAudio: [AudioStreamLayout]?
     private var goodbyeReported = false
 
     /// A session with one static key for both directions (SDES).
@@ -137,6 +142,8 @@ public final class ReceiveSession {
         fec = FECDecoder()
         probe = RoundTripProbe()
         stateSequence = nil
+        reportedState = .live
+        reportedAudio = nil
         goodbyeReported = false
     }
 
@@ -319,7 +326,14 @@ public final class ReceiveSession {
                         events.append(.goodbye(ssrc: app.ssrc, reason: announcement.reason))
                     }
                 } else {
-                    events.append(.senderState(announcement.state))
+                    if let audio = announcement.audio, audio != reportedAudio {
+                        reportedAudio = audio
+                        events.append(.audioLayout(audio))
+                    }
+                    if announcement.state != reportedState {
+                        reportedState = announcement.state
+                        events.append(.senderState(announcement.state))
+                    }
                 }
             case .extendedReport(let xr):
                 for echo in xr.delaySinceLastReceiverReports where echo.ssrc == configuration.ssrc {

@@ -325,6 +325,11 @@ public final class SendStream {
 
     /// Tells the receiver the stream is paused, live again or finished (with
     /// why), repeated by `poll` until it answers.
+    /// Tells the receiver (again, reliably) the state with the audio layout.
+    public func describe(audio: [AudioStreamLayout], now: MonotonicTime) {
+        announcer.describe(audio: audio, now: now)
+    }
+
     public func announce(_ state: StreamState, reason: String? = nil, now: MonotonicTime) {
         announcer.announce(state, reason: reason, now: now)
     }

@@ -15,7 +15,16 @@ public struct StateAnnouncer: Sendable {
     /// A new state to tell; a repeat of the current one changes nothing.
     public mutating func announce(_ state: StreamState, reason: String? = nil, now: MonotonicTime) {
         guard state != current.state || reason != current.reason else { return }
-        current = StateAnnouncement(state: state, sequence: current.sequence &+ 1, reason: reason)
+        current = StateAnnouncement(state: state, sequence: current.sequence &+ 1, reason: reason, audio: current.audio)
+        acknowledged = false
+        due = now
+    }
+
+    /// Tells a (new) receiver the current state again with the audio streams
+    /// the sender sends, which every later announcement carries too.
+    public mutating func describe(audio: [AudioStreamLayout], now: MonotonicTime) {
+        current = StateAnnouncement(state: current.state, sequence: current.sequence &+ 1, reason: current.reason,
+                                    audio: audio)
         acknowledged = false
         due = now
     }

@@ -480,6 +480,34 @@ extension EndToEndTests.SessionTests {
         sender.stop(signal: SIGTERM)
         #expect(try probeVideo(dir.path("stopped.mkv")).videoFrames >= 5)
     }
+
+    /// The sender says which audio streams it sends when the session is up,
+    /// so the recording opens at the first keyframe with its audio track: a
+    /// receiver killed (-9) 150 ms after its first picture leaves a file that
+    /// plays, sound included (it used to wait for the sound to settle, 200 ms
+    /// after it began and up to 2 s, and left nothing).
+    @Test func aReceiverKilledInItsFirstSecondLeavesAFileWithItsSound() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let port = freeUDPPort()
+        let recording = dir.path("killed.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "30"])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio-tone", "440", "--every-frame", "--duration", "10"])
+        defer { sender.stop() }
+        #expect(receiver.waitForOutput("receiving 320x240"))
+        usleep(150_000)
+        receiver.stop(signal: SIGKILL)
+        let probe = try probeVideo(recording)
+        #expect(probe.videoFrames >= 2, "the file plays: \(probe.videoFrames) frames, \(probe.errors)")
+        let streams = try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", recording])
+        #expect(streams.stdout.split(separator: "\n").map(String.init) == ["video", "audio"], "\(streams.stdout)")
+        let sound = try decodeAudio(recording)
+        #expect(sound.contains { abs(Int($0)) > 1000 }, "the tone is in it")
+    }
 }
 
 extension EndToEndTests.SessionTests {

@@ -25,6 +25,7 @@ final class Link {
     var losses = 0
     var feedback: [SenderFeedback] = []
     var states: [StreamState] = []
+    var layouts: [[AudioStreamLayout]] = []
     var goodbyes: [String?] = []
 
     init(initialSequenceNumber: UInt16 = 65_500, configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
@@ -68,6 +69,7 @@ final class Link {
             case .videoFrame(let unit): frames.append(unit)
             case .videoLoss(let loss): losses += loss.frames
             case .senderState(let state): states.append(state)
+            case .audioLayout(let streams): layouts.append(streams)
             case .goodbye(_, let reason): goodbyes.append(reason)
             default: continue
             }
@@ -254,6 +256,30 @@ struct SessionTests {
         link.deliver()
         #expect(link.goodbyes == ["stopped by the user"])
         #expect(link.sender.stateAcknowledged)
+    }
+
+    /// The audio layout is told reliably and reported once; telling it is
+    /// not a change of state (no "resumed" for a stream that never paused),
+    /// and a pause after it still carries it.
+    @Test func theAudioLayoutIsToldOnceAndIsNotAResume() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.deliver()
+        let layout = [AudioStreamLayout(ssrc: 0x51, channels: 2), AudioStreamLayout(ssrc: 0x52, channels: 1)]
+        link.sender.describe(audio: layout, now: link.now)
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver(drop: { _, _ in true })                      // lost
+        link.advance(.milliseconds(100))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.toReceiver += link.toReceiver                             // and duplicated
+        link.deliver()
+        #expect(link.layouts == [layout], "reported once")
+        #expect(link.states.isEmpty, "not a change of state")
+        #expect(link.sender.stateAcknowledged)
+        link.sender.announce(.paused, now: link.now)
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver()
+        #expect(link.states == [.paused] && link.layouts == [layout])
     }
 
     @Test func goodbyeReachesTheReceiver() throws {

@@ -112,6 +112,29 @@ struct RTCPTests {
         #expect(StateAcknowledgement(ack)?.sequence == 0x0102 && StateAnnouncement(ack) == nil)
     }
 
+    /// The audio layout rides after the reason: a count, then SSRC and
+    /// channels per stream; an empty list has its own marker (a zero count
+    /// would be padding); an announcement without it, as before, says nothing.
+    @Test func theSenderStateCarriesTheAudioLayout() throws {
+        let layouts: [[AudioStreamLayout]?] = [nil, [], [AudioStreamLayout(ssrc: 0xA1B2_C3D4, channels: 2),
+                                                         AudioStreamLayout(ssrc: 7, channels: 1)]]
+        for layout in layouts {
+            let announcement = StateAnnouncement(state: .live, sequence: 3, reason: nil, audio: layout)
+            guard case .application(let app) = try RTCPPacket.parseCompound(announcement.packet(ssrc: 9).serialized()).first
+            else {
+                Issue.record("not an APP packet")
+                return
+            }
+            #expect(StateAnnouncement(app) == announcement, "\(String(describing: layout))")
+        }
+        let two = StateAnnouncement(state: .paused, sequence: 1, reason: "x",
+                                    audio: [AudioStreamLayout(ssrc: 0x0102_0304, channels: 2)]).packet(ssrc: 9).serialized()
+        #expect(two == hex("81cc0005 00000009 53485354 00010178 01010203 04020000"))
+        // A truncated stream description is refused, not half read.
+        let cut = ApplicationPacket(subtype: 0, ssrc: 9, name: "SHST", data: [0, 1, 0, 2, 1, 2])
+        #expect(StateAnnouncement(cut) == nil)
+    }
+
     @Test func unknownTypesAreSkippedNotFatal() throws {
         let rr = RTCPPacket.receiverReport(ReceiverReport(ssrc: 9))
         let app = hex("80cc0002 00000009 6e616d65")

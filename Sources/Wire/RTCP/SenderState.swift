@@ -26,21 +26,41 @@ public enum StreamState: UInt8, Sendable, Equatable {
     case finished = 2
 }
 
+/// One audio stream a sender sends: its SSRC and channel count.
+public struct AudioStreamLayout: Equatable, Sendable {
+    public var ssrc: UInt32
+    public var channels: UInt8
+
+    public init(ssrc: UInt32, channels: UInt8) {
+        self.ssrc = ssrc
+        self.channels = channels
+    }
+}
+
 /// share's sender state, told reliably: an APP packet named `SHST` whose
 /// subtype is the state, its data a 16-bit sequence number, a reason length
-/// byte and the reason (UTF-8). The sender repeats it until the receiver
-/// answers with an `SHAK` packet carrying the same sequence number.
+/// byte and the reason (UTF-8), then optionally the audio streams the sender
+/// sends (a count byte, then an SSRC and a channel count for each), so a
+/// receiver can lay out its recording before the first sound arrives. The
+/// sender repeats it until the receiver answers with an `SHAK` packet
+/// carrying the same sequence number. A receiver that does not know the
+/// layout ignores the bytes after the reason.
 public struct StateAnnouncement: Equatable, Sendable {
     public var state: StreamState
     public var sequence: UInt16
     public var reason: String?
+    /// The audio streams, when the sender says (nil: not said; empty: none).
+    public var audio: [AudioStreamLayout]?
 
     public static let name = "SHST"
+    /// At most this many audio streams are described.
+    public static let maximumAudioStreams = 16
 
-    public init(state: StreamState, sequence: UInt16, reason: String? = nil) {
+    public init(state: StreamState, sequence: UInt16, reason: String? = nil, audio: [AudioStreamLayout]? = nil) {
         self.state = state
         self.sequence = sequence
         self.reason = reason
+        self.audio = audio.map { Array($0.prefix(Self.maximumAudioStreams)) }
     }
 
     public init?(_ packet: ApplicationPacket) {
@@ -48,8 +68,25 @@ public struct StateAnnouncement: Equatable, Sendable {
         var reader = ByteReader(packet.data[...])
         guard let sequence = reader.readUInt16(), let length = reader.readUInt8(),
               let text = reader.readSlice(Int(length)) else { return nil }
-        self.init(state: state, sequence: sequence, reason: length == 0 ? nil : String(decoding: text, as: UTF8.self))
+        var audio: [AudioStreamLayout]?
+        // Zero padding reads as "no streams said": only a non-zero count, or
+        // the explicit marker of an empty list, describes streams.
+        if let count = reader.readUInt8(), count > 0 {
+            var streams: [AudioStreamLayout] = []
+            if count != Self.noAudioMarker {
+                for _ in 0..<min(Int(count), Self.maximumAudioStreams) {
+                    guard let ssrc = reader.readUInt32(), let channels = reader.readUInt8() else { return nil }
+                    streams.append(AudioStreamLayout(ssrc: ssrc, channels: channels))
+                }
+            }
+            audio = streams
+        }
+        self.init(state: state, sequence: sequence, reason: length == 0 ? nil : String(decoding: text, as: UTF8.self),
+                  audio: audio)
     }
+
+    /// The count byte that says "no audio streams" (a zero would be padding).
+    static let noAudioMarker: UInt8 = 0xFF
 
     public func packet(ssrc: UInt32) -> RTCPPacket {
         let text = Array((reason ?? "").utf8.prefix(200))
@@ -57,6 +94,13 @@ public struct StateAnnouncement: Equatable, Sendable {
         data.appendUInt16(sequence)
         data.append(UInt8(text.count))
         data += text
+        if let audio {
+            data.append(audio.isEmpty ? Self.noAudioMarker : UInt8(audio.count))
+            for stream in audio {
+                data.appendUInt32(stream.ssrc)
+                data.append(stream.channels)
+            }
+        }
         return .application(ApplicationPacket(subtype: state.rawValue, ssrc: ssrc, name: Self.name, data: data))
     }
 }
