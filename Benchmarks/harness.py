@@ -323,7 +323,9 @@ def fmt(value, digits=1):
 
 
 def markdown(settings, med):
-    lines = [f"Sender benchmark: {settings['when']}, {settings['host']}; fps {settings['fps']}, keyframe every "
+    scene = (f"scene and stamp redrawn {settings['scene_rate']} times a second" if settings.get("scene_rate")
+             else "stamp redrawn 233 times a second")
+    lines = [f"Sender benchmark: {settings['when']}, {settings['host']}; fps {settings['fps']}, {scene}, keyframe every "
              f"{settings['keyint']} frames, AES_CM_128_HMAC_SHA1_80, bitrate w x h x fps x 0.1 bit/s; "
              f"{settings['seconds']:.0f} s measured per run after {WARMUP:.1f} s warm-up, medians of "
              f"{settings['repeats']} repeats. Command: `{settings['command']}`.", ""]
@@ -431,6 +433,10 @@ def main():
     parser.add_argument("--fps", type=int, default=30)
     parser.add_argument("--bitrate", type=int, help="kbit/s (default: w x h x fps x 0.1)")
     parser.add_argument("--keyint", type=int, default=150)
+    parser.add_argument("--scene-rate", type=int, metavar="HZ",
+                        help="redraw the scene and its stamp together HZ times a second (e.g. 59, faster than the "
+                             "capture rate, or 20, slower), so latency includes the wait for a change to be grabbed; "
+                             "default: content at --fps and a fresh stamp 233 times a second")
     parser.add_argument("--seconds", type=float, default=20, help="measured seconds per run")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--senders", default=",".join(ALL_SENDERS))
@@ -502,6 +508,8 @@ def main():
             display, xvfb = start_xvfb(size)
             receiver_display, receiver_xvfb = (None, None) if args.headless_receiver else start_xvfb(size, (display,))
             scene = [os.path.join(BIN, "share-send"), "scene", "--display", display, "--fps", str(args.fps), "--stamp"]
+            if args.scene_rate:
+                scene = scene[:-3] + ["--fps", str(args.scene_rate), "--stamp", "--stamp-rate", str(args.scene_rate)]
             scene_process = subprocess.Popen(scene + (["--static"] if static else []))
             run = {"size": size, "fps": args.fps, "bitrate": bitrate, "keyint": args.keyint, "display": display,
                    "receiver_display": receiver_display, "audio": audio, "seconds": seconds}
@@ -526,7 +534,7 @@ def main():
     med = medians(results)
     settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores",
                 "fps": args.fps, "keyint": args.keyint, "seconds": args.seconds, "repeats": args.repeats,
-                "sizes": sizes, "senders": senders,
+                "sizes": sizes, "senders": senders, "scene_rate": args.scene_rate,
                 "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]])}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:

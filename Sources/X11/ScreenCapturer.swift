@@ -174,6 +174,30 @@ public final class ScreenCapturer: @unchecked Sendable {
         return changedSinceGrab
     }
 
+    /// Waits until the screen changes (a damage event) or `timeoutNanoseconds`
+    /// pass, on the X connection's socket; true when it changed. Without
+    /// change tracking (or on a broken connection, so the next grab reports
+    /// the error) it returns true at once.
+    public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
+        if screenChanged { return true }
+        let c = connection.connection
+        guard xcb_connection_has_error(c) == 0 else { return true }
+        var descriptor = pollfd(fd: xcb_get_file_descriptor(c), events: Int16(POLLIN), revents: 0)
+        // poll(2) counts in milliseconds: round up, so a short wait still waits.
+        _ = poll(&descriptor, 1, Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, 60_000)))
+        return screenChanged || xcb_connection_has_error(c) != 0
+    }
+
+    /// Forgets a pending change so the next drawing reports anew (damage is
+    /// reported once until it is emptied); what is on screen now is still
+    /// grabbed by the next `capture()`.
+    public func rearmChangeTracking() {
+        guard let damage else { return }
+        xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
+        xcb_flush(connection.connection)
+        changedSinceGrab = false
+    }
+
     /// Slots not leased out right now.
     public var freeSlots: Int { pool.available }
     public var slotCount: Int { pool.slots.count }
