@@ -29,7 +29,7 @@ public struct CaptureTimeline: Sendable {
         if let predicted = next {
             let error = observed &- predicted
             if error.magnitude <= resetDistance.magnitude {
-                stamp = predicted + min(max(error, -slewPerFrame), slewPerFrame)
+                stamp = predicted &+ min(max(error, -slewPerFrame), slewPerFrame)
             }
         }
         next = stamp &+ frameNanoseconds

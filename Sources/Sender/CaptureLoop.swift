@@ -14,10 +14,7 @@ internal import ShareSync
 /// (`settle`, 1 ms), and grabs at once unless the last grab was less than a
 /// frame interval ago (then at that interval: never above `fps`). A change
 /// leaves about a millisecond after it is drawn instead of waiting for the
-/// next tick (half an interval on average, 17 ms at 30 fps). When a change
-/// had to wait for the rate (a screen redrawn faster than `fps`), the thread
-/// gives the next drawing up to `freshnessHold` and grabs it as it lands, so
-/// what leaves is fresh rather than up to a frame old. A still screen
+/// next tick (half an interval on average, 17 ms at 30 fps). A still screen
 /// costs one picture every `stillRefresh`, and a keyframe request always
 /// gets a fresh one. Without XDamage (or with `stillRefresh` nil) it grabs
 /// on a timer at `fps`.
@@ -48,12 +45,6 @@ final class CaptureLoop: @unchecked Sendable {
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end).
     static let longestWait: UInt64 = 20_000_000
-    /// How long a change that waited for the frame rate (so it is up to a
-    /// frame old) is held for a fresh one: on a screen redrawn faster than
-    /// the frame rate, the next drawing is grabbed right after it is made.
-    static let freshnessHold: UInt64 = 8_000_000
-    /// After a hold that found nothing, this many stale changes go without one.
-    static let holdBackoffFrames = 30
 
     func run(_ context: SenderContext) {
         let refresh = stillRefresh.map { $0.nanoseconds }
@@ -66,12 +57,10 @@ final class CaptureLoop: @unchecked Sendable {
 
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
         var lastGrab: UInt64 = 0
-        /// When a change woke the thread (nil: noticed without waiting).
-        var changeSeenAt: UInt64?
-        /// Stale changes to grab without holding, after a hold found no
-        /// fresh drawing (a screen redrawn at between one and two times the
-        /// frame rate: holding would only add delay).
-        var holdBackoff = 0
+        /// The frame grid: the earliest a grab may start. It advances by one
+        /// interval per grab, not from each grab's own time, so a late
+        /// wake-up does not lower the frame rate.
+        var slot: UInt64 = 0
         while context.isActive {
             let interval = UInt64(1_000_000_000 / max(1, fps.load(ordering: .relaxed)))
             guard context.isRunning else {
@@ -79,35 +68,13 @@ final class CaptureLoop: @unchecked Sendable {
                 continue
             }
             let now = Clock.monotonic()
-            let changed = capturer.screenChanged
-            if !changed, !context.keyframeRequested.load(ordering: .relaxed), now &- lastGrab < refresh {
+            if !capturer.screenChanged, !context.keyframeRequested.load(ordering: .relaxed), now &- lastGrab < refresh {
                 let wait = min(lastGrab &+ refresh &- now, Self.longestWait)
-                if capturer.waitForChange(timeoutNanoseconds: wait) {
-                    changeSeenAt = Clock.monotonic()
-                    Clock.sleep(until: changeSeenAt! + Self.settle)
-                }
+                if capturer.waitForChange(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.settle) }
                 continue
             }
             // Never above the frame rate.
-            let earliest = lastGrab &+ interval
-            if lastGrab != 0, Clock.monotonic() < earliest { Clock.sleep(until: earliest) }
-            // A change that is no longer fresh (it waited for the rate, or
-            // was noticed late): the screen is probably being redrawn, so
-            // give the next drawing a moment and grab that one as it lands.
-            let stale = changeSeenAt.map { Clock.monotonic() &- $0 > Self.settle * 3 } ?? true
-            if lastGrab != 0, changed, stale, !context.keyframeRequested.load(ordering: .relaxed) {
-                if holdBackoff > 0 {
-                    holdBackoff -= 1
-                } else {
-                    capturer.rearmChangeTracking()
-                    if capturer.waitForChange(timeoutNanoseconds: Self.freshnessHold) {
-                        Clock.sleep(until: Clock.monotonic() + Self.settle)
-                    } else {
-                        holdBackoff = Self.holdBackoffFrames
-                    }
-                }
-            }
-            changeSeenAt = nil
+            if lastGrab != 0, Clock.monotonic() < slot { Clock.sleep(until: slot) }
             let grabbedAt = Clock.monotonic()
             if lastGrab != 0, grabbedAt &- lastGrab >= 2 * interval {
                 // The frame ticks a timer would have spent on a still screen.
@@ -115,6 +82,8 @@ final class CaptureLoop: @unchecked Sendable {
                 context.stats.withLock { $0.framesUnchanged += skipped }
             }
             lastGrab = grabbedAt
+            // A quiet screen or a stall leaves the grid behind: start it again.
+            slot = slot &+ interval < grabbedAt ? grabbedAt &+ interval : slot &+ interval
             guard grab(context) else { return }
         }
     }

@@ -188,16 +188,6 @@ public final class ScreenCapturer: @unchecked Sendable {
         return screenChanged || xcb_connection_has_error(c) != 0
     }
 
-    /// Forgets a pending change so the next drawing reports anew (damage is
-    /// reported once until it is emptied); what is on screen now is still
-    /// grabbed by the next `capture()`.
-    public func rearmChangeTracking() {
-        guard let damage else { return }
-        xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
-        xcb_flush(connection.connection)
-        changedSinceGrab = false
-    }
-
     /// Slots not leased out right now.
     public var freeSlots: Int { pool.available }
     public var slotCount: Int { pool.slots.count }

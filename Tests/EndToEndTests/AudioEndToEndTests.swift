@@ -15,19 +15,8 @@ struct AudioEndToEndTests {
         let wav = dir.path("tone.wav")
         try writeToneWAV(wav, hertz: 440, seconds: 16)
         let player = try sound.play(wav)
-        let screen = try EndToEndTests.Screen(width: 640, height: 480)
-        let port = freeUDPPort()
-        let recording = dir.path("av.\(container)")
-        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
-                                              "--record", recording, "--duration", "13", "--stats-json", dir.path("recv.json")])
-        usleep(300_000)
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
-                                            key, "--audio", "system", "--duration", "10", "--stats-json", dir.path("send.json")],
-                                           environment: sound.environment)
-        let sent = sender.wait(timeout: 20)
-        #expect(sent.status == 0, "\(sent.output)")
-        let received = receiver.wait(timeout: 20)
-        #expect(received.status == 0, "\(received.output)")
+        let recording = try recordSystemAudio(sound, in: dir, key: key, file: "av.\(container)", width: 640, height: 480,
+                                              seconds: 10)
         player.stop()
         let stats = try readStats(dir.path("recv.json"))
         let audio = stats["audio"] as? [String: Any] ?? [:]
@@ -42,6 +31,28 @@ struct AudioEndToEndTests {
         #expect(video.videoFrames >= 285)
     }
 
+    /// `share send --audio system` (the sound server's monitor) for `seconds`
+    /// to `share recv --record` on a screen of the size given; both exit
+    /// cleanly. The recording's path; stats in recv.json and send.json.
+    func recordSystemAudio(_ sound: SoundServer, in dir: TemporaryDirectory, key: String, file: String, width: Int,
+                           height: Int, seconds: Int) throws -> String {
+        let screen = try EndToEndTests.Screen(width: width, height: height)
+        let port = freeUDPPort()
+        let recording = dir.path(file)
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "\(seconds + 3)",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
+                                            key, "--audio", "system", "--duration", "\(seconds)",
+                                            "--stats-json", dir.path("send.json")], environment: sound.environment)
+        let sent = sender.wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        return recording
+    }
+
     /// A player that keeps a second buffered (PulseAudio's `module-sine`, as
     /// media players do) makes the sink render far ahead and its latency
     /// swing: the recorded sound is still the tone, every second of it, with
@@ -52,18 +63,7 @@ struct AudioEndToEndTests {
         let key = try ShareBinary.keyFile(in: dir)
         let sound = try SoundServer()
         try sound.playSine(hertz: 660)
-        let screen = try EndToEndTests.Screen(width: 320, height: 240)
-        let port = freeUDPPort()
-        let recording = dir.path("sine.mkv")
-        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
-                                              "--record", recording, "--duration", "12", "--stats-json", dir.path("recv.json")])
-        usleep(300_000)
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file",
-                                            key, "--audio", "system", "--duration", "9"], environment: sound.environment)
-        let sent = sender.wait(timeout: 20)
-        #expect(sent.status == 0, "\(sent.output)")
-        let received = receiver.wait(timeout: 20)
-        #expect(received.status == 0, "\(received.output)")
+        let recording = try recordSystemAudio(sound, in: dir, key: key, file: "sine.mkv", width: 320, height: 240, seconds: 9)
         let samples = try decodeAudio(recording, nativeDecoder: true)
         guard let first = samples.firstIndex(where: { abs(Int($0)) > 1000 }) else {
             Issue.record("no sound recorded")
@@ -349,15 +349,8 @@ struct ControlChannelEndToEndTests {
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
                                             "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
         usleep(800_000)
-        let silent = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let silent = try connectControl(socket)
         defer { close(silent) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socket.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(connected == 0)
         let started = Date()
         #expect(try ctl("status", socket)["state"] as? String == "running")
         #expect(Date().timeIntervalSince(started) < 3, "answered after the silent client's second")
@@ -374,18 +367,27 @@ struct ControlChannelEndToEndTests {
         sender.stop()
     }
 
-    /// Writes `pieces` to the control socket `pause` microseconds apart and
-    /// returns the reply.
-    func rawRequest(_ socket: String, pieces: [String], pause: UInt32) throws -> String {
+    /// A connected client socket of the control channel at `socket`.
+    func connectControl(_ socket: String) throws -> Int32 {
         let client = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(client) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socket.utf8)) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw TestEnvironmentError("cannot connect to \(socket)") }
+        guard connected == 0 else {
+            close(client)
+            throw TestEnvironmentError("cannot connect to \(socket)")
+        }
+        return client
+    }
+
+    /// Writes `pieces` to the control socket `pause` microseconds apart and
+    /// returns the reply.
+    func rawRequest(_ socket: String, pieces: [String], pause: UInt32) throws -> String {
+        let client = try connectControl(socket)
+        defer { close(client) }
         for piece in pieces {
             _ = Array(piece.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             usleep(pause)
