@@ -94,7 +94,7 @@ public final class SRTPContext {
 
     /// The same for an SRTCP packet (its index travels in the packet).
     public func carriesGenuineTag(rtcp packet: PacketBuffer) -> Bool {
-        guard let verifier else { return false }
+        guard let verifier, packet.count > 0 else { return false }
         return packet.bytes.withUnsafeBufferPointer {
             share_srtp_verify_rtcp(verifier, $0.baseAddress!, Int32($0.count)) == 1
         }

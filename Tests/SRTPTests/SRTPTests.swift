@@ -115,8 +115,9 @@ struct SRTPTests {
         var forgedRTCP = protectedRTCP
         forgedRTCP[9] ^= 0x01
         #expect(!receiver.carriesGenuineTag(rtcp: PacketBuffer(forgedRTCP)))
-        // An outbound context has nothing to check with.
+        // An outbound context has nothing to check with; nothing is no packet.
         #expect(!sender.carriesGenuineTag(rtp: PacketBuffer(sent[0])))
+        #expect(!receiver.carriesGenuineTag(rtcp: PacketBuffer([])) && !receiver.carriesGenuineTag(rtp: PacketBuffer([])))
     }
 
     /// Every single flipped bit, header or payload or tag, fails authentication.
