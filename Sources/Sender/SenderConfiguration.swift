@@ -95,7 +95,9 @@ public struct SenderConfiguration: Sendable {
     public var memoryBudget: MemoryBudget? = .default
     /// Extra time the encode stage takes per frame: a diagnostic knob that
     /// simulates a slow encoder (tests use it to prove capture never waits).
-    public var simulatedEncodeDelay: Duration = .zero
+    /// Not part of the product's surface: the tests' own knob, behind SPI
+    /// (`@_spi(Testing) import ShareSender`).
+    @_spi(Testing) public var simulatedEncodeDelay: Duration = .zero
     /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
     public var audio: [AudioInput] = []
     public var audioPayloadType: UInt8 = 111

@@ -1,5 +1,5 @@
 import Foundation
-import ShareSender
+@_spi(Testing) import ShareSender
 import ShareSRTP
 import ShareWire
 import ShareX11
