@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// The rate at which the receiver actually got our packets: bytes reported
 /// received over a sliding window of arrival time (libwebrtc's acknowledged

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// The bottleneck's rate from packet-train dispersion: the pacer releases a
 /// frame's packets back to back, and a link slower than that spreads them

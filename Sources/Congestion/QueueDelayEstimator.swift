@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// How long packets now wait in queues on the path: one-way delay (receiver
 /// arrival minus our send time, so the clocks' offset cancels) above the

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// What the delay signal says about the path.
 public enum BandwidthUsage: Sendable, Equatable {

@@ -1,5 +1,5 @@
 public import ShareTransport
-public import ShareWire
+internal import ShareWire
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc

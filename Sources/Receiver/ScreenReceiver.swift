@@ -4,7 +4,7 @@ internal import ShareColor
 internal import ShareDecode
 public import ShareHandshake
 public import ShareSRTP
-public import ShareSession
+internal import ShareSession
 internal import ShareStamp
 internal import ShareTransport
 internal import ShareWire

@@ -1,6 +1,6 @@
 public import ShareHandshake
 public import ShareSRTP
-public import ShareSession
+internal import ShareSession
 public import ShareWire
 public import ShareGovernor
 public import ShareLatency

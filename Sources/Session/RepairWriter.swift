@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// Writes one stream's repair packets, before SRTP: retransmissions (RFC
 /// 4588 RTX on their own SSRC, or the original resent as it was) and
