@@ -167,6 +167,8 @@ public final class ScreenCapturer: @unchecked Sendable {
     public var screenChanged: Bool {
         guard damage != nil else { return true }
         let c = connection.connection
+        // A broken connection: the next grab reports why.
+        guard xcb_connection_has_error(c) == 0 else { return true }
         while let event = xcb_poll_for_event(c) {
             if event.pointee.response_type & 0x7F == damageEvent { changedSinceGrab = true }
             free(event)
@@ -181,7 +183,6 @@ public final class ScreenCapturer: @unchecked Sendable {
     public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
         if screenChanged { return true }
         let c = connection.connection
-        guard xcb_connection_has_error(c) == 0 else { return true }
         var descriptor = pollfd(fd: xcb_get_file_descriptor(c), events: Int16(POLLIN), revents: 0)
         // poll(2) counts in milliseconds: round up, so a short wait still waits.
         _ = poll(&descriptor, 1, Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, 60_000)))

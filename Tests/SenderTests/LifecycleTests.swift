@@ -4,6 +4,7 @@ import ShareReceiver
 import ShareSender
 import ShareSRTP
 import ShareX11
+import ShareSync
 import Synchronization
 import TestSupport
 import Testing
@@ -67,5 +68,38 @@ struct LifecycleTests {
         #expect(returnsWithin(5) { receiver.stop() }, "stop() returned")
         let handlerReturned = stoppedInHandler.isSet
         #expect(handlerReturned, "the handler's own stop() returned")
+    }
+}
+
+/// The display going away while the capture thread sleeps on it for damage
+/// ends the sender with a capture error, promptly: the broken connection
+/// counts as a change, so the next grab reports it.
+@Suite("Sender when its display goes away", .serialized)
+struct DisplayGoneTests {
+    @Test func theSenderEndsWhenItsXServerDies() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        configuration.memoryBudget = nil
+        let sender = try ScreenSender(configuration: configuration)
+        let ended = Locked<(at: Date, error: String)?>(nil)
+        sender.start { event in
+            if case .finished(let error) = event {
+                ended.withLock { $0 = (Date(), error.map { "\($0)" } ?? "none") }
+            }
+        }
+        defer { sender.stop() }
+        Thread.sleep(forTimeInterval: 0.3)  // a still screen: the thread waits for damage
+        let killed = Date()
+        display.stop()
+        let deadline = Date().addingTimeInterval(5)
+        while ended.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let end = ended.withLock { $0 }
+        #expect(end != nil, "the sender ended")
+        if let end {
+            #expect(end.at.timeIntervalSince(killed) < 0.3, "ended \(end.at.timeIntervalSince(killed)) s after the X server died")
+            #expect(end.error.lowercased().contains("capture"), "\(end.error)")
+        }
     }
 }

@@ -162,5 +162,8 @@ public final class VirtualDisplay: @unchecked Sendable {
         throw TestEnvironmentError("Xvfb did not start on any free display")
     }
 
+    /// Ends the X server now (as when a session's display goes away).
+    public func stop() { server.stop(signal: SIGKILL) }
+
     deinit { server.stop() }
 }
