@@ -33,11 +33,7 @@ final class Flag: Sendable {
 struct LifecycleTests {
     @Test func theSenderCanBeStoppedFromItsFinishedHandler() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
-        configuration.memoryBudget = nil
-        let sender = try ScreenSender(configuration: configuration)
+        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
         let stoppedInHandler = Flag()
         sender.start { [weak sender] event in
             if case .finished = event {
@@ -78,11 +74,7 @@ struct LifecycleTests {
 struct DisplayGoneTests {
     @Test func theSenderEndsWhenItsXServerDies() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
-        configuration.memoryBudget = nil
-        let sender = try ScreenSender(configuration: configuration)
+        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
         let ended = Locked<(at: Date, error: String)?>(nil)
         sender.start { event in
             if case .finished(let error) = event {

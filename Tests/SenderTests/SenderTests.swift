@@ -30,12 +30,9 @@ struct SenderTests {
     /// Runs the slow-encoder scenario; returns what went wrong, if anything.
     static func slowEncoderFailures() throws -> [String] {
         let display = try VirtualDisplay(width: 640, height: 480)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
+        var configuration = testSenderConfiguration(display: display)
         configuration.simulatedEncodeDelay = .milliseconds(200)
         configuration.stillRefresh = nil  // the screen here is still: grab every frame anyway
-        configuration.memoryBudget = nil
         ScreenSender.limitMallocArenas()  // as `share send` does: the footprint is measured
         let sender = try ScreenSender(configuration: configuration)
         sender.start()
@@ -64,11 +61,7 @@ struct SenderTests {
     /// is counted in frame ticks, so a loaded machine (slower ticks) passes.
     @Test func stillScreenIsNotGrabbedUntilItChanges() throws {
         let display = try VirtualDisplay(width: 640, height: 480)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
-        configuration.memoryBudget = nil  // as above: the footprint here is the whole test runner's
-        let sender = try ScreenSender(configuration: configuration)
+        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
         sender.start()
         defer { sender.stop() }
         Thread.sleep(forTimeInterval: 0.5)
@@ -102,13 +95,7 @@ struct SenderTests {
 
     @Test func lifecycleEventsArriveInOrder() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
-        // Off, as in the other library tests: it would measure the whole test
-        // runner and, over budget, end the sender before it could pause.
-        configuration.memoryBudget = nil
-        let sender = try ScreenSender(configuration: configuration)
+        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
         let log = EventLog()
         sender.start { event in log.append(event) }
         Thread.sleep(forTimeInterval: 0.5)
@@ -126,10 +113,7 @@ struct SenderTests {
     @Test func noEventOrSetupShowsTheKey() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
         let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
-        var configuration = SenderConfiguration(host: "127.0.0.1", keying: keying)
-        configuration.port = freeUDPPort()
-        configuration.display = display.display
-        configuration.memoryBudget = nil
+        let configuration = testSenderConfiguration(display: display, keying: keying)
         let sender = try ScreenSender(configuration: configuration)
         let key = keying.inlineKeySalt()
         #expect(sender.setup.sessionDescription?.serialized().contains(key) == true, "the SDP for other tools holds it")
