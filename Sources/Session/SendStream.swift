@@ -5,6 +5,10 @@ public import ShareWire
 public enum SenderFeedback: Sendable, Equatable {
     /// PLI or FIR: send a keyframe (already rate-limited here).
     case keyframeRequested
+    /// A receiver reported for the first time (a new reporter SSRC) and
+    /// may have joined mid-stream: send a keyframe (rate-limited with the
+    /// requests above).
+    case receiverJoined(ssrc: UInt32)
     /// NACKed packets were resent (count), or were too old to resend (missed).
     case retransmitted(count: Int, missed: Int)
     /// A receiver report: loss fraction (0-1) and round-trip time if measurable.
@@ -30,6 +34,16 @@ public struct SendStatistics: Sendable, Equatable {
     public var retransmissionsSuppressed = 0
     /// FlexFEC repair packets sent.
     public var fecPackets = 0
+    /// Receivers whose first report asked for a keyframe (late joiners).
+    public var receiversJoined = 0
+    /// The RTCP port of its own (`handle(controlPortDatagram:)`): plain PLI
+    /// or FIR honoured, plain requests refused for coming too soon after
+    /// the last, plain RTCP that asked nothing of this stream (REMB, RR,
+    /// another SSRC's PLI), and datagrams that were no RTCP at all.
+    public var plainKeyframeRequests = 0
+    public var plainRequestsLimited = 0
+    public var plainIgnored = 0
+    public var controlPortRefused = 0
     public var roundTrip: Duration?
     public var fractionLost = 0.0
 }
@@ -54,6 +68,10 @@ public final class SendStream {
         /// Minimum time between honoured keyframe requests; at least two
         /// round trips are kept between them too.
         public var keyframeRequestInterval: Duration = .milliseconds(200)
+        /// Minimum time between honoured unauthenticated (plain) keyframe
+        /// requests on the RTCP port of its own: Janus repeats its PLI
+        /// every second until a viewer has a picture.
+        public var plainKeyframeRequestInterval: Duration = .milliseconds(500)
         /// Retransmissions on their own SSRC and payload type (RFC 4588);
         /// nil resends the original packet as it was.
         public var retransmission: (ssrc: UInt32, payloadType: UInt8)?
@@ -90,6 +108,8 @@ public final class SendStream {
     private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
     private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
     private var announcer = StateAnnouncer()
+    private var reporters = ReporterRoster()
+    private var lastPlainRequest: MonotonicTime?
 
     /// A stream with one static key for both directions (SDES).
     public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial,
@@ -125,6 +145,9 @@ public final class SendStream {
     public func rekey(_ keys: SRTPSessionKeys) throws(SRTPError) {
         srtp = try SRTPContext(keying: keys.outbound, direction: .outbound)
         inbound = try SRTPContext(keying: keys.inbound, direction: .inbound)
+        // The session's receiver gets a keyframe as the session starts: its
+        // first report is no late join.
+        reporters.expectSessionPeer()
     }
 
     /// Sends one Annex B access unit: every packet carries the frame's
@@ -246,6 +269,10 @@ public final class SendStream {
             case .receiverReport(let rr):
                 if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
+                    if reporters.isNew(rr.ssrc), requestKeyframe(now: now) {
+                        statistics.receiversJoined += 1
+                        feedback.append(.receiverJoined(ssrc: rr.ssrc))
+                    }
                 }
             case .senderReport(let sr):
                 if let report = sr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
@@ -273,6 +300,43 @@ public final class SendStream {
             }
         }
         return feedback
+    }
+
+    /// Handles a datagram that came in on the RTCP port of its own (the
+    /// socket only takes datagrams from the address it sends to).
+    /// Authenticated SRTCP is handled as on the media port. Plain RTCP is
+    /// what an SFU such as Janus sends (its PLI and FIR are unprotected): it
+    /// can ask for a keyframe and nothing else, at most once per
+    /// `plainKeyframeRequestInterval`; everything else is counted and dropped.
+    public func handle(controlPortDatagram datagram: inout PacketBuffer, now: MonotonicTime,
+                       reply: (ArraySlice<UInt8>) -> Void, repair: (ArraySlice<UInt8>) -> Void) -> [SenderFeedback] {
+        if inbound.carriesGenuineTag(rtcp: datagram) {
+            return handle(datagram: &datagram, now: now, reply: reply, repair: repair)
+        }
+        guard datagram.count >= 8, RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1]),
+              let packets = try? RTCPPacket.parseCompound(datagram.bytes)
+        else {
+            statistics.controlPortRefused += 1
+            return []
+        }
+        let asksForKeyframe = packets.contains { packet in
+            switch packet {
+            case .pictureLoss(let pli): pli.mediaSSRC == configuration.ssrc
+            case .fullIntraRequest(let fir): fir.entries.contains { $0.ssrc == configuration.ssrc }
+            default: false
+            }
+        }
+        guard asksForKeyframe else {
+            statistics.plainIgnored += 1
+            return []
+        }
+        if let last = lastPlainRequest, now.since(last) < configuration.plainKeyframeRequestInterval {
+            statistics.plainRequestsLimited += 1
+            return []
+        }
+        lastPlainRequest = now
+        statistics.plainKeyframeRequests += 1
+        return requestKeyframe(now: now) ? [.keyframeRequested] : []
     }
 
     private enum RepairOutcome { case sent, missing, suppressed }

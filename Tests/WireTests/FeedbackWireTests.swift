@@ -125,4 +125,25 @@ struct FeedbackWireTests {
         #expect(parsed.forwardErrorCorrection?.payloadType == 98 && parsed.forwardErrorCorrection?.ssrc == 13)
         #expect(parsed.source?.ssrc == 11 && parsed.source?.cname == "share")
     }
+
+    /// One port per medium, RTCP on a port of its own (RFC 3605), as an SFU
+    /// or ffmpeg takes it: written and read back.
+    @Test func sdpGivesEachMediumItsPortAndRTCPItsOwn() throws {
+        var video = MediaDescription(kind: .video, port: 41000, payloadType: 96, codec: "H264", clockRate: 90_000, rtcpMux: false)
+        video.rtcpPort = 41001
+        let audio = MediaDescription(kind: .audio, port: 41002, payloadType: 111, codec: "opus", clockRate: 48_000, channels: 2)
+        let text = SessionDescription(connectionAddress: "10.0.0.2", media: [video, audio]).serialized()
+        #expect(text.contains("m=video 41000 RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=rtcp:41001\r\n"))
+        #expect(!text.contains("a=rtcp:41001\r\na=rtcp-mux"), "RTCP on its own port is not muxed")
+        #expect(text.contains("m=audio 41002 RTP/SAVP 111\r\na=rtpmap:111 opus/48000/2\r\na=rtcp-mux\r\n"))
+        let parsed = try SessionDescription(parsing: text)
+        #expect(parsed.video?.rtcpPort == 41001 && parsed.video?.rtcpMux == false)
+        #expect(parsed.audio.first?.port == 41002 && parsed.audio.first?.rtcpPort == nil && parsed.audio.first?.rtcpMux == true)
+        #expect(parsed == SessionDescription(connectionAddress: "10.0.0.2", media: [video, audio]))
+        let withAddress = text.replacing("a=rtcp:41001", with: "a=rtcp:41001 IN IP4 10.0.0.2")
+        #expect(try SessionDescription(parsing: withAddress).video?.rtcpPort == 41001)
+        #expect(throws: SDPError.malformedLine("a=rtcp:0")) {
+            try SessionDescription(parsing: text.replacing("a=rtcp:41001", with: "a=rtcp:0"))
+        }
+    }
 }

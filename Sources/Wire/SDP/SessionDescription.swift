@@ -37,6 +37,9 @@ public struct MediaDescription: Sendable, Equatable {
     /// a=extmap: id → URI.
     public var extensions: [(id: Int, uri: String)]
     public var rtcpMux: Bool
+    /// a=rtcp (RFC 3605): RTCP on a port of its own rather than RTP's + 1
+    /// (and not muxed).
+    public var rtcpPort: Int?
     /// a=ssrc (RFC 5576): the sender's SSRC and CNAME, when announced.
     public var source: (ssrc: UInt32, cname: String)?
     /// Retransmissions (RFC 4588 §8.6): an `rtx` payload type with apt= this
@@ -85,7 +88,7 @@ public struct MediaDescription: Sendable, Equatable {
             && a.codec == b.codec && a.clockRate == b.clockRate && a.channels == b.channels
             && a.formatParameters.elementsEqual(b.formatParameters) { $0 == $1 }
             && a.crypto?.suite == b.crypto?.suite && a.crypto?.keySalt == b.crypto?.keySalt
-            && a.extensions.elementsEqual(b.extensions) { $0 == $1 } && a.rtcpMux == b.rtcpMux
+            && a.extensions.elementsEqual(b.extensions) { $0 == $1 } && a.rtcpMux == b.rtcpMux && a.rtcpPort == b.rtcpPort
             && a.source?.ssrc == b.source?.ssrc && a.source?.cname == b.source?.cname
             && a.retransmission?.payloadType == b.retransmission?.payloadType
             && a.retransmission?.ssrc == b.retransmission?.ssrc && a.feedback == b.feedback
@@ -142,6 +145,7 @@ public struct SessionDescription: Sendable, Equatable {
                 lines.append("a=rtpmap:\(fec.payloadType) flexfec/\(m.clockRate)")
                 lines.append("a=fmtp:\(fec.payloadType) repair-window=2000000")
             }
+            if let port = m.rtcpPort { lines.append("a=rtcp:\(port)") }
             if m.rtcpMux { lines.append("a=rtcp-mux") }
             for ext in m.extensions { lines.append("a=extmap:\(ext.id) \(ext.uri)") }
             if let crypto = m.crypto { lines.append("a=crypto:1 \(crypto.suite) inline:\(crypto.keySalt)") }
@@ -235,6 +239,12 @@ public struct SessionDescription: Sendable, Equatable {
             }
         case "rtcp-mux":
             m.rtcpMux = true
+        case "rtcp":
+            // RFC 3605: a=rtcp:<port> [<nettype> <addrtype> <address>]
+            guard let port = Int(rest.split(separator: " ").first ?? ""), (1...65535).contains(port) else {
+                throw .malformedLine(line)
+            }
+            m.rtcpPort = port
         case "extmap":
             let (id, uri) = rest.splitOnce(" ")
             if let number = Int(id.split(separator: "/").first ?? "") {
