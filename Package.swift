@@ -101,8 +101,10 @@ let package = Package(
         .target(name: "ShareGovernor", dependencies: ["ShareWire"], path: "Sources/Governor", swiftSettings: strict),
         // Latency samples and their percentiles (sender and receiver statistics).
         .target(name: "ShareLatency", dependencies: ["ShareWire"], path: "Sources/Latency", swiftSettings: strict),
-        // UDP sockets: the only module that owns them.
+        // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
+        // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
+        .target(name: "ShareFanout", dependencies: ["ShareTransport"], path: "Sources/Fanout", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
@@ -129,7 +131,7 @@ let package = Package(
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
                           dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
-                                         "ShareHandshake",
+                                         "ShareHandshake", "ShareFanout",
                                          "ShareStamp", "ShareGovernor", "ShareLatency",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
@@ -175,6 +177,8 @@ let package = Package(
         .testTarget(name: "HandshakeTests", dependencies: ["ShareHandshake", "ShareSRTP", "ShareWire", "TestSupport"],
                     path: "Tests/HandshakeTests", swiftSettings: strict),
         .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
+                    swiftSettings: strict),
+        .testTarget(name: "FanoutTests", dependencies: ["ShareFanout", "ShareTransport", "TestSupport"], path: "Tests/FanoutTests",
                     swiftSettings: strict),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], path: "Tests/FuzzCorpusTests",
                     swiftSettings: strict),

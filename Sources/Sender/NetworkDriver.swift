@@ -53,10 +53,14 @@ final class NetworkDriver: @unchecked Sendable {
     let link: SessionLink
     /// The audio streams, as the receiver is told them.
     private let audioLayout: [AudioStreamLayout]
+    /// Ports of their own for audio and RTCP (SFUs, standard receivers).
+    let routes: MediaRoutes
 
-    init(socket: UDPSocket, video: sending SendStream, audio: [LockedStream], audioLayout: [AudioStreamLayout],
-         congestion: CongestionController.Configuration, link: SessionLink, adaptive: Bool = true) {
+    init(socket: UDPSocket, routes: MediaRoutes = MediaRoutes(), video: sending SendStream, audio: [LockedStream],
+         audioLayout: [AudioStreamLayout], congestion: CongestionController.Configuration, link: SessionLink,
+         adaptive: Bool = true) {
         self.socket = socket
+        self.routes = routes
         self.audioLayout = audioLayout
         self.link = link
         self.adaptive = adaptive
@@ -92,12 +96,44 @@ final class NetworkDriver: @unchecked Sendable {
     func sendAudio(_ index: Int, payload: ArraySlice<UInt8>, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
                    now: MonotonicTime) throws(SRTPError) {
         guard link.ready.load(ordering: .acquiring) else { return }
+        let destination = routes.audio.indices.contains(index) ? routes.audio[index].media : nil
         try audio[index].withLock { stream throws(SRTPError) in
             try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
-                pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
+                // On a port of its own audio leaves at once, as it would from the pacer.
+                if let destination {
+                    socket.send(datagram, to: destination)
+                } else {
+                    pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
+                }
             }
         }
-        if release(at: Clock.monotonic()) != nil { wake.signal() }
+        if destination == nil, release(at: Clock.monotonic()) != nil { wake.signal() }
+    }
+
+    /// Sends a stream's RTCP the way its route says: on its own socket, to
+    /// its media's port, or with the video through the pacer (RTCP is not
+    /// paced, only kept in order with the media).
+    private func sendRTCP(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route, now: MonotonicTime) {
+        if let control = route.control {
+            control.send(bytes)
+        } else if let media = route.media {
+            socket.send(bytes, to: media)
+        } else {
+            pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
+        }
+    }
+
+    /// The same, straight to a socket (when the threads are done).
+    private func sendRTCPNow(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route) {
+        if let control = route.control {
+            control.send(bytes)
+        } else {
+            socket.send(bytes, to: route.media)
+        }
+    }
+
+    private func audioRoute(_ index: Int) -> MediaRoutes.Route {
+        routes.audio.indices.contains(index) ? routes.audio[index] : MediaRoutes.Route()
     }
 
     /// The announcement that the stream finished, and why, with RTCP BYE on
@@ -110,8 +146,10 @@ final class NetworkDriver: @unchecked Sendable {
         var count = 0
         for _ in 0..<(link.usesHandshake ? 5 : 1) {
             let now = MonotonicTime(nanoseconds: Clock.monotonic())
-            video.withLock { $0.goodbye(reason: reason, now: now) { socket.send($0) } }
-            for stream in audio { stream.withLock { $0.goodbye(reason: reason, now: now) { socket.send($0) } } }
+            video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCPNow($0, route: routes.video) } }
+            for (index, stream) in audio.enumerated() {
+                stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCPNow($0, route: audioRoute(index)) } }
+            }
             guard link.usesHandshake else { return }
             let deadline = Clock.monotonic() + 60_000_000
             while Clock.monotonic() < deadline {
@@ -206,28 +244,21 @@ final class NetworkDriver: @unchecked Sendable {
         let started = Clock.monotonic()
         let sendHandshake = { [socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         link.begin(now: started, send: sendHandshake)
+        let controls = routes.controlSockets
         while context.isActive {
             do {
-                if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10) != nil {
-                    let clock = Clock.monotonic()
-                    let now = MonotonicTime(nanoseconds: clock)
-                    if count > 0, HandshakeMessage.isHandshake(firstByte: buffer[0]) {
-                        if let outcome = link.handle(buffer[0..<count], now: clock, send: sendHandshake) {
-                            apply(outcome, context: context, began: started, keyframe: keyframe)
-                        }
-                        continue
+                if controls.isEmpty {
+                    if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10) != nil {
+                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
                     }
-                    guard link.ready.load(ordering: .relaxed) else { continue }
-                    var datagram = PacketBuffer(buffer[0..<count])
-                    let feedback = video.withLock { stream in
-                        stream.handle(datagram: &datagram, now: now, reply: { bytes in
-                            pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
-                        }, repair: { bytes in
-                            pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
-                        })
+                } else {
+                    let ready = try UDPSocket.waitForInput([socket] + controls.map(\.socket), timeout: .milliseconds(10))
+                    if ready[0], try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
+                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
                     }
-                    if !feedback.isEmpty { link.heardFeedback(at: clock) }
-                    for item in feedback { handle(item, now: now, keyframe: keyframe) }
+                    for (index, control) in controls.enumerated() where ready[index + 1] {
+                        try receiveControl(control.socket, stream: control.stream, buffer: &buffer, keyframe: keyframe)
+                    }
                 }
             } catch {
                 context.fail(.transport(error.description))
@@ -243,10 +274,10 @@ final class NetworkDriver: @unchecked Sendable {
             apply(target: polled, pacingRate: pacing)
             video.withLock { stream in
                 if let rtt { stream.observeRoundTrip(rtt) }
-                _ = stream.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } }
+                _ = stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }
             }
-            for stream in audio {
-                stream.withLock { _ = $0.poll(now: now) { bytes in pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) } } }
+            for (index, stream) in audio.enumerated() {
+                stream.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: audioRoute(index), now: now) } }
             }
             // Reports and repairs just queued leave now when the budget allows.
             if release(at: Clock.monotonic()) != nil { wake.signal() }
@@ -271,6 +302,57 @@ final class NetworkDriver: @unchecked Sendable {
                 timeline.withLock { $0.append(sample) }
                 lastSample = clock
                 bytesAtSample = bytes
+            }
+        }
+    }
+
+    /// A datagram on the main socket: a handshake message, or the
+    /// receiver's RTCP once a session is up.
+    private func receiveMain(_ bytes: ArraySlice<UInt8>, context: SenderContext, began: UInt64,
+                             send: ([UInt8]) -> Void, keyframe: () -> Void) {
+        let clock = Clock.monotonic()
+        let now = MonotonicTime(nanoseconds: clock)
+        if let first = bytes.first, HandshakeMessage.isHandshake(firstByte: first) {
+            if let outcome = link.handle(bytes, now: clock, send: send) {
+                apply(outcome, context: context, began: began, keyframe: keyframe)
+            }
+            return
+        }
+        guard link.ready.load(ordering: .relaxed) else { return }
+        var datagram = PacketBuffer(bytes)
+        let feedback = video.withLock { stream in
+            stream.handle(datagram: &datagram, now: now, reply: { bytes in
+                pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
+            }, repair: { bytes in
+                pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
+            })
+        }
+        if !feedback.isEmpty { link.heardFeedback(at: clock) }
+        for item in feedback { handle(item, now: now, keyframe: keyframe) }
+    }
+
+    /// Drains an RTCP socket of its own (at most 64 datagrams a turn): the
+    /// video's takes authenticated feedback and plain keyframe requests;
+    /// an audio stream's only what concerns that stream.
+    private func receiveControl(_ control: UDPSocket, stream index: Int?, buffer: inout [UInt8],
+                                keyframe: () -> Void) throws(TransportError) {
+        var count = 0
+        for _ in 0..<64 {
+            guard try control.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil else { return }
+            guard link.ready.load(ordering: .relaxed) else { continue }
+            let now = MonotonicTime(nanoseconds: Clock.monotonic())
+            var datagram = PacketBuffer(buffer[0..<count])
+            if let index {
+                _ = audio[index].withLock { stream in
+                    stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { _ in })
+                }
+            } else {
+                let feedback = video.withLock { stream in
+                    stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { bytes in
+                        pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
+                    })
+                }
+                for item in feedback { handle(item, now: now, keyframe: keyframe) }
             }
         }
     }
@@ -305,7 +387,7 @@ final class NetworkDriver: @unchecked Sendable {
 
     private func handle(_ item: SenderFeedback, now: MonotonicTime, keyframe: () -> Void) {
         switch item {
-        case .keyframeRequested:
+        case .keyframeRequested, .receiverJoined:
             keyframe()
         case .congestion(let report):
             let (target, pacing) = controller.withLock { ($0.handle(report, now: now), $0.pacingRate) }

@@ -49,6 +49,7 @@ public final class ScreenSender: @unchecked Sendable {
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
         self.configuration = configuration
+        try Self.checkPorts(configuration)
         let destination: SocketAddress
         let socket: UDPSocket
         do {
@@ -139,7 +140,16 @@ public final class ScreenSender: @unchecked Sendable {
         let link = SessionLink(keying: configuration.keying, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
         let layout = channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
-        network = NetworkDriver(socket: socket, video: video, audio: streams, audioLayout: layout, congestion: congestion,
+        // Audio streams are numbered as they started (as the SDP numbers them).
+        let routes: MediaRoutes
+        do {
+            routes = try MediaRoutes.make(host: configuration.host, audioStreams: channels.count,
+                                          audioPorts: configuration.audioPorts, rtcpPort: configuration.rtcpPort,
+                                          audioRTCPPorts: configuration.audioRTCPPorts)
+        } catch {
+            throw .transport(error.description)
+        }
+        network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl)
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
@@ -147,8 +157,9 @@ public final class ScreenSender: @unchecked Sendable {
         if case .staticKey(let keying) = configuration.keying {
             description = SenderDescription.make(encoder: encoder, configuration: configuration, keying: keying,
                                                  destination: destination, ssrc: ssrc, repairSSRC: repairSSRC, fecSSRC: fecSSRC)
-            for channel in channels {
-                description?.media.append(SenderDescription.audio(channel, configuration: configuration, keying: keying))
+            for (index, channel) in channels.enumerated() {
+                description?.media.append(SenderDescription.audio(channel, index: index, configuration: configuration,
+                                                                  keying: keying))
             }
         }
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
@@ -158,6 +169,28 @@ public final class ScreenSender: @unchecked Sendable {
 
     deinit {
         stop()
+    }
+
+    /// Ports of their own are for receivers that take a static key: a
+    /// handshake needs the one port `share recv` listens on.
+    private static func checkPorts(_ c: SenderConfiguration) throws(SenderError) {
+        let ports: [(String, [Int])] = [("port", [c.port]), ("audio port", c.audioPorts), ("RTCP port", c.rtcpPort.map { [$0] } ?? []),
+                                        ("audio RTCP port", c.audioRTCPPorts)]
+        var used: Set<Int> = []
+        for (name, list) in ports {
+            for port in list {
+                guard (1...65535).contains(port) else { throw .configuration("\(name) \(port) outside 1-65535") }
+                guard used.insert(port).inserted else { throw .configuration("\(name) \(port) is taken by another stream") }
+            }
+        }
+        for (name, list) in [("audio ports", c.audioPorts), ("audio RTCP ports", c.audioRTCPPorts)]
+        where !list.isEmpty && list.count < c.audio.count {
+            throw .configuration("\(list.count) \(name) for \(c.audio.count) audio streams")
+        }
+        if case .handshake = c.keying, !c.audioPorts.isEmpty || c.rtcpPort != nil || !c.audioRTCPPorts.isEmpty {
+            throw .configuration("separate audio and RTCP ports are for SFUs and standard receivers, with a static key "
+                + "(--srtp-key-file or --sdp); share recv takes everything on one port")
+        }
     }
 
     /// Caps glibc's malloc arenas at two for the whole process: glibc gives
@@ -311,6 +344,11 @@ public final class ScreenSender: @unchecked Sendable {
             s.fecPackets = streamStats.fecPackets
             s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests
+            s.receiversJoined = streamStats.receiversJoined
+            s.plainKeyframeRequests = streamStats.plainKeyframeRequests
+            s.plainRequestsLimited = streamStats.plainRequestsLimited
+            s.plainRTCPIgnored = streamStats.plainIgnored
+            s.controlPortRefused = streamStats.controlPortRefused
             s.rtcpRejected = streamStats.rtcpRejected
             s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
             s.receiverLossFraction = streamStats.fractionLost

@@ -36,7 +36,21 @@ public struct SenderConfiguration: Sendable {
     }
 
     public var host: String
+    /// The receiver's port: video RTP, and everything else unless the ports
+    /// below say otherwise (what `share recv` takes).
     public var port: Int = 5004
+    /// For an SFU or a standard receiver (static key only): each audio
+    /// stream's RTP on a port of its own (in the order of `audio`), with its
+    /// RTCP muxed there unless `audioRTCPPorts` says otherwise. Empty: audio
+    /// on `port`.
+    public var audioPorts: [Int] = []
+    /// For an SFU or a standard receiver (static key only): the video's
+    /// RTCP on a port of its own (RFC 3605). Sender reports go there, and
+    /// plain PLI/FIR are taken from there (from that address only, at most
+    /// twice a second): Janus asks for keyframes this way. nil: muxed on `port`.
+    public var rtcpPort: Int?
+    /// Each audio stream's RTCP on a port of its own. Empty: muxed.
+    public var audioRTCPPorts: [Int] = []
     /// X display to capture; nil means $DISPLAY.
     public var display: String?
     public var fps: Int = 30
@@ -203,6 +217,15 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bytesSent = 0
     public var packetsRetransmitted = 0
     public var keyframeRequests = 0
+    /// Receivers whose first report brought a keyframe (they joined mid-stream).
+    public var receiversJoined = 0
+    /// On the RTCP port of its own (`rtcpPort`): plain PLI/FIR honoured,
+    /// refused for coming too soon, plain RTCP that asked nothing of the
+    /// stream (REMB, reports), and datagrams that were not RTCP.
+    public var plainKeyframeRequests = 0
+    public var plainRequestsLimited = 0
+    public var plainRTCPIgnored = 0
+    public var controlPortRefused = 0
     /// Datagrams from the receiver's address refused: not RTCP, or failed SRTCP authentication.
     public var rtcpRejected = 0
     /// Sessions established (1, plus one per receiver restart or renewal),

@@ -30,6 +30,8 @@ enum SenderDescription {
             crypto: (keying.profile.rawValue, keying.inlineKeySalt()),
             extensions: [(1, AbsoluteCaptureTime.uri)], source: (ssrc, configuration.cname))
         video.feedback = ["nack", "nack pli", "ccm fir"] + (configuration.congestionControl ? ["ack ccfb"] : [])
+        video.rtcpPort = configuration.rtcpPort
+        video.rtcpMux = configuration.rtcpPort == nil
         if let repairSSRC {
             video.retransmission = (configuration.retransmissionPayloadType, repairSSRC)
         }
@@ -39,14 +41,19 @@ enum SenderDescription {
         return SessionDescription(connectionAddress: destination.host, media: [video])
     }
 
-    static func audio(_ channel: AudioChannel, configuration: SenderConfiguration,
+    /// The audio stream `index` (on its own port when audio has ports of
+    /// its own; RTCP muxed unless it has one too).
+    static func audio(_ channel: AudioChannel, index: Int, configuration: SenderConfiguration,
                       keying: SRTPKeyingMaterial) -> MediaDescription {
         // RFC 7587 §7: opus/48000/2 always; stereo=1 says what we send.
-        MediaDescription(
-            kind: .audio, port: configuration.port, payloadType: configuration.audioPayloadType, codec: "opus",
-            clockRate: 48_000, channels: 2,
+        var audio = MediaDescription(
+            kind: .audio, port: index < configuration.audioPorts.count ? configuration.audioPorts[index] : configuration.port,
+            payloadType: configuration.audioPayloadType, codec: "opus", clockRate: 48_000, channels: 2,
             formatParameters: [("minptime", "10"), ("useinbandfec", "1"), ("stereo", channel.reader.channels == 2 ? "1" : "0")],
             crypto: (keying.profile.rawValue, keying.inlineKeySalt()),
             extensions: [(1, AbsoluteCaptureTime.uri)], source: (channel.ssrc, configuration.cname))
+        audio.rtcpPort = index < configuration.audioRTCPPorts.count ? configuration.audioRTCPPorts[index] : nil
+        audio.rtcpMux = audio.rtcpPort == nil
+        return audio
     }
 }

@@ -3,12 +3,18 @@ public import ArgumentParser
 /// Options of `share send`, parsed by the `share` dispatcher (to fail fast
 /// and print help) and again by `share-send`, which does the work.
 public struct SendOptions: ParsableArguments {
-    @Argument(help: "The receiver's host name or address.") public var host: String
+    @Argument(help: "The receiver's host name or address (with --janus, none: Janus's host).") public var host: String?
     @Option(help: "The receiver's UDP port (RTP and RTCP share it).") public var port = 5004
+    @Option(help: "SFUs and standard receivers: audio on this port of its own (a second audio stream two up), as Janus and ffmpeg want it. Static key only.")
+    public var audioPort: Int?
+    @Option(help: "SFUs and standard receivers: the video's RTCP on this port of its own (RFC 3605); plain PLI/FIR from there ask for a keyframe (Janus sends them). Static key only.")
+    public var rtcpPort: Int?
+    @Option(help: "The audio's RTCP on this port of its own (default: muxed on the audio port).")
+    public var audioRTCPPort: Int?
     @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
     @Option(help: "Frames per second.") public var fps = 30
     @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
-    @Option(help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth).")
+    @Option(help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
     public var keyint: Int?
     @Flag(help: "Send at --bitrate whatever the path does (no congestion control), for receivers that send no feedback.")
     public var fixedBitrate = false
@@ -38,6 +44,15 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Send a sine tone of this frequency as audio.") public var audioTone: Double?
     @Option(help: "Interop: write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key). Uses --srtp-key-file's key, or a fresh one for this run; no handshake.")
     public var sdp: String?
+    @Option(help: "Fan out through Janus: create a streaming mountpoint at this API address (http://HOST:8088/janus), send to it, remove it on exit; prints the viewer link. HOST is then where media goes (the positional host is ignored).")
+    public var janus: String?
+    @Option(help: "Janus's secrets, mode 0600: `api_secret = ...` and/or `admin_key = ...` lines (Janus's own names).")
+    public var janusSecrets: String?
+
+    public mutating func validate() throws {
+        if host == nil && janus == nil { throw ValidationError("give the receiver's host (or --janus URL)") }
+        if host != nil && janus != nil { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
+    }
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/send-<pid>.sock).") public var control: String?

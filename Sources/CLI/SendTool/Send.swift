@@ -27,7 +27,7 @@ struct Send: ParsableCommand {
             if sdp != nil && o.keyFile != nil {
                 fail("--sdp is for other tools, which cannot handshake: use it with --srtp-key-file (or alone), not --key-file")
             }
-            if sdp != nil && o.srtpKeyFile == nil {
+            if (sdp != nil || o.janus != nil) && o.srtpKeyFile == nil {
                 keying = .staticKey(.random(profile: .aes128CmHmacSha1_80))
             } else {
                 keying = try Keying.resolve(keyFile: o.keyFile, srtpKeyFile: o.srtpKeyFile, name: o.name)
@@ -36,13 +36,17 @@ struct Send: ParsableCommand {
             fail("\(error)")
         }
         ScreenSender.limitMallocArenas()
-        var configuration = SenderConfiguration(host: host, keying: keying)
+        var configuration = SenderConfiguration(host: host ?? "", keying: keying)
         configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
         configuration.port = port
+        configuration.rtcpPort = o.rtcpPort
         configuration.display = display
         configuration.fps = fps
         configuration.bitrateKbps = bitrate
-        configuration.keyframeInterval = keyint
+        // Standard receivers reading the SDP may join at any time and never
+        // ask for a keyframe: a decoder shows a picture once a whole sweep
+        // has passed (ffmpeg waits for the recovery point), so sweeps are short.
+        configuration.keyframeInterval = keyint ?? (sdp != nil ? max(4, fps / 4) : nil)
         configuration.mtu = mtu
         configuration.encoderThreads = o.threads
         if o.everyFrame { configuration.stillRefresh = nil }
@@ -54,6 +58,17 @@ struct Send: ParsableCommand {
             configuration.size = parsed
         }
         do { configuration.audio = try audioInputs(o) } catch { fail("\(error)") }
+        // Each further audio stream two ports up, as RTP ports go.
+        let streams = configuration.audio.indices
+        configuration.audioPorts = o.audioPort.map { port in streams.map { port + 2 * $0 } } ?? []
+        configuration.audioRTCPPorts = o.audioRTCPPort.map { port in streams.map { port + 2 * $0 } } ?? []
+        var janus: JanusMount?
+        if let url = o.janus {
+            if o.audioPort != nil || o.rtcpPort != nil || o.audioRTCPPort != nil { fail("--janus chooses the ports: no --audio-port or --rtcp-port") }
+            do { janus = try JanusMount.create(url: url, secretsFile: o.janusSecrets, name: o.name, configuration: &configuration) } catch {
+                fail("janus: \(error)")
+            }
+        }
         if let text = o.memoryBudget {
             if text == "0" {
                 configuration.memoryBudget = nil
@@ -63,7 +78,13 @@ struct Send: ParsableCommand {
             }
         }
         let sender: ScreenSender
-        do { sender = try ScreenSender(configuration: configuration) } catch { fail("\(error)") }
+        do { sender = try ScreenSender(configuration: configuration) } catch {
+            janus?.remove()
+            fail("\(error)")
+        }
+        if let janus {
+            note("janus: mountpoint \(janus.mountpoint.id) at \(janus.client.url); watch: \(janus.viewerLink)")
+        }
         let setup = sender.setup
         if let sdp, let description = setup.sessionDescription {
             do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
@@ -119,6 +140,7 @@ struct Send: ParsableCommand {
         stop.wait()
         status.stop()
         sender.stop()
+        janus?.remove()
         let s = sender.statistics
         print("""
             sent \(s.framesEncoded) frames (\(s.keyframes) keyframes) in \(String(format: "%.1f", s.elapsedSeconds)) s: \
@@ -129,6 +151,7 @@ struct Send: ParsableCommand {
             \(s.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"), \(s.qualitySteps) quality steps
             session: \(s.sessions) established, first after \(s.handshakeMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"); \
             \(s.framesBeforeSession) frames before it (not encoded), \(s.rtcpRejected) datagrams refused
+            keyframes asked for: \(s.keyframeRequests) (\(s.receiversJoined) for receivers joining)\(rtcpPortLine(s))
             dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
             cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
@@ -139,6 +162,14 @@ struct Send: ParsableCommand {
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
     }
+}
+
+/// What came in on the RTCP port of its own, when there is one.
+func rtcpPortLine(_ s: SenderStatistics) -> String {
+    let total = s.plainKeyframeRequests + s.plainRequestsLimited + s.plainRTCPIgnored + s.controlPortRefused
+    guard total > 0 else { return "" }
+    return "; RTCP port: \(s.plainKeyframeRequests) plain PLI/FIR honoured, \(s.plainRequestsLimited) too soon, "
+        + "\(s.plainRTCPIgnored) other RTCP ignored, \(s.controlPortRefused) not RTCP"
 }
 
 /// The audio streams `--audio`, `--audio-source`, `--audio-file` and

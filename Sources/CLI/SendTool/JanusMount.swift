@@ -1,0 +1,83 @@
+import Foundation
+import ShareCommands
+import ShareFanout
+import ShareHandshake
+import ShareSender
+import ShareSRTP
+
+/// `share send --janus`: one encode, many viewers. Creates a streaming
+/// mountpoint through Janus's HTTP API that takes our SRTP as it is (its
+/// ports, codecs and key), points the sender at it, and removes it when
+/// the sender ends.
+struct JanusMount {
+    let client: JanusClient
+    let mountpoint: Mountpoint
+    private let secret: String
+
+    /// Creates the mountpoint and sets `configuration` up to send to it.
+    static func create(url text: String, secretsFile: String?, name: String?,
+                       configuration: inout SenderConfiguration) throws -> JanusMount {
+        let url = try HTTPURL(text)
+        var credentials = JanusCredentials()
+        if let secretsFile {
+            try KeyFile.refuseIfReadableByOthers(secretsFile, what: "Janus secrets file")
+            credentials = try JanusCredentials(parsing: String(contentsOfFile: secretsFile, encoding: .utf8))
+        }
+        guard case .staticKey(let keying) = configuration.keying else {
+            throw JanusError("Janus takes a static SRTP key (it cannot handshake): not with --key-file")
+        }
+        let suite: Int
+        switch keying.profile {
+        case .aes128CmHmacSha1_80: suite = 80
+        case .aes128CmHmacSha1_32: suite = 32
+        default: throw JanusError("Janus takes AES_CM_128_HMAC_SHA1_80 or _32 keys, not \(keying.profile.rawValue)")
+        }
+        var random = SystemRandomNumberGenerator()
+        let secret = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+        let request = MountpointRequest(
+            description: "share from \(name ?? IdentityStore.defaultName())", videoPayloadType: Int(configuration.payloadType),
+            // Constrained Baseline, as x264 codes for us; browsers match on the profile.
+            videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
+            audio: configuration.audio.map { .init(payloadType: Int(configuration.audioPayloadType), stereo: $0.channels == 2) },
+            srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: secret)
+        let client = JanusClient(url: url, credentials: credentials)
+        let mountpoint = try client.create(request)
+        configuration.host = url.host
+        configuration.port = mountpoint.videoPort
+        configuration.rtcpPort = mountpoint.videoRTCPPort
+        configuration.audioPorts = mountpoint.audioPorts
+        // Janus sends no per-packet feedback and no NACK: a fixed rate, and
+        // no repair streams on SSRCs the mountpoint does not know.
+        configuration.congestionControl = false
+        configuration.retransmissionStream = false
+        configuration.forwardErrorCorrection = false
+        return JanusMount(client: client, mountpoint: mountpoint, secret: secret)
+    }
+
+    /// Where a browser watches: the viewer page of examples/, when this
+    /// binary sits in a checkout (or the current directory is one).
+    var viewerLink: String {
+        let query = "?janus=\(client.url)&id=\(mountpoint.id)"
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let directory = executable.deletingLastPathComponent()
+        let candidates = [
+            // .build/release/ (a link) or .build/<triple>/release/ in a checkout
+            directory.appendingPathComponent("../../examples/janus-viewer/index.html"),
+            directory.appendingPathComponent("../../../examples/janus-viewer/index.html"),
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("examples/janus-viewer/index.html"),
+        ]
+        for page in candidates where FileManager.default.fileExists(atPath: page.standardizedFileURL.path) {
+            return "file://\(page.standardizedFileURL.path)\(query)"
+        }
+        return "examples/janus-viewer/index.html\(query) (in share's source tree)"
+    }
+
+    func remove() {
+        do {
+            try client.destroy(mountpoint, secret: secret)
+            note("janus: mountpoint \(mountpoint.id) removed")
+        } catch {
+            note("janus: mountpoint \(mountpoint.id) could not be removed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// One encode, many viewers: `share send --janus` into Debian's Janus, real
+/// headless Chromium viewers decoding through WebRTC, and a standard
+/// receiver (ffmpeg) joining a stream it never asks anything of.
+@Suite("Fan-out: Janus and browsers, standard receivers joining late", .serialized)
+struct FanoutEndToEndTests {
+    /// Frames encoded per second over the sender's run (its own count).
+    private func senderRate(_ stats: [String: Any]) -> Double {
+        let frames = Double(stats["framesEncoded"] as? Int ?? 0)
+        let seconds = stats["elapsedSeconds"] as? Double ?? 1
+        return frames / max(seconds, 1)
+    }
+
+    private func number(_ report: [String: Any]?, _ key: String) -> Double {
+        (report?[key] as? NSNumber)?.doubleValue ?? -1
+    }
+
+    @Test func browsersWatchThroughJanusAndALateViewerHasAPictureWithinASecond() throws {
+        let janus = try JanusServer()
+        let dir = try TemporaryDirectory()
+        let screen = try EndToEndTests.Screen()
+        let sender = try ShareBinary.start(["send", "--janus", janus.url, "--janus-secrets", janus.secretsFile,
+                                            "--display", screen.name, "--audio-tone", "440", "--duration", "17",
+                                            "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("watch:", timeout: 10), "\(sender.output)")
+        let line = try #require(sender.output.split(separator: "\n").first { $0.contains("janus: mountpoint") })
+        let id = try #require(UInt64(line.split(separator: " ").first { UInt64($0) != nil } ?? ""))
+        #expect(line.contains("file://") && line.contains("examples/janus-viewer/index.html?janus="), "\(line)")
+
+        let first = try BrowserViewer(janus: janus.url, mountpoint: id, apiSecret: janus.apiSecret)
+        // The first viewer's picture, then ten seconds of it.
+        let start = first.waitForReport(timeout: 10) { number($0, "framesDecoded") > 0 }
+        #expect(start != nil, "no picture in the first viewer: \(first.statuses) \(janus.log.suffix(2000))")
+        usleep(2_000_000)
+        let second = try BrowserViewer(janus: janus.url, mountpoint: id, apiSecret: janus.apiSecret)
+        let joined = second.waitForReport(timeout: 10) { number($0, "joinMs") >= 0 && number($0, "framesDecoded") > 0 }
+        let end = first.waitForReport(timeout: 14) { number($0, "elapsedMs") >= number(start, "elapsedMs") + 10_000 }
+        let result = sender.wait(timeout: 20)
+        #expect(result.status == 0, "\(result.output)")
+        let stats = try readStats(dir.path("send.json"))
+
+        // Over ten seconds the first viewer decodes at least 95% of what was sent.
+        let seconds = (number(end, "elapsedMs") - number(start, "elapsedMs")) / 1000
+        let decoded = number(end, "framesDecoded") - number(start, "framesDecoded")
+        #expect(seconds >= 9.5, "\(String(describing: end))")
+        #expect(decoded >= 0.95 * senderRate(stats) * seconds,
+                "decoded \(decoded) in \(seconds) s at \(senderRate(stats)) fps sent: \(String(describing: end))")
+        #expect(number(end, "videoPacketsLost") == 0)
+        #expect(number(end, "frameWidth") == 1280 && number(end, "frameHeight") == 720)
+        // Sound reaches the browser too: 48 kHz for the ten seconds, hardly concealed.
+        let samples = number(end, "audioSamplesReceived") - number(start, "audioSamplesReceived")
+        #expect(samples >= 0.95 * 48_000 * seconds, "audio: \(String(describing: end))")
+        #expect(number(end, "audioConcealedSamples") < 0.02 * number(end, "audioSamplesReceived"))
+
+        // The late viewer: Janus asks us for a keyframe (plain PLI on its RTCP
+        // port) and the picture is there within a second of asking to watch.
+        #expect(number(joined, "joinMs") >= 0 && number(joined, "joinMs") < 1000, "\(String(describing: joined))")
+        #expect((stats["plainKeyframeRequests"] as? Int ?? 0) >= 2, "one per viewer: \(stats)")
+        #expect(stats["controlPortRefused"] as? Int == 0)
+        #expect(result.output.contains("mountpoint \(id) removed"), "\(result.output)")
+        first.stop()
+        second.stop()
+    }
+
+    /// Whether a UDP socket is bound to `port` on this machine (/proc/net/udp).
+    private func udpPortIsBound(_ port: Int) -> Bool {
+        let hex = String(format: ":%04X ", port)
+        return ["/proc/net/udp", "/proc/net/udp6"].contains { path in
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").contains { line in
+                line.split(separator: " ").dropFirst().first.map { "\($0) ".contains(hex) } ?? false
+            }
+        }
+    }
+
+    /// ffmpeg opens our SDP three seconds into the stream and never asks for
+    /// a keyframe: the short intra-refresh sweeps `--sdp` uses give it a
+    /// whole picture within half a second, so it decodes at least 95% of
+    /// the frames sent after it started listening. Audio on a port of its
+    /// own, as the SDP says, is decoded too.
+    @Test func ffmpegJoiningLateDecodesNearlyEveryFrameFromItsStart() throws {
+        let dir = try TemporaryDirectory()
+        let screen = try EndToEndTests.Screen()
+        let port = freeUDPPort()
+        let audioPort = freeUDPPort()
+        let sdp = dir.path("stream.sdp")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--audio-port", "\(audioPort)",
+                                            "--display", screen.name, "--audio-tone", "440", "--sdp", sdp,
+                                            "--duration", "13.5", "--stats-json", dir.path("send.json")])
+        usleep(3_000_000)
+        let text = try String(contentsOfFile: sdp, encoding: .utf8)
+        #expect(text.contains("m=video \(port) RTP/SAVP") && text.contains("m=audio \(audioPort) RTP/SAVP"), "\(text)")
+        let md5 = dir.path("frames.md5")
+        let ffmpeg = try ChildProcess("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error",
+                                                 "-protocol_whitelist", "file,udp,rtp,srtp,crypto", "-i", sdp,
+                                                 "-map", "0:v", "-map", "0:a", "-f", "framemd5", "-y", md5])
+        let deadline = Date().addingTimeInterval(5)
+        while !udpPortIsBound(port) && Date() < deadline { usleep(5_000) }
+        let listening = Date().timeIntervalSince1970
+        #expect(udpPortIsBound(port), "ffmpeg never bound port \(port)")
+        let sent = sender.wait(timeout: 20)
+        #expect(sent.status == 0, "\(sent.output)")
+        let result = ffmpeg.wait(timeout: 10)  // it ends on our RTCP BYE
+        let lines = ((try? String(contentsOfFile: md5, encoding: .utf8)) ?? "").split(separator: "\n")
+        let decoded = lines.filter { $0.hasPrefix("0,") }.count
+        let audioFrames = lines.filter { $0.hasPrefix("1,") }.count
+
+        // Frames the sender encoded after ffmpeg listened, from its timeline (every 250 ms).
+        let stats = try readStats(dir.path("send.json"))
+        let origin = stats["timelineOriginUnix"] as? Double ?? 0
+        let timeline = (stats["rateTimeline"] as? [[String: Any]] ?? []).map {
+            (seconds: $0["seconds"] as? Double ?? 0, frames: $0["framesEncoded"] as? Int ?? 0)
+        }
+        let total = stats["framesEncoded"] as? Int ?? 0
+        let before = timeline.last { origin + $0.seconds <= listening }?.frames ?? 0
+        let after = total - before
+        #expect(after >= 250, "\(after) frames after ffmpeg started: \(timeline.count) samples")
+        #expect(Double(decoded) >= 0.95 * Double(after), "ffmpeg decoded \(decoded) of the \(after) frames sent after it started")
+        #expect(audioFrames >= 400, "ffmpeg decoded \(audioFrames) audio frames from the audio port")
+        #expect(!result.output.lowercased().contains("error"), "ffmpeg reported: \(result.output)")
+    }
+}

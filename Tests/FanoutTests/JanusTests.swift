@@ -1,0 +1,82 @@
+import Foundation
+import ShareFanout
+import TestSupport
+import Testing
+
+@Suite("Janus's HTTP API: messages (canned answers) and a real Janus", .serialized)
+struct JanusTests {
+    private func json(_ bytes: [UInt8]) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+    }
+
+    private let request = MountpointRequest(description: "share test", videoPayloadType: 96,
+                                            videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
+                                            audio: [.init(payloadType: 111, stereo: true)], srtpSuite: 80,
+                                            srtpKeySalt: "WbTBosdVUZqEb6Htqhn+m3z7wUh4RJVR8nE15GbN", secret: "s3cret")
+
+    @Test func requestsCarryTheSecretsAndTheMedia() {
+        let credentials = JanusCredentials(apiSecret: "api", adminKey: "admin")
+        let create = json(JanusMessages.createMountpoint(request, transaction: "t1", credentials: credentials))
+        #expect(create["apisecret"] as? String == "api" && create["janus"] as? String == "message")
+        let body = create["body"] as? [String: Any] ?? [:]
+        #expect(body["admin_key"] as? String == "admin" && body["srtpsuite"] as? Int == 80 && body["type"] as? String == "rtp")
+        let media = body["media"] as? [[String: Any]] ?? []
+        #expect(media.count == 2)
+        #expect(media.first?["codec"] as? String == "h264" && media.first?["rtcpport"] as? Int == 0)
+        #expect(media.last?["codec"] as? String == "opus" && media.last?["fmtp"] as? String == "stereo=1;sprop-stereo=1")
+        let bare = json(JanusMessages.createSession(transaction: "t", credentials: JanusCredentials()))
+        #expect(bare["apisecret"] == nil)
+    }
+
+    @Test func answersAreReadOrRefusedWithTheirReason() throws {
+        let created = Array(#"{"janus":"success","transaction":"a","data":{"id":704810640401256}}"#.utf8)
+        #expect(try JanusMessages.createdID(created, what: "x") == 704_810_640_401_256)
+        let unauthorized = Array(#"{"janus":"error","error":{"code":403,"reason":"Unauthorized request (wrong or missing secret/token)"}}"#.utf8)
+        let refused = #expect(throws: JanusError.self) { try JanusMessages.createdID(unauthorized, what: "create an API session") }
+        #expect(refused?.description.contains("Unauthorized") == true && refused?.description.contains("--janus-secrets") == true)
+        let mountpoint = Array(#"""
+            {"janus":"success","plugindata":{"plugin":"janus.plugin.streaming","data":{"streaming":"created","created":"mp",
+            "permanent":false,"stream":{"id":8567847626124261,"type":"live","ports":[{"type":"video","mid":"v","port":41000,
+            "rtcp_port":41001},{"type":"audio","mid":"a0","port":41002}]}}}}
+            """#.utf8)
+        #expect(try JanusMessages.mountpoint(mountpoint, audioStreams: 1)
+                == Mountpoint(id: 8_567_847_626_124_261, videoPort: 41000, videoRTCPPort: 41001, audioPorts: [41002]))
+        #expect(throws: JanusError.self) { try JanusMessages.mountpoint(mountpoint, audioStreams: 2) }
+        let pluginError = Array(#"{"janus":"success","plugindata":{"plugin":"janus.plugin.streaming","data":{"streaming":"event","error_code":456,"error":"Unauthorized (wrong admin_key)"}}}"#.utf8)
+        let wrongKey = #expect(throws: JanusError.self) { try JanusMessages.mountpoint(pluginError, audioStreams: 1) }
+        #expect(wrongKey?.description.contains("wrong admin_key") == true)
+        #expect(throws: JanusError.self) { try JanusMessages.createdID(Array("<html>".utf8), what: "x") }
+    }
+
+    @Test func credentialsFilesAreReadAndNeverPrinted() throws {
+        let credentials = try JanusCredentials(parsing: "# Janus\napi_secret = \"abc\"\n\nadmin_key=def  # the plugin's\n")
+        #expect(credentials == JanusCredentials(apiSecret: "abc", adminKey: "def"))
+        #expect(!"\(credentials)".contains("abc") && !String(reflecting: credentials).contains("def"))
+        #expect(throws: JanusError.self) { try JanusCredentials(parsing: "token = x") }
+        #expect(throws: JanusError.self) { try JanusCredentials(parsing: "api_secret") }
+        #expect(throws: JanusError.self) { try JanusCredentials(parsing: "admin_key = ") }
+    }
+
+    @Test func aRealJanusCreatesAndRemovesTheMountpoint() throws {
+        let janus = try JanusServer()
+        let url = try HTTPURL(janus.url)
+        let client = JanusClient(url: url, credentials: JanusCredentials(apiSecret: janus.apiSecret, adminKey: janus.adminKey))
+        let mountpoint = try client.create(request)
+        #expect(mountpoint.videoRTCPPort != nil && mountpoint.audioPorts.count == 1)
+        #expect(Set([mountpoint.videoPort, mountpoint.videoRTCPPort ?? 0] + mountpoint.audioPorts).count == 3)
+        // Only the mountpoint's own secret removes it.
+        #expect(throws: JanusError.self) { try client.destroy(mountpoint, secret: "guess") }
+        try client.destroy(mountpoint, secret: request.secret)
+        let again = #expect(throws: JanusError.self) { try client.destroy(mountpoint, secret: request.secret) }
+        #expect(again?.description.contains("No such mountpoint") == true, "\(String(describing: again))")
+
+        let stranger = JanusClient(url: url, credentials: JanusCredentials(apiSecret: "wrong", adminKey: janus.adminKey))
+        let unauthorized = #expect(throws: JanusError.self) { try stranger.create(request) }
+        #expect(unauthorized?.description.contains("--janus-secrets") == true, "\(String(describing: unauthorized))")
+        let noAdmin = JanusClient(url: url, credentials: JanusCredentials(apiSecret: janus.apiSecret))
+        #expect(throws: JanusError.self) { try noAdmin.create(request) }
+        let nobody = JanusClient(url: try HTTPURL("http://127.0.0.1:\(freeTCPPort())/janus"), credentials: JanusCredentials())
+        let refused = #expect(throws: JanusError.self) { try nobody.create(request) }
+        #expect(refused?.description.contains("Connection refused") == true, "\(String(describing: refused))")
+    }
+}

@@ -1,0 +1,154 @@
+public import Foundation
+
+/// Janus (Debian's package) for one test: a configuration the project
+/// writes (only the streaming plugin and the HTTP transport, on loopback, a
+/// free HTTP port, an RTP port range of its own, an API secret and a
+/// streaming admin key), stopped by PID.
+public final class JanusServer: @unchecked Sendable {
+    public let directory: TemporaryDirectory
+    public let httpPort: Int
+    public let apiSecret = "api-\(UInt64.random(in: 0...UInt64.max))"
+    public let adminKey = "admin-\(UInt64.random(in: 0...UInt64.max))"
+    /// The credentials as `share send --janus-secrets` reads them (mode 0600).
+    public let secretsFile: String
+    private let server: ChildProcess
+
+    public var url: String { "http://127.0.0.1:\(httpPort)/janus" }
+    public var pid: pid_t { server.pid }
+    public var log: String { server.output }
+
+    public init() throws {
+        directory = try TemporaryDirectory()
+        httpPort = freeTCPPort()
+        // Each server its own hundred RTP ports, below the kernel's ephemeral range.
+        let base = 20_000 + Int(UInt32.random(in: 0..<100)) * 100
+        let plugins = ["audiobridge", "duktape", "echotest", "lua", "nosip", "recordplay", "sip", "textroom", "videocall",
+                       "videoroom", "voicemail"].map { "libjanus_\($0).so" }.joined(separator: ",")
+        let transports = ["mqtt", "nanomsg", "pfunix", "rabbitmq", "websockets"].map { "libjanus_\($0).so" }.joined(separator: ",")
+        let none = directory.path("none")
+        try FileManager.default.createDirectory(atPath: none, withIntermediateDirectories: true)
+        let files = [
+            "janus.jcfg": """
+                general: {
+                    configs_folder = "\(directory.url.path)"
+                    plugins_folder = "/usr/lib/x86_64-linux-gnu/janus/plugins"
+                    transports_folder = "/usr/lib/x86_64-linux-gnu/janus/transports"
+                    events_folder = "\(none)"
+                    loggers_folder = "\(none)"
+                    debug_level = 4
+                    api_secret = "\(apiSecret)"
+                }
+                media: { rtp_port_range = "\(base)-\(base + 49)" }
+                nat: { ice_enforce_list = "lo" }
+                plugins: { disable = "\(plugins)" }
+                transports: { disable = "\(transports)" }
+                """,
+            "janus.transport.http.jcfg": """
+                general: { json = "compact" base_path = "/janus" http = true port = \(httpPort) ip = "127.0.0.1" https = false }
+                admin: { admin_http = false }
+                """,
+            "janus.plugin.streaming.jcfg": """
+                general: { admin_key = "\(adminKey)" rtp_port_range = "\(base + 50)-\(base + 99)" }
+                """,
+        ]
+        for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
+        secretsFile = directory.path("janus.secrets")
+        try "api_secret = \(apiSecret)\nadmin_key = \"\(adminKey)\"\n".write(toFile: secretsFile, atomically: true, encoding: .utf8)
+        chmod(secretsFile, 0o600)
+        server = try ChildProcess(try which("janus"), ["-C", directory.path("janus.jcfg"), "-F", directory.url.path])
+        let deadline = Date().addingTimeInterval(15)
+        while !server.output.contains("HTTP webserver started") {
+            guard Date() < deadline, server.isRunning else { throw TestEnvironmentError("janus did not start: \(server.output)") }
+            usleep(50_000)
+        }
+    }
+
+    /// CPU seconds Janus has used so far (user + system, from /proc).
+    public var cpuSeconds: Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Janus's resident memory now (VmRSS, bytes).
+    public var residentBytes: Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return (Int(line.split(separator: " ")[1]) ?? 0) * 1024
+    }
+
+    public func stop() { server.stop() }
+
+    deinit { server.stop() }
+}
+
+/// A headless Chromium (Debian's chromium-headless-shell) showing
+/// examples/janus-viewer/index.html: it watches a mountpoint through Janus
+/// and logs its getStats() figures once a second, which this reads back.
+public final class BrowserViewer: @unchecked Sendable {
+    private let browser: ChildProcess
+    private let profile: TemporaryDirectory
+
+    public init(janus: String, mountpoint: UInt64, apiSecret: String?) throws {
+        profile = try TemporaryDirectory()
+        let page = ShareBinary.packageRoot.appendingPathComponent("examples/janus-viewer/index.html").path
+        var query = "janus=\(janus)&id=\(mountpoint)"
+        if let apiSecret { query += "&apisecret=\(apiSecret)" }
+        browser = try ChildProcess(try which("chromium-headless-shell"), [
+            "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.url.path)",
+            "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
+            "--no-first-run", "--mute-audio", "file://\(page)?\(query)",
+        ])
+    }
+
+    /// Every statistics line the page logged so far, oldest first.
+    public var reports: [[String: Any]] {
+        browser.output.components(separatedBy: "share-stats ").dropFirst().compactMap { chunk in
+            guard let end = chunk.range(of: "}\"") else { return nil }
+            let json = chunk[..<chunk.index(after: end.lowerBound)]
+            return (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any]
+        }
+    }
+
+    /// The status lines the page logged (connection states, errors).
+    public var statuses: [String] {
+        browser.output.components(separatedBy: "share-status ").dropFirst().map { String($0.prefix { $0 != "\"" }) }
+    }
+
+    /// Waits until a report satisfies `condition` (returned) or `timeout` passes (nil).
+    public func waitForReport(timeout: TimeInterval, _ condition: ([String: Any]) -> Bool) -> [String: Any]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let report = reports.last(where: condition) { return report }
+            usleep(100_000)
+        }
+        return nil
+    }
+
+    public var isRunning: Bool { browser.isRunning }
+    public var output: String { browser.output }
+
+    public func stop() { browser.stop() }
+
+    deinit { browser.stop() }
+}
+
+/// A free TCP port on loopback.
+public func freeTCPPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+            bind(fd, pointer, length)
+            return getsockname(fd, pointer, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
