@@ -16,7 +16,7 @@ SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
-.PHONY: deps build test demo fuzz tsan bench bench-update harness clean
+.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -45,6 +45,12 @@ test: deps
 demo: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	examples/demo.sh
+
+## demo-fanout: one encode, many viewers: Janus, `share send --janus` and a headless
+## browser on the viewer page (examples/fanout/), with a screenshot in out/
+demo-fanout: deps
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	examples/fanout/demo.sh
 
 ## tsan: the sender and receiver library tests (capture, encode, network, audio and decode threads,
 ## lifecycle from event handlers) under ThreadSanitizer in a separate build; any report fails the run

@@ -28,7 +28,7 @@ struct FanoutEndToEndTests {
         #expect(sender.waitForOutput("watch:", timeout: 10), "\(sender.output)")
         let line = try #require(sender.output.split(separator: "\n").first { $0.contains("janus: mountpoint") })
         let id = try #require(UInt64(line.split(separator: " ").first { UInt64($0) != nil } ?? ""))
-        #expect(line.contains("file://") && line.contains("examples/janus-viewer/index.html?janus="), "\(line)")
+        #expect(line.contains("file://") && line.contains("examples/fanout/viewer.html?janus="), "\(line)")
 
         let first = try BrowserViewer(janus: janus.url, mountpoint: id, apiSecret: janus.apiSecret)
         // The first viewer's picture, then ten seconds of it.

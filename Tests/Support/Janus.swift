@@ -22,39 +22,10 @@ public final class JanusServer: @unchecked Sendable {
         httpPort = freeTCPPort()
         // Each server its own hundred RTP ports, below the kernel's ephemeral range.
         let base = 20_000 + Int(UInt32.random(in: 0..<100)) * 100
-        let plugins = ["audiobridge", "duktape", "echotest", "lua", "nosip", "recordplay", "sip", "textroom", "videocall",
-                       "videoroom", "voicemail"].map { "libjanus_\($0).so" }.joined(separator: ",")
-        let transports = ["mqtt", "nanomsg", "pfunix", "rabbitmq", "websockets"].map { "libjanus_\($0).so" }.joined(separator: ",")
-        let none = directory.path("none")
-        try FileManager.default.createDirectory(atPath: none, withIntermediateDirectories: true)
-        let files = [
-            "janus.jcfg": """
-                general: {
-                    configs_folder = "\(directory.url.path)"
-                    plugins_folder = "/usr/lib/x86_64-linux-gnu/janus/plugins"
-                    transports_folder = "/usr/lib/x86_64-linux-gnu/janus/transports"
-                    events_folder = "\(none)"
-                    loggers_folder = "\(none)"
-                    debug_level = 4
-                    api_secret = "\(apiSecret)"
-                }
-                media: { rtp_port_range = "\(base)-\(base + 49)" }
-                nat: { ice_enforce_list = "lo" }
-                plugins: { disable = "\(plugins)" }
-                transports: { disable = "\(transports)" }
-                """,
-            "janus.transport.http.jcfg": """
-                general: { json = "compact" base_path = "/janus" http = true port = \(httpPort) ip = "127.0.0.1" https = false }
-                admin: { admin_http = false }
-                """,
-            "janus.plugin.streaming.jcfg": """
-                general: { admin_key = "\(adminKey)" rtp_port_range = "\(base + 50)-\(base + 99)" }
-                """,
-        ]
-        for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
+        let script = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/janus-config.sh").path
+        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret, adminKey])
+        guard written.status == 0 else { throw TestEnvironmentError("janus-config.sh: \(written.stderr)") }
         secretsFile = directory.path("janus.secrets")
-        try "api_secret = \(apiSecret)\nadmin_key = \"\(adminKey)\"\n".write(toFile: secretsFile, atomically: true, encoding: .utf8)
-        chmod(secretsFile, 0o600)
         server = try ChildProcess(try which("janus"), ["-C", directory.path("janus.jcfg"), "-F", directory.url.path])
         let deadline = Date().addingTimeInterval(15)
         while !server.output.contains("HTTP webserver started") {
@@ -85,7 +56,7 @@ public final class JanusServer: @unchecked Sendable {
 }
 
 /// A headless Chromium (Debian's chromium-headless-shell) showing
-/// examples/janus-viewer/index.html: it watches a mountpoint through Janus
+/// examples/fanout/viewer.html: it watches a mountpoint through Janus
 /// and logs its getStats() figures once a second, which this reads back.
 public final class BrowserViewer: @unchecked Sendable {
     private let browser: ChildProcess
@@ -93,7 +64,7 @@ public final class BrowserViewer: @unchecked Sendable {
 
     public init(janus: String, mountpoint: UInt64, apiSecret: String?) throws {
         profile = try TemporaryDirectory()
-        let page = ShareBinary.packageRoot.appendingPathComponent("examples/janus-viewer/index.html").path
+        let page = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/viewer.html").path
         var query = "janus=\(janus)&id=\(mountpoint)"
         if let apiSecret { query += "&apisecret=\(apiSecret)" }
         browser = try ChildProcess(try which("chromium-headless-shell"), [

@@ -62,14 +62,14 @@ struct JanusMount {
         let directory = executable.deletingLastPathComponent()
         let candidates = [
             // .build/release/ (a link) or .build/<triple>/release/ in a checkout
-            directory.appendingPathComponent("../../examples/janus-viewer/index.html"),
-            directory.appendingPathComponent("../../../examples/janus-viewer/index.html"),
-            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("examples/janus-viewer/index.html"),
+            directory.appendingPathComponent("../../examples/fanout/viewer.html"),
+            directory.appendingPathComponent("../../../examples/fanout/viewer.html"),
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("examples/fanout/viewer.html"),
         ]
         for page in candidates where FileManager.default.fileExists(atPath: page.standardizedFileURL.path) {
             return "file://\(page.standardizedFileURL.path)\(query)"
         }
-        return "examples/janus-viewer/index.html\(query) (in share's source tree)"
+        return "examples/fanout/viewer.html\(query) (in share's source tree)"
     }
 
     func remove() {

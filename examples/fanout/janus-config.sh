@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Writes a Janus configuration for share's fan-out into DIR: Debian's janus
+# with only the streaming plugin and the HTTP transport, the API on
+# 127.0.0.1:HTTP_PORT (/janus), RTP ports RTP_BASE..RTP_BASE+99, an API
+# secret and a streaming admin key (random unless given), and the secrets
+# file `share send --janus-secrets` reads (DIR/janus.secrets, mode 0600).
+# Start Janus with:  janus -C DIR/janus.jcfg -F DIR
+#
+#   janus-config.sh DIR HTTP_PORT RTP_BASE [API_SECRET ADMIN_KEY]
+set -euo pipefail
+dir=$1 http_port=$2 rtp_base=$3
+api_secret=${4:-api-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
+admin_key=${5:-admin-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
+libs=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/janus
+mkdir -p "$dir/none"
+list() { local out=""; for name in "$@"; do out="$out${out:+,}libjanus_$name.so"; done; echo "$out"; }
+
+cat >"$dir/janus.jcfg" <<CFG
+general: {
+	configs_folder = "$dir"
+	plugins_folder = "$libs/plugins"
+	transports_folder = "$libs/transports"
+	events_folder = "$dir/none"
+	loggers_folder = "$dir/none"
+	debug_level = 4
+	api_secret = "$api_secret"
+}
+media: { rtp_port_range = "$rtp_base-$((rtp_base + 49))" }
+nat: { ice_enforce_list = "lo" }
+plugins: { disable = "$(list audiobridge duktape echotest lua nosip recordplay sip textroom videocall videoroom voicemail)" }
+transports: { disable = "$(list mqtt nanomsg pfunix rabbitmq websockets)" }
+CFG
+cat >"$dir/janus.transport.http.jcfg" <<CFG
+general: { json = "compact" base_path = "/janus" http = true port = $http_port ip = "127.0.0.1" https = false }
+admin: { admin_http = false }
+CFG
+cat >"$dir/janus.plugin.streaming.jcfg" <<CFG
+general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 50))-$((rtp_base + 99))" }
+CFG
+(umask 077 && printf 'api_secret = %s\nadmin_key = %s\n' "$api_secret" "$admin_key" >"$dir/janus.secrets")
