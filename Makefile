@@ -16,7 +16,7 @@ SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
-.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness clean
+.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -28,6 +28,7 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@python3 -c "import aiortc" 2>/dev/null || { echo "installing aiortc (PyPI)"; python3 -m pip install --quiet aiortc; }
 
 build: deps
 	swift build $(SWIFT_FLAGS)
@@ -72,6 +73,12 @@ fuzz: deps
 			|| { echo "crash in $$t: see .build/fuzz-$$t.log and Tests/Fuzz/Crashes/$$t/"; exit 1; }; \
 		grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log || true; \
 	done
+
+## bench-fanout: Janus's CPU and memory forwarding one `share send --janus` stream to 0, 10 and
+## 50 WebRTC viewers (aiortc from PyPI), and a headless browser's time to its first picture
+bench-fanout: deps
+	for p in share share-send; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	python3 Benchmarks/fanout.py $(FANOUT_ARGS)
 
 ## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, the wire path,
 ## the handshake), gated on what does not depend on the machine: allocations, against the p90s

@@ -69,4 +69,26 @@ struct BenchmarkHarnessTests {
         let svg = (try? String(contentsOfFile: dir.path("out/results.svg"), encoding: .utf8)) ?? ""
         #expect(svg.hasPrefix("<svg") && svg.contains("gstreamer"))
     }
+
+    /// The fan-out benchmark, small: Janus, `share send --janus`, two light
+    /// WebRTC viewers (aiortc) and a headless Chromium joining: every viewer
+    /// receives at the sender's rate, Janus's CPU is measured, the browser
+    /// has a picture within a second.
+    @Test func fanoutBenchmarkMeasuresJanusAndAJoiningBrowser() throws {
+        let dir = try TemporaryDirectory()
+        let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
+        let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/fanout.py").path
+        let result = try ChildProcess("python3", [script, "--quick", "--bin", bin, "--out", dir.path("out")]).wait(timeout: 180)
+        #expect(result.status == 0, "\(result.output)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/fanout.json")))
+        let rows = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["rows"] as? [[String: Any]] ?? []
+        let row = try #require(rows.first)
+        #expect(row["viewers"] as? Int == 2 && row["receiving"] as? Int == 2, "\(row)")
+        #expect((row["janusCorePercent"] as? Double ?? 0) > 0)
+        #expect((row["framesPerViewerPerSecond"] as? Double ?? 0) >= 20, "\(row)")
+        let join = row["browserJoinMs"] as? Int ?? -1
+        #expect(join >= 0 && join < 1000, "\(row)")
+        let table = (try? String(contentsOfFile: dir.path("out/fanout.md"), encoding: .utf8)) ?? ""
+        #expect(table.contains("| 2 | 2 |"), "\(table)")
+    }
 }

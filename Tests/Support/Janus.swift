@@ -20,8 +20,8 @@ public final class JanusServer: @unchecked Sendable {
     public init() throws {
         directory = try TemporaryDirectory()
         httpPort = freeTCPPort()
-        // Each server its own hundred RTP ports, below the kernel's ephemeral range.
-        let base = 20_000 + Int(UInt32.random(in: 0..<100)) * 100
+        // Each server its own 250 UDP ports, below the kernel's ephemeral range.
+        let base = 20_000 + Int(UInt32.random(in: 0..<48)) * 250
         let script = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/janus-config.sh").path
         let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret, adminKey])
         guard written.status == 0 else { throw TestEnvironmentError("janus-config.sh: \(written.stderr)") }

@@ -23,7 +23,7 @@ trap cleanup EXIT
 n=99
 while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
 http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-rtp_base=$((20000 + RANDOM % 100 * 100))
+rtp_base=$((20000 + RANDOM % 48 * 250))
 
 echo "demo-fanout: Janus on 127.0.0.1:$http_port, display :$n, $DURATION s"
 examples/fanout/janus-config.sh "$work/janus" "$http_port" "$rtp_base"

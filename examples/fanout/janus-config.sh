@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes a Janus configuration for share's fan-out into DIR: Debian's janus
 # with only the streaming plugin and the HTTP transport, the API on
-# 127.0.0.1:HTTP_PORT (/janus), RTP ports RTP_BASE..RTP_BASE+99, an API
+# 127.0.0.1:HTTP_PORT (/janus), UDP ports RTP_BASE..RTP_BASE+249 (200 for
+# viewers' WebRTC connections, one each; 50 for mountpoints), an API
 # secret and a streaming admin key (random unless given), and the secrets
 # file `share send --janus-secrets` reads (DIR/janus.secrets, mode 0600).
 # Start Janus with:  janus -C DIR/janus.jcfg -F DIR
@@ -25,7 +26,7 @@ general: {
 	debug_level = 4
 	api_secret = "$api_secret"
 }
-media: { rtp_port_range = "$rtp_base-$((rtp_base + 49))" }
+media: { rtp_port_range = "$rtp_base-$((rtp_base + 199))" }
 nat: { ice_enforce_list = "lo" }
 plugins: { disable = "$(list audiobridge duktape echotest lua nosip recordplay sip textroom videocall videoroom voicemail)" }
 transports: { disable = "$(list mqtt nanomsg pfunix rabbitmq websockets)" }
@@ -35,6 +36,6 @@ general: { json = "compact" base_path = "/janus" http = true port = $http_port i
 admin: { admin_http = false }
 CFG
 cat >"$dir/janus.plugin.streaming.jcfg" <<CFG
-general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 50))-$((rtp_base + 99))" }
+general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 200))-$((rtp_base + 249))" }
 CFG
 (umask 077 && printf 'api_secret = %s\nadmin_key = %s\n' "$api_secret" "$admin_key" >"$dir/janus.secrets")

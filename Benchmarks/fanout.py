@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Fan-out benchmark: one `share send --janus`, many WebRTC viewers through Janus.
+
+Janus (Debian's package, configured by examples/fanout/janus-config.sh)
+forwards the sender's one stream to N light WebRTC viewers (aiortc from
+PyPI, in one separate process: ICE, DTLS, SRTP, RTCP and the jitter buffer
+as a browser does them, but frames are only counted, not decoded, so the
+viewers do not starve Janus of CPU on a small machine). For each N, Janus's
+CPU (/proc/<pid>/stat) and resident memory are measured over a window while
+all N receive, and a real headless Chromium then joins as one more viewer:
+its time from asking to watch to the first picture on screen.
+
+    make bench-fanout                  # 0, 10 and 50 viewers, 10 s windows
+    python3 Benchmarks/fanout.py --viewers 0,10,50 --seconds 10
+    python3 Benchmarks/fanout.py --quick   # 2 viewers, 3 s (the test suite runs this)
+
+Results: Benchmarks/results/fanout.md and fanout.json.
+"""
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import start_xvfb, stop  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# MARK: the viewers (a process of their own: `fanout.py viewers ...`)
+
+def janus_call(url, body, apisecret, timeout=10):
+    body = dict(body, transaction=os.urandom(6).hex())
+    if apisecret:
+        body["apisecret"] = apisecret
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        answer = json.load(response)
+    if answer.get("janus") == "error":
+        raise RuntimeError(answer["error"]["reason"])
+    return answer
+
+
+def janus_event(url, apisecret, timeout=30):
+    query = f"?maxev=1&rid={time.time_ns()}" + (f"&apisecret={apisecret}" if apisecret else "")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with urllib.request.urlopen(url + query, timeout=timeout) as response:
+            answer = json.load(response)
+        for event in answer if isinstance(answer, list) else [answer]:
+            if event.get("janus") == "event":
+                return event
+    raise RuntimeError("no event from Janus")
+
+
+class Viewer:
+    """One WebRTC viewer of a mountpoint: its own Janus session and peer connection."""
+
+    def __init__(self, janus, mountpoint, apisecret):
+        self.janus, self.mountpoint, self.apisecret = janus, mountpoint, apisecret
+        self.pc = None
+        self.session = None
+
+    async def start(self):
+        from aiortc import RTCPeerConnection, RTCSessionDescription
+        call = lambda url, body: asyncio.to_thread(janus_call, url, body, self.apisecret)
+        self.session = (await call(self.janus, {"janus": "create"}))["data"]["id"]
+        session_url = f"{self.janus}/{self.session}"
+        handle = (await call(session_url, {"janus": "attach", "plugin": "janus.plugin.streaming"}))["data"]["id"]
+        handle_url = f"{session_url}/{handle}"
+        await call(handle_url, {"janus": "message", "body": {"request": "watch", "id": self.mountpoint}})
+        offer = await asyncio.to_thread(janus_event, session_url, self.apisecret)
+        self.pc = RTCPeerConnection()
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer["jsep"]["sdp"], type=offer["jsep"]["type"]))
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        local = self.pc.localDescription
+        await call(handle_url, {"janus": "message", "body": {"request": "start"},
+                                "jsep": {"type": local.type, "sdp": local.sdp}})
+
+    async def keepalive(self):
+        await asyncio.to_thread(janus_call, f"{self.janus}/{self.session}", {"janus": "keepalive"}, self.apisecret)
+
+    async def close(self):
+        if self.pc:
+            await self.pc.close()
+        if self.session:
+            await asyncio.to_thread(janus_call, f"{self.janus}/{self.session}", {"janus": "destroy"}, self.apisecret)
+
+    async def packets(self):
+        if self.pc is None:
+            return 0
+        stats = await self.pc.getStats()
+        return sum(s.packetsReceived for s in stats.values() if s.type == "inbound-rtp")
+
+
+async def run_viewers(args):
+    import aiortc.rtcrtpreceiver as receiver
+    frames = {"video": 0, "audio": 0}
+
+    class CountingDecoder:
+        """Counts the frames the jitter buffer completes instead of decoding them."""
+
+        def __init__(self, kind):
+            self.kind = kind
+
+        def decode(self, encoded_frame):
+            frames[self.kind] += 1
+            return []
+
+    receiver.get_decoder = lambda codec: CountingDecoder("video" if codec.mimeType.startswith("video/") else "audio")
+    viewers = [Viewer(args.janus, args.id, args.apisecret) for _ in range(args.count)]
+    # A few at a time: fifty DTLS handshakes at once starve the event loop
+    # of the time to answer ICE checks.
+    results = []
+    for start in range(0, len(viewers), 3):
+        results += await asyncio.gather(*(v.start() for v in viewers[start:start + 3]), return_exceptions=True)
+    failures = [str(r) for r in results if isinstance(r, Exception)]
+    # SIGINT or SIGTERM: hang up properly, so Janus stops forwarding to us at once.
+    finished = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, finished.set)
+    ticks = 0
+    while not finished.is_set():
+        try:
+            await asyncio.wait_for(finished.wait(), 1)
+            break
+        except asyncio.TimeoutError:
+            pass
+        ticks += 1
+        packets = await asyncio.gather(*(v.packets() for v in viewers))
+        states = {}
+        for v in viewers:
+            state = v.pc.connectionState if v.pc else "none"
+            states[state] = states.get(state, 0) + 1
+        print(json.dumps({"viewers": len(viewers), "failed": len(failures), "errors": failures[:3], "states": states,
+                          "receiving": sum(1 for p in packets if p > 0), "frames": frames["video"],
+                          "audioFrames": frames["audio"],
+                          "packets": sum(packets)}), flush=True)
+        if ticks % 20 == 0:
+            await asyncio.gather(*(v.keepalive() for v in viewers), return_exceptions=True)
+    await asyncio.gather(*(v.close() for v in viewers), return_exceptions=True)
+
+
+# MARK: the benchmark
+
+def janus_sample(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICK
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    return cpu, rss
+
+
+def browser_join(link, apisecret, work, seconds=8):
+    stats = os.path.join(work, "browser.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "fanout", "watch.py"), f"{link}&apisecret={apisecret}",
+                    "--seconds", str(seconds), "--stats", stats], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=seconds + 30)
+    with open(stats) as f:
+        return json.load(f) or {}
+
+
+PER_PROCESS = 10  # viewers per viewer process: an asyncio loop keeps up with about this many
+
+
+def measure(count, args, janus, link, mountpoint, apisecret, work):
+    groups = []
+    for start in range(0, count, PER_PROCESS):
+        size = min(PER_PROCESS, count - start)
+        process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "viewers", "--janus", args.janus_url,
+                                    "--id", str(mountpoint), "--count", str(size), "--apisecret", apisecret],
+                                   stdout=subprocess.PIPE, stderr=open(os.path.join(work, f"viewers-{start}.log"), "w"), text=True)
+        os.set_blocking(process.stdout.fileno(), False)
+        groups.append({"process": process, "last": {}})
+
+    def poll():
+        for group in groups:
+            for line in group["process"].stdout:
+                group["last"] = json.loads(line)
+        total = lambda key: sum(g["last"].get(key, 0) for g in groups)
+        return {key: total(key) for key in ("receiving", "failed", "frames", "audioFrames")}
+
+    deadline = time.time() + 30 + count
+    state = poll()
+    while groups and time.time() < deadline and state["receiving"] + state["failed"] < count:
+        time.sleep(0.2)
+        state = poll()
+    time.sleep(1)
+    state = poll()
+    cpu0, _ = janus_sample(janus.pid)
+    began = time.time()
+    peak = 0
+    while time.time() - began < args.seconds:
+        time.sleep(0.5)
+        peak = max(peak, janus_sample(janus.pid)[1])
+    cpu1, rss = janus_sample(janus.pid)
+    elapsed = time.time() - began
+    end = poll()
+    if end["receiving"] < count:
+        print(json.dumps([g["last"] for g in groups]), file=sys.stderr)
+    # The browser joins while Janus still forwards to all N (their peer
+    # connections stay up), with the viewer processes stopped for those
+    # seconds so they do not starve the browser of CPU on a small machine.
+    for group in groups:
+        group["process"].send_signal(signal.SIGSTOP)
+    join = browser_join(link, apisecret, work)
+    for group in groups:
+        group["process"].send_signal(signal.SIGCONT)
+        stop(group["process"])
+    time.sleep(1)
+    return {
+        "viewers": count, "receiving": end["receiving"], "failed": end["failed"],
+        "janusCorePercent": (cpu1 - cpu0) / elapsed * 100, "janusResidentMiB": max(peak, rss) / 1048576,
+        "framesPerViewerPerSecond": (end["frames"] - state["frames"]) / elapsed / count if count else None,
+        "audioFramesPerViewerPerSecond": (end["audioFrames"] - state["audioFrames"]) / elapsed / count if count else None,
+        "browserJoinMs": join.get("joinMs"), "browserFramesDecoded": join.get("framesDecoded"),
+    }
+
+
+def markdown(rows, settings):
+    lines = [f"Fan-out through Janus ({settings}): Janus's CPU and memory while it forwards one `share send --janus` "
+             "stream to N WebRTC viewers (aiortc, frames counted, not decoded), and a headless Chromium joining as one "
+             "more: time from asking to watch to its first picture.", "",
+             "| viewers | receiving | Janus CPU (% of a core) | Janus RSS (MiB) | video / audio frames/s per viewer | browser join (ms) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        per = "-" if r["framesPerViewerPerSecond"] is None else \
+            f"{r['framesPerViewerPerSecond']:.1f} / {r['audioFramesPerViewerPerSecond']:.1f}"
+        lines.append(f"| {r['viewers']} | {r['receiving']} | {r['janusCorePercent']:.1f} | {r['janusResidentMiB']:.1f} | "
+                     f"{per} | {r['browserJoinMs'] if r['browserJoinMs'] is not None else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode")
+    v = sub.add_parser("viewers", help="(internal) run N light viewers and report once a second")
+    v.add_argument("--janus", required=True)
+    v.add_argument("--id", type=int, required=True)
+    v.add_argument("--count", type=int, required=True)
+    v.add_argument("--apisecret")
+    parser.add_argument("--viewers", default="0,10,50", help="comma-separated viewer counts")
+    parser.add_argument("--seconds", type=float, default=10, help="measured seconds per count")
+    parser.add_argument("--size", default="1280x720")
+    parser.add_argument("--quick", action="store_true", help="2 viewers, 3 s: does the benchmark work")
+    parser.add_argument("--out", help="where fanout.md and fanout.json go (default: Benchmarks/results; --quick: nowhere)")
+    parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
+    args = parser.parse_args()
+    if args.mode == "viewers":
+        asyncio.run(run_viewers(args))
+        return 0
+    if args.quick:
+        args.viewers, args.seconds = "2", 3
+    counts = [int(n) for n in args.viewers.split(",")]
+    work = tempfile.mkdtemp(prefix="share-fanout-")
+    processes = []
+    try:
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            http_port = s.getsockname()[1]
+        rtp_base = 20000 + (os.getpid() % 48) * 250
+        subprocess.run([os.path.join(ROOT, "examples", "fanout", "janus-config.sh"), os.path.join(work, "janus"),
+                        str(http_port), str(rtp_base)], check=True)
+        args.janus_url = f"http://127.0.0.1:{http_port}/janus"
+        janus_log = open(os.path.join(work, "janus.log"), "w")
+        janus = subprocess.Popen(["janus", "-C", os.path.join(work, "janus", "janus.jcfg"), "-F", os.path.join(work, "janus")],
+                                 stdout=janus_log, stderr=subprocess.STDOUT)
+        processes.append(janus)
+        display, xvfb = start_xvfb(args.size)
+        processes.append(xvfb)
+        processes.append(subprocess.Popen([os.path.join(args.bin, "share"), "scene", "--display", display],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(200):
+            if "HTTP webserver started" in open(os.path.join(work, "janus.log")).read():
+                break
+            time.sleep(0.05)
+        secrets = os.path.join(work, "janus", "janus.secrets")
+        apisecret = next(line.split("=", 1)[1].strip() for line in open(secrets) if line.startswith("api_secret"))
+        duration = sum(args.seconds + 20 + n for n in counts) + 10
+        send_log = os.path.join(work, "send.log")
+        sender = subprocess.Popen([os.path.join(args.bin, "share"), "send", "--janus", args.janus_url, "--janus-secrets", secrets,
+                                   "--display", display, "--audio-tone", "440", "--duration", str(duration)],
+                                  stdout=open(send_log, "w"), stderr=subprocess.STDOUT)
+        processes.append(sender)
+        link = mountpoint = None
+        for _ in range(200):
+            for line in open(send_log):
+                if "watch: file://" in line:
+                    link = line.split("watch: ", 1)[1].strip()
+                    mountpoint = int(line.split("mountpoint ", 1)[1].split()[0])
+            if link:
+                break
+            time.sleep(0.05)
+        if not link:
+            print(open(send_log).read(), file=sys.stderr)
+            return 1
+        rows = []
+        for count in counts:
+            row = measure(count, args, janus, link, mountpoint, apisecret, work)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        settings = f"{args.size} at 30 fps with a tone, {args.seconds:g} s windows, {os.cpu_count()} cores"
+        out = args.out or (None if args.quick else os.path.join(ROOT, "Benchmarks", "results"))
+        if out:
+            os.makedirs(out, exist_ok=True)
+            with open(os.path.join(out, "fanout.md"), "w") as f:
+                f.write(markdown(rows, settings))
+            with open(os.path.join(out, "fanout.json"), "w") as f:
+                json.dump({"settings": settings, "rows": rows}, f, indent=2)
+        print(markdown(rows, settings))
+        ok = all(r["receiving"] == r["viewers"] and (r["browserFramesDecoded"] or 0) > 0 for r in rows)
+        return 0 if ok else 1
+    finally:
+        for process in reversed(processes):
+            stop(process)
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
