@@ -28,10 +28,15 @@ final class Link {
     var layouts: [[AudioStreamLayout]] = []
     var goodbyes: [String?] = []
 
-    init(initialSequenceNumber: UInt16 = 65_500, configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
+    /// `sessionPeer`: the receiver is the one a handshake set the stream up
+    /// for (its first report is no late join); otherwise a static-key
+    /// receiver, whose first report brings a keyframe.
+    init(initialSequenceNumber: UInt16 = 65_500, sessionPeer: Bool = false,
+         configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
         var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
         configure(&configuration)
         sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: initialSequenceNumber)
+        if sessionPeer { try sender.rekey(.symmetric(keying)) }
         receiver = try ReceiveSession(configuration: .init(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96),
                                       keying: keying)
     }
@@ -118,7 +123,8 @@ struct SessionTests {
     /// delay, reports the loss and asks for a keyframe with a PLI, which the
     /// sender turns into a keyframe request (rate limited).
     @Test func unrecoverableLossRequestsKeyframe() throws {
-        let link = try Link()
+        // The session's own receiver: the only keyframe request is the loss's.
+        let link = try Link(sessionPeer: true)
         try link.send(0, size: 10_000, keyframe: true)
         link.deliver()
         try link.send(1, size: 10_000)
