@@ -10,7 +10,7 @@ APT_BUILD := libsrtp2-dev libx264-dev libopus-dev libyuv-dev libxcb1-dev libxcb-
 	libavutil-dev libpulse-dev libssl-dev
 APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-plugins-base \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav \
-	janus chromium-headless-shell
+	janus chromium-headless-shell x11-xserver-utils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60

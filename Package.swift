@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareWire", "ShareStamp",
                                                     "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
-        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "TestSupport"], path: "Tests/X11Tests",
+        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "CXCB", "TestSupport"], path: "Tests/X11Tests",
                     swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
                     path: "Tests/EndToEndTests",

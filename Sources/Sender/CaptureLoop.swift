@@ -103,10 +103,18 @@ final class CaptureLoop: @unchecked Sendable {
         }
     }
 
+    /// Whether the followed window was hidden at the last grab (told once per change).
+    private var windowHidden = false
+
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).
     private func grab(_ context: SenderContext) -> Bool {
         do {
             var incoming = try capturer.capture()
+            if capturer.windowHidden != windowHidden {
+                windowHidden = capturer.windowHidden
+                context.emit(.warning(windowHidden ? "the shared window is hidden: nothing is sent until it is shown again"
+                                                   : "the shared window is shown again"))
+            }
             if incoming != nil {
                 let replaced = mailbox.withLock { slot -> Bool in
                     let old = slot.take()

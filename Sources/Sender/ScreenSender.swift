@@ -60,7 +60,8 @@ public final class ScreenSender: @unchecked Sendable {
         }
         let capturer: ScreenCapturer
         do {
-            capturer = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots)
+            capturer = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
+                                          source: configuration.source, drawsCursor: configuration.cursor == .embed)
         } catch {
             throw .capture(error.description)
         }

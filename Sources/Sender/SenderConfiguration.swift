@@ -1,3 +1,4 @@
+public import ShareX11
 public import ShareHandshake
 public import ShareSRTP
 internal import ShareSession
@@ -28,6 +29,14 @@ public struct VideoSize: Sendable, Equatable, Codable, CustomStringConvertible {
     public var description: String { "\(width)x\(height)" }
 }
 
+/// Whether the mouse pointer is in the picture.
+public enum CursorMode: String, Sendable, CaseIterable {
+    /// Drawn into each picture where it is (XFixes); a pointer that moves over a still screen brings a new picture.
+    case embed
+    /// Left out.
+    case none
+}
+
 /// Everything a sender needs to start.
 public struct SenderConfiguration: Sendable {
     /// The encoder thread count `encoderThreads == nil` means for a size and rate.
@@ -53,6 +62,10 @@ public struct SenderConfiguration: Sendable {
     public var audioRTCPPorts: [Int] = []
     /// X display to capture; nil means $DISPLAY.
     public var display: String?
+    /// What of it: the screen, a region, a monitor, or a window followed as it moves.
+    public var source: CaptureSource = .screen
+    /// The mouse pointer: drawn into the picture (presenters point at things), or left out.
+    public var cursor: CursorMode = .embed
     public var fps: Int = 30
     /// Target bitrate; nil sizes it to the resolution.
     public var bitrateKbps: Int?

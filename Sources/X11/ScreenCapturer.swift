@@ -86,14 +86,27 @@ public struct FrameLease: ~Copyable, Sendable {
     deinit { pool.release(slot) }
 }
 
-/// Captures the root window of an X display into a small fixed pool of
+/// Captures the screen of an X display, or a part of it (a region, a
+/// monitor, a window it follows as it moves), into a small fixed pool of
 /// MIT-SHM slots (or heap slots through GetImage when the server has no
-/// MIT-SHM, as over a network). One capturing thread; leases may end on any.
+/// MIT-SHM, as over a network), with the mouse pointer drawn in when asked.
+/// One capturing thread; leases may end on any.
 public final class ScreenCapturer: @unchecked Sendable {
-    // Safe: the connection and `sequence` are used by the capturing thread
-    // only; the counters other threads read are atomic; the pool is locked.
+    // Safe: the connection, `sequence`, `area` and the window and cursor
+    // state are used by the capturing thread only; the counters other
+    // threads read are atomic; the pool is locked.
     public let width: Int
     public let height: Int
+    /// What is captured, and where it is on the screen now (a followed
+    /// window moves it; the size stays the one at the start).
+    public let source: CaptureSource
+    public private(set) var area: Rectangle
+    /// Whether the mouse pointer is drawn into the pictures (XFixes).
+    public let drawsCursor: Bool
+    /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
+    public private(set) var windowHidden = false
+    private let followedWindow: xcb_window_t?
+    private let screenSize: (width: Int, height: Int)
     public let usesSharedMemory: Bool
     private let connection: X11Connection
     private let pool: SlotPool
@@ -107,12 +120,14 @@ public final class ScreenCapturer: @unchecked Sendable {
 
     public static let defaultSlots = 3
 
-    public init(display: String? = nil, slots: Int = ScreenCapturer.defaultSlots) throws(X11Error) {
+    public init(display: String? = nil, slots: Int = ScreenCapturer.defaultSlots, source: CaptureSource = .screen,
+                drawsCursor: Bool = false) throws(X11Error) {
         let connection = try X11Connection(display: display)
         guard connection.bitsPerPixel == 32 else {
             throw X11Error("the screen's depth \(connection.screen.root_depth) is not stored in 32 bits per pixel")
         }
-        let (width, height) = (connection.width, connection.height)
+        let (area, window) = try Self.resolve(source, on: connection)
+        let (width, height) = (area.width, area.height)
         let size = width * height * 4
         var poolSlots: [SlotPool.Slot] = []
         var owners: [any AnyObject & Sendable] = []
@@ -131,6 +146,11 @@ public final class ScreenCapturer: @unchecked Sendable {
         self.connection = connection
         self.width = width
         self.height = height
+        self.source = source
+        self.area = area
+        self.followedWindow = window
+        self.screenSize = (connection.width, connection.height)
+        self.drawsCursor = drawsCursor && Self.enableCursor(on: connection)
         self.usesSharedMemory = shm
         self.pool = SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
     }
@@ -139,6 +159,8 @@ public final class ScreenCapturer: @unchecked Sendable {
     private var damage: xcb_damage_damage_t?
     private var damageEvent: UInt8 = 0
     private var changedSinceGrab = true
+    /// Where the pointer was when it was last drawn.
+    private var drawnPointer = (x: Int.min, y: Int.min)
 
     /// Starts tracking whether anything on screen changed between grabs
     /// (XDamage, reporting only "no longer empty": one event per change
@@ -170,9 +192,11 @@ public final class ScreenCapturer: @unchecked Sendable {
         // A broken connection: the next grab reports why.
         guard xcb_connection_has_error(c) == 0 else { return true }
         while let event = xcb_poll_for_event(c) {
-            if event.pointee.response_type & 0x7F == damageEvent { changedSinceGrab = true }
+            let type = event.pointee.response_type & 0x7F
+            if type == damageEvent || (drawsCursor && type == cursorEvent) { changedSinceGrab = true }
             free(event)
         }
+        if !changedSinceGrab && drawsCursor && pointerMoved() { changedSinceGrab = true }
         return changedSinceGrab
     }
 
@@ -207,9 +231,26 @@ public final class ScreenCapturer: @unchecked Sendable {
             xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
             changedSinceGrab = false
         }
+        if let followedWindow {
+            switch connection.windowState(followedWindow) {
+            case .gone:
+                pool.release(slot)
+                throw X11Error("the window 0x\(String(followedWindow, radix: 16)) was closed")
+            case .hidden:
+                pool.release(slot)
+                windowHidden = true
+                return nil
+            case .visible(let bounds):
+                windowHidden = false
+                // The size stays the starting one; the origin follows the window.
+                area = Rectangle(x: bounds.x, y: bounds.y, width: width, height: height)
+                    .clamped(width: screenSize.width, height: screenSize.height)
+            }
+        }
         let time = CaptureTime.now()
         do {
             try grab(into: pool.slots[slot])
+            if drawsCursor { drawCursor(into: pool.slots[slot].pixels) }
         } catch {
             pool.release(slot)
             throw error
@@ -224,12 +265,13 @@ public final class ScreenCapturer: @unchecked Sendable {
         var error: UnsafeMutablePointer<xcb_generic_error_t>?
         let format = UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue)
         if let segment = slot.segment {
-            let cookie = xcb_shm_get_image_unchecked(c, connection.root, 0, 0, UInt16(width), UInt16(height), ~0,
-                                                     format, segment, 0)
+            let cookie = xcb_shm_get_image_unchecked(c, connection.root, Int16(area.x), Int16(area.y), UInt16(width),
+                                                     UInt16(height), ~0, format, segment, 0)
             let reply = xcb_shm_get_image_reply(c, cookie, &error)
             free(reply)
         } else {
-            let cookie = xcb_get_image_unchecked(c, format, connection.root, 0, 0, UInt16(width), UInt16(height), ~0)
+            let cookie = xcb_get_image_unchecked(c, format, connection.root, Int16(area.x), Int16(area.y), UInt16(width),
+                                                 UInt16(height), ~0)
             if let reply = xcb_get_image_reply(c, cookie, &error) {
                 let length = Int(xcb_get_image_data_length(reply))
                 if let data = xcb_get_image_data(reply) {
@@ -244,6 +286,119 @@ public final class ScreenCapturer: @unchecked Sendable {
             throw X11Error("GetImage of the root window failed", code: code)
         }
         if xcb_connection_has_error(c) != 0 { throw X11Error("the X connection was lost") }
+    }
+}
+
+// MARK: what to capture, and the pointer
+
+extension ScreenCapturer {
+    /// The monitors and named top-level windows of a display (`share send --list`).
+    public static func inventory(display: String? = nil) throws(X11Error) -> (monitors: [Monitor], windows: [TopLevelWindow]) {
+        let connection = try X11Connection(display: display)
+        return (connection.monitors(), connection.topLevelWindows())
+    }
+
+    /// The rectangle a source names now, and the window to follow.
+    static func resolve(_ source: CaptureSource, on connection: X11Connection) throws(X11Error) -> (Rectangle, xcb_window_t?) {
+        let (screenWidth, screenHeight) = (connection.width, connection.height)
+        switch source {
+        case .screen:
+            return (Rectangle(x: 0, y: 0, width: screenWidth, height: screenHeight), nil)
+        case .region(let region):
+            guard region.fits(width: screenWidth, height: screenHeight) else {
+                throw X11Error("region \(region) is not within the \(screenWidth)x\(screenHeight) screen")
+            }
+            return (region, nil)
+        case .monitor(let name):
+            let monitors = connection.monitors()
+            let list = monitors.enumerated().map { "\($0.offset): \($0.element.name) \($0.element.bounds)" }.joined(separator: ", ")
+            guard let monitor = monitors.first(where: { $0.name == name }) ?? Int(name).flatMap({ monitors.indices.contains($0) ? monitors[$0] : nil })
+            else { throw X11Error("no monitor \(name) (the display has \(list.isEmpty ? "none" : list))") }
+            return (monitor.bounds.clamped(width: screenWidth, height: screenHeight), nil)
+        case .window(let name):
+            let window = try findWindow(name, on: connection)
+            switch connection.windowState(window) {
+            case .visible(let bounds):
+                return (bounds.clamped(width: screenWidth, height: screenHeight), window)
+            case .hidden:
+                throw X11Error("window \(name) is not shown (unmapped or minimised)")
+            case .gone:
+                throw X11Error("no window \(name)")
+            }
+        }
+    }
+
+    private static func findWindow(_ name: String, on connection: X11Connection) throws(X11Error) -> xcb_window_t {
+        let number = name.lowercased().hasPrefix("0x") ? UInt32(name.dropFirst(2), radix: 16) : UInt32(name)
+        if let number { return number }
+        let windows = connection.topLevelWindows()
+        if let exact = windows.first(where: { $0.name == name }) { return exact.id }
+        let matches = windows.filter { $0.name.lowercased().contains(name.lowercased()) }
+        if matches.count == 1 { return matches[0].id }
+        let shown = (matches.isEmpty ? windows : matches).prefix(8)
+            .map { "0x\(String($0.id, radix: 16)) \"\($0.name)\"" }.joined(separator: ", ")
+        throw X11Error(matches.isEmpty ? "no window named \(name) (\(shown.isEmpty ? "none has a name" : shown))"
+                       : "\(matches.count) windows match \(name): \(shown); give its id")
+    }
+
+    /// Turns on XFixes (cursor images, and events when the cursor's shape
+    /// changes); false when the server has no XFixes.
+    static func enableCursor(on connection: X11Connection) -> Bool {
+        let c = connection.connection
+        guard let ext = share_xcb_xfixes_extension(c), ext.pointee.present != 0 else { return false }
+        free(xcb_xfixes_query_version_reply(c, xcb_xfixes_query_version(c, 4, 0), nil))
+        xcb_xfixes_select_cursor_input(c, connection.root, UInt32(XCB_XFIXES_CURSOR_NOTIFY_MASK_DISPLAY_CURSOR.rawValue))
+        connection.flush()
+        return true
+    }
+
+    private var cursorEvent: UInt8 {
+        guard let ext = share_xcb_xfixes_extension(connection.connection) else { return 0 }
+        return ext.pointee.first_event + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
+    }
+
+    /// Whether the pointer moved, since it was last drawn, in a way that
+    /// shows in the picture (it was or is over the captured area).
+    private func pointerMoved() -> Bool {
+        let c = connection.connection
+        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
+        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
+        free(reply)
+        guard position != drawnPointer else { return false }
+        // A cursor is at most 64 pixels from its hot spot either way.
+        let near = { (p: (x: Int, y: Int)) in
+            p.x > self.area.x - 64 && p.x < self.area.x + self.width + 64 && p.y > self.area.y - 64 && p.y < self.area.y + self.height + 64
+        }
+        return near(position) || near(drawnPointer)
+    }
+
+    /// Blends the cursor image (XFixes, premultiplied ARGB) onto the BGRX picture.
+    private func drawCursor(into pixels: UnsafeMutableRawPointer) {
+        let c = connection.connection
+        guard let reply = xcb_xfixes_get_cursor_image_reply(c, xcb_xfixes_get_cursor_image(c), nil) else { return }
+        defer { free(reply) }
+        let info = reply.pointee
+        drawnPointer = (Int(info.x), Int(info.y))
+        guard let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return }
+        let (cursorWidth, cursorHeight) = (Int(info.width), Int(info.height))
+        let left = Int(info.x) - Int(info.xhot) - area.x
+        let top = Int(info.y) - Int(info.yhot) - area.y
+        let rows = max(0, -top)..<max(0, min(cursorHeight, height - top))
+        let columns = max(0, -left)..<max(0, min(cursorWidth, width - left))
+        let bytes = pixels.assumingMemoryBound(to: UInt8.self)
+        for row in rows {
+            let line = bytes + (top + row) * width * 4
+            for column in columns {
+                let argb = image[row * cursorWidth + column]
+                let alpha = argb >> 24
+                guard alpha > 0 else { continue }
+                let pixel = line + (left + column) * 4
+                let keep = 255 - alpha
+                pixel[0] = UInt8(min(255, (argb & 0xFF) + (UInt32(pixel[0]) * keep + 127) / 255))
+                pixel[1] = UInt8(min(255, (argb >> 8 & 0xFF) + (UInt32(pixel[1]) * keep + 127) / 255))
+                pixel[2] = UInt8(min(255, (argb >> 16 & 0xFF) + (UInt32(pixel[2]) * keep + 127) / 255))
+            }
+        }
     }
 }
 

@@ -67,7 +67,7 @@ public final class BrowserViewer: @unchecked Sendable {
         let page = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/viewer.html").path
         var query = "janus=\(janus)&id=\(mountpoint)"
         if let apiSecret { query += "&apisecret=\(apiSecret)" }
-        browser = try ChildProcess(try which("chromium-headless-shell"), [
+        browser = try ChildProcess(try chromiumPath(), [
             "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.url.path)",
             "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
             "--no-first-run", "--mute-audio", "file://\(page)?\(query)",
@@ -104,6 +104,13 @@ public final class BrowserViewer: @unchecked Sendable {
     public func stop() { browser.stop() }
 
     deinit { browser.stop() }
+}
+
+/// Chromium's own binary: Debian's /usr/bin/chromium-headless-shell is a
+/// script that runs it as a child, which stopping the script would orphan.
+public func chromiumPath() throws -> String {
+    let real = "/usr/lib/chromium/chromium-headless-shell"
+    return FileManager.default.isExecutableFile(atPath: real) ? real : try which("chromium-headless-shell")
 }
 
 /// A free TCP port on loopback.

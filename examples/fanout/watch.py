@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,12 @@ class DevTools:
         self.profile = tempfile.mkdtemp(prefix="share-viewer-")
         to_browser_r, self.to_browser = os.pipe()
         self.from_browser, from_browser_w = os.pipe()
-        browser = shutil.which("chromium-headless-shell") or "/usr/lib/chromium/chromium-headless-shell"
+        # Debian's /usr/bin/chromium-headless-shell is a script that runs the
+        # browser as its child: run the browser itself, in a session of its
+        # own, so stopping it stops all of its processes.
+        browser = "/usr/lib/chromium/chromium-headless-shell"
+        if not os.access(browser, os.X_OK):
+            browser = shutil.which("chromium-headless-shell")
         args = [browser, "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--mute-audio", "--autoplay-policy=no-user-gesture-required",
                 "--disable-features=WebRtcHideLocalIpsWithMdns", f"--user-data-dir={self.profile}",
@@ -38,7 +44,7 @@ class DevTools:
             os.dup2(to_browser_r, 3)
             os.dup2(from_browser_w, 4)
 
-        self.process = subprocess.Popen(args, pass_fds=(3, 4), preexec_fn=child_fds,
+        self.process = subprocess.Popen(args, pass_fds=(3, 4), preexec_fn=child_fds, start_new_session=True,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -86,11 +92,16 @@ class DevTools:
             out.write(base64.b64decode(data))
 
     def close(self):
-        self.process.terminate()
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        # The whole session: the browser and every process it started.
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

@@ -12,6 +12,11 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "The audio's RTCP on this port of its own (default: muxed on the audio port).")
     public var audioRTCPPort: Int?
     @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
+    @Option(help: "Share one monitor only: its name or index (see --list).") public var monitor: String?
+    @Option(help: "Share a region of the screen: WxH+X+Y.") public var region: String?
+    @Option(help: "Share one window, by id (0x...) or name (see --list); followed as it moves.") public var window: String?
+    @Option(help: "The mouse pointer: embed (drawn into the picture) or none.") public var cursor = "embed"
+    @Flag(help: "List the display's monitors and windows, and exit.") public var list = false
     @Option(help: "Frames per second.") public var fps = 30
     @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
     @Option(help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
@@ -50,7 +55,12 @@ public struct SendOptions: ParsableArguments {
     public var janusSecrets: String?
 
     public mutating func validate() throws {
+        if list { return }
         if host == nil && janus == nil { throw ValidationError("give the receiver's host (or --janus URL)") }
+        if [monitor, region, window].compactMap({ $0 }).count > 1 {
+            throw ValidationError("share one thing: --monitor, --region or --window")
+        }
+        if !["embed", "none"].contains(cursor) { throw ValidationError("--cursor \(cursor) is not embed or none") }
         if host != nil && janus != nil { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
     }
     @Option(help: "Stop after this many seconds.") public var duration: Double?

@@ -5,6 +5,7 @@ import ShareHandshake
 import ShareSender
 import ShareSession
 import ShareSRTP
+import ShareX11
 import ShareGovernor
 import ShareLatency
 
@@ -20,6 +21,7 @@ struct Send: ParsableCommand {
 
     func run() throws {
         let o = options
+        if o.list { return listSources(display: o.display) }
         let (host, port, display, fps, bitrate, keyint, size, mtu, sdp, duration, statsJson) =
             (o.host, o.port, o.display, o.fps, o.bitrate, o.keyint, o.size, o.mtu, o.sdp, o.duration, o.statsJson)
         let keying: SessionKeying
@@ -41,6 +43,13 @@ struct Send: ParsableCommand {
         configuration.port = port
         configuration.rtcpPort = o.rtcpPort
         configuration.display = display
+        configuration.cursor = CursorMode(rawValue: o.cursor) ?? .embed
+        if let monitor = o.monitor { configuration.source = .monitor(monitor) }
+        if let window = o.window { configuration.source = .window(window) }
+        if let text = o.region {
+            guard let region = Rectangle(geometry: text) else { fail("--region \(text) is not WxH+X+Y") }
+            configuration.source = .region(region)
+        }
         configuration.fps = fps
         configuration.bitrateKbps = bitrate
         // Standard receivers reading the SDP may join at any time and never
@@ -162,6 +171,22 @@ struct Send: ParsableCommand {
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
     }
+}
+
+/// `share send --list`: what can be shared.
+func listSources(display: String?) {
+    let inventory: (monitors: [Monitor], windows: [TopLevelWindow])
+    do { inventory = try ScreenCapturer.inventory(display: display) } catch { fail("\(error)") }
+    print("monitors (--monitor NAME or INDEX):")
+    for (index, monitor) in inventory.monitors.enumerated() {
+        print("  \(index)  \(monitor.name)  \(monitor.bounds)\(monitor.primary ? "  primary" : "")")
+    }
+    if inventory.monitors.isEmpty { print("  none (no RandR monitors)") }
+    print("windows (--window ID or NAME):")
+    for window in inventory.windows {
+        print("  0x\(String(window.id, radix: 16))  \(window.bounds)  \(window.name)")
+    }
+    if inventory.windows.isEmpty { print("  none with a name") }
 }
 
 /// What came in on the RTCP port of its own, when there is one.
