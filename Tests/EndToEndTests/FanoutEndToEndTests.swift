@@ -114,8 +114,13 @@ struct FanoutEndToEndTests {
             (seconds: $0["seconds"] as? Double ?? 0, frames: $0["framesEncoded"] as? Int ?? 0)
         }
         let total = stats["framesEncoded"] as? Int ?? 0
-        let before = timeline.last { origin + $0.seconds <= listening }?.frames ?? 0
-        let after = total - before
+        // Frames encoded by the instant ffmpeg listened, between the samples around it.
+        let at = listening - origin
+        let previous = timeline.last { $0.seconds <= at } ?? (seconds: 0, frames: 0)
+        let next = timeline.first { $0.seconds > at } ?? previous
+        let span = next.seconds - previous.seconds
+        let before = Double(previous.frames) + (span > 0 ? Double(next.frames - previous.frames) * (at - previous.seconds) / span : 0)
+        let after = total - Int(before.rounded())
         #expect(after >= 250, "\(after) frames after ffmpeg started: \(timeline.count) samples")
         #expect(Double(decoded) >= 0.95 * Double(after), "ffmpeg decoded \(decoded) of the \(after) frames sent after it started")
         #expect(audioFrames >= 400, "ffmpeg decoded \(audioFrames) audio frames from the audio port")
