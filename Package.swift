@@ -104,7 +104,7 @@ let package = Package(
         // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
         // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
-        .target(name: "ShareFanout", dependencies: ["ShareTransport"], path: "Sources/Fanout", swiftSettings: strict),
+        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",

@@ -11,18 +11,10 @@ BIN=${SHARE_BIN:-.build/release/share}
 DURATION=${DURATION:-10}
 SIZE=${SIZE:-1280x720}
 OUT=${OUT:-out}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source examples/lib.sh
 
 # A free X display number and a free UDP port.
-n=99
-while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+n=$(free_display)
 port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] & ~1)')
 
 echo "demo: virtual display :$n at $SIZE, moving content, loopback port $port, $DURATION s"

@@ -1,3 +1,5 @@
+internal import ShareWire
+
 /// Why an HTTP exchange failed.
 public struct HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String
@@ -174,14 +176,5 @@ public struct HTTPResponseParser: Sendable {
             index += 1
         }
         return nil
-    }
-}
-
-extension StringProtocol {
-    fileprivate func trimmingCharacters() -> String {
-        var s = self[...]
-        while let c = s.first, c.isWhitespace { s = s.dropFirst() }
-        while let c = s.last, c.isWhitespace { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -181,8 +181,8 @@ struct RelayTests {
         let target = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         let client = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(target); close(client) }
-        let targetPort = Self.bindLoopback(target)
-        _ = Self.bindLoopback(client)
+        let targetPort = bindLoopback(target)
+        _ = bindLoopback(client)
         let relayPort = freeUDPPort()
         let relay = try ShareBinary.start(["relay", "--listen", "\(relayPort)", "--to", "127.0.0.1:\(targetPort)",
                                            "--forward", "delay=30ms", "--reverse", "delay=10ms", "--duration", "8",
@@ -223,18 +223,6 @@ struct RelayTests {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return address
-    }
-
-    static func bindLoopback(_ fd: Int32) -> Int {
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                bind(fd, pointer, length)
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func send(_ fd: Int32, to address: sockaddr_in, bytes: [UInt8]) {

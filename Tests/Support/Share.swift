@@ -53,8 +53,15 @@ public func readStats(_ path: String) throws -> [String: Any] {
 
 /// A free UDP port on loopback.
 public func freeUDPPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    defer { close(fd) }
+    // Even ports are the RTP convention; the next one stays free for peers that use port+1.
+    freePort(type: Int32(SOCK_DGRAM.rawValue)) & ~1
+}
+
+/// A free TCP port on loopback.
+public func freeTCPPort() -> Int { freePort(type: Int32(SOCK_STREAM.rawValue)) }
+
+/// Binds a socket to 127.0.0.1 on a port the kernel chooses, and returns that port.
+public func bindLoopback(_ fd: Int32) -> Int {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -66,8 +73,13 @@ public func freeUDPPort() -> Int {
             return getsockname(fd, pointer, &length)
         }
     }
-    // Even ports are the RTP convention; the next one stays free for peers that use port+1.
-    return Int(UInt16(bigEndian: address.sin_port)) & ~1
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func freePort(type: Int32) -> Int {
+    let fd = socket(AF_INET, type, 0)
+    defer { close(fd) }
+    return bindLoopback(fd)
 }
 
 /// Sends `count` datagrams of random bytes to a local port: a stranger's traffic.

@@ -11,17 +11,9 @@ cd "$(dirname "$0")/../.."
 BIN=${SHARE_BIN:-.build/release/share}
 DURATION=${DURATION:-10}
 OUT=${OUT:-out}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source examples/lib.sh
 
-n=99
-while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+n=$(free_display)
 http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 rtp_base=$((20000 + RANDOM % 48 * 250))
 
