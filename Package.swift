@@ -168,7 +168,7 @@ let package = Package(
                     path: "Tests/SessionTests", swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),
-        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareWire", "ShareX11", "ShareSync",
+        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareWire", "ShareX11", "ShareSync", "ShareGovernor",
                                                      "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
         .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareWire",

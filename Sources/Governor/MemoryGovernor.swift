@@ -67,8 +67,11 @@ public struct MemoryAccount: Sendable, Equatable {
         let width = sourceWidth * height / max(sourceHeight, 1)
         let pixels = width * height
         let scaling = height < sourceHeight ? sourceWidth * sourceHeight * 3 / 2 : 0
-        return pixels * 27 / 2 + scaling + rung.historyPackets * 1300
+        return pixels * 27 / 2 + scaling + rung.historyPackets * Self.bytesPerHistoryPacket
     }
+
+    /// A retransmission history entry: a full packet and its bookkeeping.
+    public static let bytesPerHistoryPacket = 1300
 
     public func predicted(_ rung: MemoryRung) -> Int { fixedBytes + variableBytes(rung) }
 }

@@ -15,11 +15,31 @@ final class GovernorControl {
     }
 
     private(set) var governor: MemoryGovernor
+    let accounting: MemoryAccounting
     /// A step whose settled footprint is still to be reported, and when.
     private var settling: (rung: String, at: UInt64)?
+    /// The retransmission histories' bytes as filled now (set before the
+    /// threads start; read by the encode thread).
+    var historyBytes: () -> Int = { 0 }
+    /// The last measure (read by the statistics on any thread: atomic).
+    let accounted = Atomic<Int>(0)
 
-    init(governor: MemoryGovernor) {
+    init(governor: MemoryGovernor, accounting: MemoryAccounting) {
         self.governor = governor
+        self.accounting = accounting
+    }
+
+    /// What the budget is measured against now: the process's footprint,
+    /// or the sender's own account at the current rung with the histories
+    /// as they are filled (not their capacity).
+    func measure() -> Int {
+        switch accounting {
+        case .process:
+            return ProcessFootprint.current().footprintBytes
+        case .sender:
+            let rung = governor.current
+            return governor.account.predicted(rung) - rung.historyPackets * MemoryAccount.bytesPerHistoryPacket + historyBytes()
+        }
     }
 
     var current: MemoryRung { governor.current }
@@ -33,11 +53,13 @@ final class GovernorControl {
     }
 
     func observe(_ context: SenderContext) -> Outcome {
-        let footprint = ProcessFootprint.current().footprintBytes
-        // Only this thread writes the peak.
-        if footprint > context.peakFootprint.load(ordering: .relaxed) {
-            context.peakFootprint.store(footprint, ordering: .relaxed)
+        let process = ProcessFootprint.current().footprintBytes
+        // Only this thread writes the peak (of the process, whatever the accounting).
+        if process > context.peakFootprint.load(ordering: .relaxed) {
+            context.peakFootprint.store(process, ordering: .relaxed)
         }
+        let footprint = accounting == .process ? process : measure()
+        accounted.store(footprint, ordering: .relaxed)
         let decision = governor.observe(footprint: footprint, now: MonotonicTime(nanoseconds: Clock.monotonic()))
         if let pending = settling, Clock.monotonic() >= pending.at {
             settling = nil

@@ -71,16 +71,22 @@ public final class ScreenSender: @unchecked Sendable {
             ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
         var governor: GovernorControl?
         if let budget = configuration.memoryBudget {
-            // What does not change with the rung: the runtime and libraries
-            // (about 8 MiB measured) and the capture slot in use.
-            let account = MemoryAccount(fixedBytes: (8 << 20) + source.width * source.height * 4,
-                                        sourceWidth: base.width, sourceHeight: base.height)
+            // What does not change with the rung. The whole process: the
+            // runtime and libraries (about 8 MiB measured) and the capture
+            // slot in use. The sender's own account: every capture slot, the
+            // pacer's rings and the statistics' reserved storage (1 MiB),
+            // and each audio stream (its buffers and codec, 1 MiB).
+            let slotBytes = source.width * source.height * 4
+            let fixed = configuration.memoryAccounting == .process
+                ? (8 << 20) + slotBytes
+                : slotBytes * max(1, configuration.captureSlots) + (1 << 20) + configuration.audio.count * (1 << 20)
+            let account = MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height)
             var start = MemoryGovernor(budget: budget,
                                        ladder: MemoryGovernor.ladder(fps: configuration.fps, sourceHeight: base.height,
                                                                      history: 1024),
                                        account: account)
             if case .fail(let message) = start.chooseStart() { startupFailure = .memory(message) }
-            governor = GovernorControl(governor: start)
+            governor = GovernorControl(governor: start, accounting: configuration.memoryAccounting)
         }
         self.governor = governor
         let startRung = governor?.current
@@ -152,6 +158,9 @@ public final class ScreenSender: @unchecked Sendable {
         }
         network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl)
+        governor?.historyBytes = { [network] in
+            network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
+        }
         pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
         var description: SessionDescription?
@@ -331,7 +340,9 @@ public final class ScreenSender: @unchecked Sendable {
         let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
         let audioCount = audio.count
         let driver = network.snapshot()
+        let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
         context.stats.withLock { s in
+            s.memoryAccountedBytes = accounted
             s.audioPacketsSent = audioPackets
             s.audioStreams = audioCount
             s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9

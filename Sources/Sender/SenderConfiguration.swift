@@ -29,6 +29,19 @@ public struct VideoSize: Sendable, Equatable, Codable, CustomStringConvertible {
     public var description: String { "\(width)x\(height)" }
 }
 
+/// What the memory governor measures against its budget.
+public enum MemoryAccounting: String, Sendable, CaseIterable {
+    /// The process's footprint (RssAnon + RssShmem of /proc/self/status),
+    /// as iOS counts a broadcast extension: right when the process is the
+    /// sender and nothing else.
+    case process
+    /// What the sender itself holds, by its own account: its capture slots,
+    /// encoder pictures and look-ahead, scaling buffer, retransmission
+    /// history (as filled), pacer queues and audio. A host's own memory is
+    /// not the sender's to govern.
+    case sender
+}
+
 /// Whether the mouse pointer is in the picture.
 public enum CursorMode: String, Sendable, CaseIterable {
     /// Drawn into each picture where it is (XFixes); a pointer that moves over a still screen brings a new picture.
@@ -117,9 +130,14 @@ public struct SenderConfiguration: Sendable {
     public var stillRefresh: Duration? = .seconds(1)
     public var cname: String = "share"
     public var payloadType: UInt8 = 96
-    /// The memory budget the governor keeps the process under (footprint as
-    /// iOS counts it); nil turns the governor off.
+    /// The memory budget the governor keeps the sender under; nil turns
+    /// the governor off.
     public var memoryBudget: MemoryBudget? = .default
+    /// What the budget is measured against: for a library in a host
+    /// process, what the sender itself holds (the default); for a process
+    /// that is only the sender, its whole footprint as iOS counts it
+    /// (`share send`).
+    public var memoryAccounting: MemoryAccounting = .sender
     /// Extra time the encode stage takes per frame: a diagnostic knob that
     /// simulates a slow encoder (tests use it to prove capture never waits).
     /// Not part of the product's surface: the tests' own knob, behind SPI
@@ -256,6 +274,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var residentBytes = 0
     public var peakResidentBytes = 0
     public var roundTripMilliseconds: Double?
+    /// What the governor last measured against its budget (the process's
+    /// footprint, or the sender's own account: `memoryAccounting`).
+    public var memoryAccountedBytes = 0
     /// The governor's current rung and budget, and how often it moved.
     public var memoryRung = "full"
     public var memoryBudgetBytes = 0

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import ShareSender
 import ShareSRTP
+import ShareGovernor
 import ShareWire
 import ShareX11
 import TestSupport
@@ -24,6 +25,49 @@ struct SenderTests {
         }
         if let result, case .exitCode(let code) = result.exitStatus, code != 0 {
             Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
+    }
+
+    /// A host that already uses more than the budget (64 MiB of its own
+    /// here, in a test runner that holds more): measuring what the sender
+    /// itself holds, the governor lets it run at the top rung; measuring the
+    /// whole process, as `share send` does, it sees that not even the bottom
+    /// rung can fit and ends the sender with a memory error.
+    @Test func anEmbeddedSenderIsGovernedByWhatItHoldsNotByItsHost() throws {
+        let ballast = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 4096)
+        defer { ballast.deallocate() }
+        memset(ballast, 1, 64 << 20)
+        let display = try VirtualDisplay(width: 640, height: 480)
+        let scene = try DemoScene(display: display.display)
+        var configuration = testSenderConfiguration(display: display)
+        #expect(configuration.memoryBudget == .default && configuration.memoryAccounting == .sender)
+        configuration.stillRefresh = nil
+        let sender = try ScreenSender(configuration: configuration)
+        sender.start()
+        for frame in 0..<60 {
+            scene.draw(frame: frame)
+            Thread.sleep(forTimeInterval: 1.0 / 30)
+        }
+        let s = sender.statistics
+        sender.stop()
+        #expect(sender.error == nil, "\(String(describing: sender.error))")
+        #expect(s.footprintBytes > 64 << 20, "the host's own memory alone is over the budget: \(s.footprintBytes)")
+        #expect(s.memoryRung == "full" && s.memorySteps == 0, "\(s.memoryRung), \(s.memorySteps) steps")
+        #expect(s.memoryAccountedBytes > 4 << 20 && s.memoryAccountedBytes < 16 << 20, "its own account: \(s.memoryAccountedBytes)")
+        #expect(s.framesEncoded >= 30)
+
+        configuration.memoryAccounting = .process
+        configuration.port = freeUDPPort()
+        let whole = try ScreenSender(configuration: configuration)
+        let finished = DispatchSemaphore(value: 0)
+        whole.start { event in if case .finished = event { finished.signal() } }
+        let ended = finished.wait(timeout: .now() + 20) == .success
+        whole.stop()
+        #expect(ended, "measuring the whole process over its budget, the sender ends")
+        if case .memory(let message) = whole.error {
+            #expect(message.contains("cannot run within"), "\(message)")
+        } else {
+            Issue.record("expected a memory error, got \(String(describing: whole.error))")
         }
     }
 

@@ -39,6 +39,8 @@ struct Send: ParsableCommand {
         }
         ScreenSender.limitMallocArenas()
         var configuration = SenderConfiguration(host: host ?? "", keying: keying)
+        // The process is the sender: its whole footprint counts, as iOS counts an extension's.
+        configuration.memoryAccounting = .process
         configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
         configuration.port = port
         configuration.rtcpPort = o.rtcpPort
