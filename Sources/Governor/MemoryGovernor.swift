@@ -90,7 +90,7 @@ public struct MemoryGovernor: Sendable {
         case fail(String)
     }
 
-    public let budget: MemoryBudget
+    public private(set) var budget: MemoryBudget
     public let ladder: [MemoryRung]
     public private(set) var rung = 0
     public private(set) var account: MemoryAccount
@@ -127,6 +127,14 @@ public struct MemoryGovernor: Sendable {
     }
 
     public var current: MemoryRung { ladder[rung] }
+
+    /// A new budget from now on: the next samples step down at once if the
+    /// footprint is over its high-water mark, or climb (with the usual
+    /// patience) when well below it.
+    public mutating func setBudget(_ newBudget: MemoryBudget) {
+        budget = newBudget
+        lowSince = nil
+    }
 
     /// Starts at the highest rung predicted to fit under the high-water
     /// mark, so a tight budget never sees the full-size encoder at all.

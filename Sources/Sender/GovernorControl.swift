@@ -23,6 +23,8 @@ final class GovernorControl {
     var historyBytes: () -> Int = { 0 }
     /// The last measure (read by the statistics on any thread: atomic).
     let accounted = Atomic<Int>(0)
+    /// A budget the host asked for, applied at the next sample (0: none).
+    let requestedBudget = Atomic<Int>(0)
 
     init(governor: MemoryGovernor, accounting: MemoryAccounting) {
         self.governor = governor
@@ -57,6 +59,11 @@ final class GovernorControl {
         // Only this thread writes the peak (of the process, whatever the accounting).
         if process > context.peakFootprint.load(ordering: .relaxed) {
             context.peakFootprint.store(process, ordering: .relaxed)
+        }
+        let requested = requestedBudget.exchange(0, ordering: .relaxed)
+        if requested > 0 {
+            governor.setBudget(MemoryBudget(bytes: requested))
+            context.stats.withLock { $0.memoryBudgetBytes = requested }
         }
         let footprint = accounting == .process ? process : measure()
         accounted.store(footprint, ordering: .relaxed)

@@ -9,7 +9,7 @@ internal import ShareVideo
 internal import ShareWire
 internal import ShareX11
 import Synchronization
-internal import ShareGovernor
+public import ShareGovernor
 internal import ShareSync
 
 /// The embeddable screen sender: captures an X display, encodes H.264 and
@@ -259,6 +259,16 @@ public final class ScreenSender: @unchecked Sendable {
             body()
             group.leave()
         }
+    }
+
+    /// Gives the memory governor a new budget (applied with the next frame:
+    /// it steps down at once when over it, climbs back when well below).
+    /// False when the governor is off (`memoryBudget` nil).
+    @discardableResult
+    public func setMemoryBudget(_ budget: MemoryBudget) -> Bool {
+        guard let governor else { return false }
+        governor.requestedBudget.store(budget.bytes, ordering: .relaxed)
+        return true
     }
 
     /// Stops capturing until `resume`; the stream stays open.

@@ -310,6 +310,55 @@ struct MemoryBudgetEndToEndTests {
         #expect((try readStats(dir.path("recv.json"))["framesDecoded"] as? Int ?? 0) >= 30)
     }
 
+    /// Memory pressure while running: the budget lowered through `share ctl`
+    /// mid-stream, then raised again. The governor steps down at once and
+    /// back up (after its ten seconds of patience), the picture goes on all
+    /// along, and the recording holds the pictures at each size and plays.
+    @Test func theGovernorStepsDownAndBackUpWhileRunning() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 1280, height: 720)
+        let port = freeUDPPort()
+        let recording = dir.path("steps.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "30", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let control = dir.path("send.sock")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                            "--audio", "none", "--duration", "24", "--control", control,
+                                            "--stats-json", dir.path("send.json")])
+        func status() throws -> [String: Any] {
+            let answer = try ShareBinary.run(["ctl", "status", "--socket", control]).output
+            let object = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]
+            return object?["statistics"] as? [String: Any] ?? [:]
+        }
+        usleep(3_000_000)
+        #expect(try status()["memoryRung"] as? String == "full")
+        let lowered = try ShareBinary.run(["ctl", "budget", "20M", "--socket", control])
+        #expect(lowered.output.contains(#""ok":true"#), "\(lowered.output)")
+        usleep(2_000_000)
+        let low = try status()
+        #expect(low["memoryRung"] as? String != "full" && (low["encodedHeight"] as? Int ?? 720) < 720, "\(low)")
+        let framesLow = low["framesEncoded"] as? Int ?? 0
+        #expect(try ShareBinary.run(["ctl", "budget", "50M", "--socket", control]).output.contains(#""ok":true"#))
+        #expect(try ShareBinary.run(["ctl", "budget", "lots", "--socket", control]).output.contains("is not a size"))
+        let sent = sender.wait(timeout: 30)
+        #expect(sent.status == 0, "\(sent.output)")
+        let stats = try readStats(dir.path("send.json"))
+        #expect((stats["memorySteps"] as? Int ?? 0) >= 2, "down and back up: \(sent.output)")
+        #expect(sent.output.contains("of a 20.0 MiB budget: full ->") && sent.output.contains("of a 50.0 MiB budget:"),
+                "\(sent.output)")
+        #expect((stats["framesEncoded"] as? Int ?? 0) > framesLow + 20, "the picture went on")
+        _ = receiver.wait(timeout: 15)
+        // Every frame of the recording decodes; it holds pictures of more than one size.
+        let frames = try run("ffprobe", ["-v", "error", "-show_entries", "frame=width,height", "-of", "csv=p=0", recording])
+        #expect(frames.status == 0 && frames.stderr.isEmpty, "\(frames.stderr)")
+        let sizes = Set(frames.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") })
+        #expect(sizes.contains("1280x720") && sizes.count >= 2, "sizes recorded: \(sizes)")
+        let recorded = frames.stdout.split(separator: "\n").count
+        #expect(recorded >= (try readStats(dir.path("recv.json"))["framesRecorded"] as? Int ?? 0), "ffprobe reads every frame")
+    }
+
     /// The default 50 MiB budget holds a 1080p sender: it starts at full
     /// quality and its peak footprint stays within the budget (under heavy
     /// load the governor may step down, which is its job).

@@ -27,6 +27,32 @@ struct MemoryGovernorTests {
                           "360p at 5 fps, half bitrate"])
     }
 
+    /// A new budget while running (`share ctl budget`): lowered, the next
+    /// sample steps down at once; raised, it climbs back with the usual
+    /// patience (10 s below the low-water mark), one rung at a time.
+    @Test func aBudgetChangedWhileRunningIsFollowed() {
+        var g = governor()
+        #expect(g.observe(footprint: 30 << 20, now: at(0)) == .stay)
+        g.setBudget(MemoryBudget("20M")!)
+        guard case .step(0, let down) = g.observe(footprint: 30 << 20, now: at(0.1)) else {
+            Issue.record("no step down")
+            return
+        }
+        #expect(down > 0 && g.budget == MemoryBudget("20M")!)
+        g.setBudget(.default)
+        var climbed: [Double] = []
+        var t = 0.2
+        while t < 40 {
+            if case .step(let from, let to) = g.observe(footprint: 14 << 20, now: at(t)) {
+                #expect(to == from - 1, "one rung at a time")
+                climbed.append(t)
+            }
+            t += 0.1
+        }
+        #expect(climbed.first.map { $0 >= 10 } == true, "not before ten seconds: \(climbed)")
+        #expect(climbed.count >= 2, "\(climbed)")
+    }
+
     @Test func staysPutWellUnderTheBudget() {
         var g = governor()
         for t in 0..<100 { #expect(g.observe(footprint: 30 << 20, now: at(Double(t) * 0.1)) == .stay) }

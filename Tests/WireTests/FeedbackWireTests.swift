@@ -146,4 +146,17 @@ struct FeedbackWireTests {
             try SessionDescription(parsing: text.replacing("a=rtcp:41001", with: "a=rtcp:0"))
         }
     }
+
+    /// `share ctl budget SIZE` on the control socket: the size is carried as
+    /// written (the sender parses it), anything else in its place refused.
+    @Test func controlRequestsCarryABudget() {
+        func request(_ text: String) -> ControlRequest { ControlRequest(line: Array(text.utf8)[...]) }
+        #expect(request("budget 32M") == .budget("32M"))
+        #expect(request(" budget \t 1.5G ") == .budget("1.5G"))
+        #expect(request("status") == .status)
+        #expect(request("budget") == .unknown("budget"))
+        #expect(request("budget 32M; rm -rf") == .unknown("budget ?"))
+        #expect(request("budget 12345678901234567") == .unknown("budget ?"))
+        #expect(request("budgetary") == .unknown("budgetary"))
+    }
 }

@@ -94,7 +94,7 @@ public enum ControlChannel {
 
     private static func reply(to request: ControlRequest, _ handler: (ControlRequest) -> String) -> String {
         switch request {
-        case .unknown(let text): #"{"ok":false,"error":"unknown command \"\#(text)\" (pause, resume, stop, status)"}"#
+        case .unknown(let text): #"{"ok":false,"error":"unknown command \"\#(text)\" (pause, resume, stop, status, budget SIZE)"}"#
         case .malformed(let why): #"{"ok":false,"error":"malformed request: \#(why)"}"#
         default: handler(request)
         }

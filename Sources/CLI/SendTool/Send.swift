@@ -129,6 +129,12 @@ struct Send: ParsableCommand {
                 case .pause: sender.pause(); return #"{"ok":true,"state":"paused"}"#
                 case .resume: sender.resume(); return #"{"ok":true,"state":"running"}"#
                 case .stop: stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
+                case .budget(let text):
+                    guard let budget = MemoryBudget(text) else { return #"{"ok":false,"error":"\#(text) is not a size like 32M"}"# }
+                    guard sender.setMemoryBudget(budget) else {
+                        return #"{"ok":false,"error":"the memory governor is off (--memory-budget 0)"}"#
+                    }
+                    return #"{"ok":true,"budget":\#(budget.bytes)}"#
                 case .status:
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys]

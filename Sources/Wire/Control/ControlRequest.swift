@@ -7,6 +7,9 @@ public enum ControlRequest: Equatable, Sendable {
     case resume
     case stop
     case status
+    /// `budget SIZE`: a new memory budget (the size as written, e.g. 32M;
+    /// digits, a point and letters, at most 16 characters: the sender parses it).
+    case budget(String)
     /// Not a command the sender knows (the text, shortened and printable, for the reply).
     case unknown(String)
     /// Longer than a request can be, or not UTF-8.
@@ -27,6 +30,13 @@ public enum ControlRequest: Equatable, Sendable {
         case "resume": self = .resume
         case "stop": self = .stop
         case "status": self = .status
+        case let other where other.hasPrefix("budget ") || other.hasPrefix("budget\t"):
+            let size = other.dropFirst("budget".count).drop(while: isSpace)
+            if (1...16).contains(size.count), size.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == ".") }) {
+                self = .budget(String(size))
+            } else {
+                self = .unknown("budget ?")
+            }
         case let other:
             let shown = other.unicodeScalars.prefix(32).map { $0.properties.isAlphabetic || $0 == " " ? Character($0) : "?" }
             self = .unknown(String(shown))

@@ -55,6 +55,11 @@ public enum FuzzChecks {
             let word = line.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }
             precondition(["pause", "resume", "stop", "status"].contains(String(decoding: word, as: UTF8.self)),
                          "a command from other bytes: \(line)")
+        case .budget(let size):
+            precondition((1...16).contains(size.count) && size.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == ".") },
+                         "a budget that is no size: \(size)")
+            precondition(String(decoding: line, as: UTF8.self).drop { $0 == " " || $0 == "\t" || $0 == "\r" }.hasPrefix("budget"),
+                         "a budget from other bytes")
         case .unknown(let shown):
             precondition(shown.unicodeScalars.count <= 32, "an unknown request shown in full")
             precondition(shown.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0 == " " || $0 == "?" },
