@@ -128,6 +128,13 @@ public struct MemoryGovernor: Sendable {
 
     public var current: MemoryRung { ladder[rung] }
 
+    /// The picture being captured changed size (a resized window): the
+    /// account follows it.
+    public mutating func setSource(width: Int, height: Int) {
+        account.sourceWidth = width
+        account.sourceHeight = height
+    }
+
     /// A new budget from now on: the next samples step down at once if the
     /// footprint is over its high-water mark, or climb (with the usual
     /// patience) when well below it.

@@ -22,7 +22,11 @@ final class EncodePipeline: @unchecked Sendable {
     private let governor: GovernorControl?
     private(set) var encoder: H264Encoder
     private var ladder: QualityLadder
-    private let baseSize: VideoSize
+    /// The size pictures are encoded at before any step down: the
+    /// configured size, else the captured picture's (which follows a
+    /// resized window).
+    private var baseSize: VideoSize
+    private var sourceSize: VideoSize?
     private let baseBitrate: Int
     /// Bits per second the audio streams take from the target.
     private let audioBitrate: Int
@@ -82,6 +86,20 @@ final class EncodePipeline: @unchecked Sendable {
             }
             let captured = lease.time
             let began = Clock.monotonic()
+            let leaseSize = VideoSize(width: lease.width, height: lease.height)
+            if leaseSize != sourceSize {
+                // The first picture, or a resized window: a new base size, and
+                // the encoder (a new SPS, which receivers take in band) before
+                // this picture is converted.
+                let first = sourceSize == nil
+                sourceSize = leaseSize
+                if configuration.size == nil && !first {
+                    baseSize = VideoSize(width: max(16, leaseSize.width), height: max(16, leaseSize.height)).even
+                    ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
+                    governor?.sourceChanged(width: baseSize.width, height: baseSize.height)
+                    guard adapt(&image, context) else { return }
+                }
+            }
             Self.convert(lease, into: &image, scratch: &scratch)
             let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
             let info: EncodedFrameInfo?

@@ -46,6 +46,8 @@ final class GovernorControl {
 
     var current: MemoryRung { governor.current }
 
+    func sourceChanged(width: Int, height: Int) { governor.setSource(width: width, height: height) }
+
     /// Tells the host where the governor started, when not at the top.
     func announceStart(_ context: SenderContext) {
         guard governor.rung > 0 else { return }

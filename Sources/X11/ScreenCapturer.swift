@@ -95,10 +95,12 @@ public final class ScreenCapturer: @unchecked Sendable {
     // Safe: the connection, `sequence`, `area` and the window and cursor
     // state are used by the capturing thread only; the counters other
     // threads read are atomic; the pool is locked.
-    public let width: Int
-    public let height: Int
+    /// The size of the pictures, which follows a resized window (read on
+    /// the capturing thread once capture runs; each lease carries its own).
+    public private(set) var width: Int
+    public private(set) var height: Int
     /// What is captured, and where it is on the screen now (a followed
-    /// window moves it; the size stays the one at the start).
+    /// window moves and resizes it).
     public let source: CaptureSource
     public private(set) var area: Rectangle
     /// Whether the mouse pointer is drawn into the pictures (XFixes).
@@ -109,7 +111,8 @@ public final class ScreenCapturer: @unchecked Sendable {
     private let screenSize: (width: Int, height: Int)
     public let usesSharedMemory: Bool
     private let connection: X11Connection
-    private let pool: SlotPool
+    private var pool: SlotPool
+    private let slotsWanted: Int
     private var sequence: UInt64 = 0
     /// Captures refused because every slot was leased out, and captures
     /// made (read from any thread: atomic).
@@ -128,21 +131,8 @@ public final class ScreenCapturer: @unchecked Sendable {
         }
         let (area, window) = try Self.resolve(source, on: connection)
         let (width, height) = (area.width, area.height)
-        let size = width * height * 4
-        var poolSlots: [SlotPool.Slot] = []
-        var owners: [any AnyObject & Sendable] = []
         let shm = connection.hasSharedMemory
-        for _ in 0..<max(1, slots) {
-            if shm {
-                let segment = try SharedMemorySegment(connection: connection, size: size)
-                poolSlots.append(.init(pixels: segment.address, segment: segment.segment))
-                owners.append(SendableBox(segment))
-            } else {
-                let buffer = HeapBuffer(size: size)
-                poolSlots.append(.init(pixels: buffer.address, segment: nil))
-                owners.append(buffer)
-            }
-        }
+        let pool = try Self.makePool(connection: connection, width: width, height: height, slots: slots, sharedMemory: shm)
         self.connection = connection
         self.width = width
         self.height = height
@@ -152,8 +142,43 @@ public final class ScreenCapturer: @unchecked Sendable {
         self.screenSize = (connection.width, connection.height)
         self.drawsCursor = drawsCursor && Self.enableCursor(on: connection)
         self.usesSharedMemory = shm
-        self.pool = SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
+        self.pool = pool
+        self.slotsWanted = slots
     }
+
+    /// A pool of `slots` pictures of `width` x `height`.
+    private static func makePool(connection: X11Connection, width: Int, height: Int, slots: Int,
+                                 sharedMemory: Bool) throws(X11Error) -> SlotPool {
+        let size = width * height * 4
+        var poolSlots: [SlotPool.Slot] = []
+        var owners: [any AnyObject & Sendable] = []
+        for _ in 0..<max(1, slots) {
+            if sharedMemory {
+                let segment = try SharedMemorySegment(connection: connection, size: size)
+                poolSlots.append(.init(pixels: segment.address, segment: segment.segment))
+                owners.append(SendableBox(segment))
+            } else {
+                let buffer = HeapBuffer(size: size)
+                poolSlots.append(.init(pixels: buffer.address, segment: nil))
+                owners.append(buffer)
+            }
+        }
+        return SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
+    }
+
+    /// New pictures of another size: a new pool (leases of the old one end
+    /// as they would; its memory goes with the last of them).
+    private func resize(to newArea: Rectangle) throws(X11Error) {
+        pool = try Self.makePool(connection: connection, width: newArea.width, height: newArea.height, slots: slotsWanted,
+                                 sharedMemory: usesSharedMemory)
+        width = newArea.width
+        height = newArea.height
+        area = newArea
+        resizes += 1
+    }
+
+    /// Times the picture size changed (a followed window was resized).
+    public private(set) var resizes = 0
 
     /// XDamage on the root window, once `trackChanges()` has turned it on.
     private var damage: xcb_damage_damage_t?
@@ -221,6 +246,25 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// every slot is still leased: capture never waits for the consumer.
     public func capture() throws(X11Error) -> FrameLease? {
         sequence += 1
+        if let followedWindow {
+            switch connection.windowState(followedWindow) {
+            case .gone:
+                throw X11Error("the window 0x\(String(followedWindow, radix: 16)) was closed")
+            case .hidden:
+                windowHidden = true
+                return nil
+            case .visible(let bounds):
+                windowHidden = false
+                // The picture follows the window: where it is, and its size
+                // (what of it is on screen).
+                let visible = bounds.clamped(width: screenSize.width, height: screenSize.height)
+                if visible.width != width || visible.height != height {
+                    try resize(to: visible)
+                } else {
+                    area = visible
+                }
+            }
+        }
         guard let slot = pool.acquire() else {
             dropped.add(1, ordering: .relaxed)
             return nil
@@ -230,22 +274,6 @@ public final class ScreenCapturer: @unchecked Sendable {
             // during the grab included, marks the screen changed again.
             xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
             changedSinceGrab = false
-        }
-        if let followedWindow {
-            switch connection.windowState(followedWindow) {
-            case .gone:
-                pool.release(slot)
-                throw X11Error("the window 0x\(String(followedWindow, radix: 16)) was closed")
-            case .hidden:
-                pool.release(slot)
-                windowHidden = true
-                return nil
-            case .visible(let bounds):
-                windowHidden = false
-                // The size stays the starting one; the origin follows the window.
-                area = Rectangle(x: bounds.x, y: bounds.y, width: width, height: height)
-                    .clamped(width: screenSize.width, height: screenSize.height)
-            }
         }
         let time = CaptureTime.now()
         do {

@@ -27,6 +27,37 @@ struct CaptureSourceEndToEndTests {
         #expect(sent >= 100 && probe.videoFrames >= sent * 95 / 100, "recorded \(probe.videoFrames) of \(sent)")
     }
 
+    /// A shared window resized mid-stream: the sender follows (a new
+    /// encoder, a new SPS in band) without ending the session; the
+    /// receiver's recording holds pictures of both sizes and plays.
+    @Test func aResizedWindowIsFollowedAndTheRecordingPlays() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 1280, height: 720)
+        let client = try TestClient(display: screen.name)
+        let window = client.window(x: 100, y: 100, width: 640, height: 360, rgb: 0x3366CC, name: "share e2e window")
+        let port = freeUDPPort()
+        let recording = dir.path("window.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "9", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                            "--audio", "none", "--window", "share e2e", "--every-frame", "--duration", "6",
+                                            "--stats-json", dir.path("send.json")])
+        usleep(2_500_000)
+        client.resize(window, width: 480, height: 270)
+        let sent = sender.wait(timeout: 15)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let frames = try run("ffprobe", ["-v", "error", "-show_entries", "frame=width,height", "-of", "csv=p=0", recording])
+        #expect(frames.status == 0 && frames.stderr.isEmpty, "\(frames.stderr)")
+        let sizes = frames.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") }
+        #expect(sizes.first == "640x360" && sizes.last == "480x270", "sizes: \(Set(sizes))")
+        #expect(sizes.filter { $0 == "480x270" }.count >= 60, "the smaller window for the rest of the run")
+        let stats = try readStats(dir.path("send.json"))
+        #expect(sizes.count >= (stats["framesEncoded"] as? Int ?? 0) * 95 / 100, "\(sizes.count) recorded")
+    }
+
     @Test func theListNamesMonitorsAndWindowsAndBadChoicesAreRefused() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)

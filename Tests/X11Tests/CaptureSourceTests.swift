@@ -1,61 +1,7 @@
-import CXCB
 import Foundation
 import ShareX11
 import TestSupport
 import Testing
-
-/// A test's own X client: windows of one colour, named, moved, hidden and
-/// closed; the pointer warped.
-final class TestClient {
-    let connection: OpaquePointer
-    let screen: xcb_screen_t
-
-    init(display: String) throws {
-        guard let c = xcb_connect(display, nil), xcb_connection_has_error(c) == 0 else {
-            throw TestEnvironmentError("cannot connect to \(display)")
-        }
-        connection = c
-        screen = xcb_setup_roots_iterator(xcb_get_setup(c)).data.pointee
-    }
-
-    deinit { xcb_disconnect(connection) }
-
-    /// A mapped top-level window filled with `rgb`, at (x, y), named `name`.
-    func window(x: Int, y: Int, width: Int, height: Int, rgb: UInt32, name: String) -> xcb_window_t {
-        let id = xcb_generate_id(connection)
-        // override-redirect: placed where asked, as no window manager runs.
-        var values: [UInt32] = [rgb, 1]
-        xcb_create_window(connection, UInt8(XCB_COPY_FROM_PARENT), id, screen.root, Int16(x), Int16(y), UInt16(width),
-                          UInt16(height), 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), screen.root_visual,
-                          UInt32(XCB_CW_BACK_PIXEL.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue), &values)
-        let bytes = Array(name.utf8)
-        xcb_change_property(connection, UInt8(XCB_PROP_MODE_REPLACE.rawValue), id, xcb_atom_t(XCB_ATOM_WM_NAME.rawValue),
-                            xcb_atom_t(XCB_ATOM_STRING.rawValue), 8, UInt32(bytes.count), bytes)
-        xcb_map_window(connection, id)
-        sync()
-        return id
-    }
-
-    func move(_ window: xcb_window_t, x: Int, y: Int) {
-        var values = [UInt32(bitPattern: Int32(x)), UInt32(bitPattern: Int32(y))]
-        xcb_configure_window(connection, window, UInt16(XCB_CONFIG_WINDOW_X.rawValue | XCB_CONFIG_WINDOW_Y.rawValue), &values)
-        sync()
-    }
-
-    func unmap(_ window: xcb_window_t) { xcb_unmap_window(connection, window); sync() }
-    func map(_ window: xcb_window_t) { xcb_map_window(connection, window); sync() }
-    func destroy(_ window: xcb_window_t) { xcb_destroy_window(connection, window); sync() }
-
-    func warpPointer(x: Int, y: Int) {
-        xcb_warp_pointer(connection, xcb_window_t(XCB_NONE), screen.root, 0, 0, 0, 0, Int16(x), Int16(y))
-        sync()
-    }
-
-    /// Waits until the server has done everything asked so far.
-    func sync() {
-        free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), nil))
-    }
-}
 
 /// The next frame; a test failure when there is none.
 private func grab(_ capturer: ScreenCapturer) throws -> FrameLease {
@@ -138,14 +84,23 @@ struct CaptureSourceTests {
         client.move(window, x: 300, y: 200)
         do {
             let lease = try grab(capturer)
-            #expect(capturer.area == Rectangle(x: 300, y: 200, width: 160, height: 120))
+            #expect(capturer.area == Rectangle(x: 300, y: 200, width: 160, height: 120) && capturer.resizes == 0)
             #expect(rgb(lease, 0, 0) == 0xFFAA00 && rgb(lease, 159, 119) == 0xFFAA00, "the picture follows the window")
         }
-        client.move(window, x: 560, y: 420)  // partly off screen: what is visible, from its edge
+        client.resize(window, width: 200, height: 90)
         do {
             let lease = try grab(capturer)
-            #expect(capturer.area == Rectangle(x: 480, y: 360, width: 160, height: 120))
-            #expect(rgb(lease, 159, 119) == 0xFFAA00)
+            #expect(capturer.width == 200 && capturer.height == 90 && capturer.resizes == 1, "the picture follows its size")
+            #expect(lease.width == 200 && lease.height == 90)
+            #expect(rgb(lease, 0, 0) == 0xFFAA00 && rgb(lease, 199, 89) == 0xFFAA00)
+        }
+        // Partly off screen: the same size (no new encoder while it is
+        // dragged), from the screen's edge, so what of it is visible is in it.
+        client.move(window, x: 560, y: 420)
+        do {
+            let lease = try grab(capturer)
+            #expect(capturer.area == Rectangle(x: 440, y: 390, width: 200, height: 90) && capturer.resizes == 1)
+            #expect(rgb(lease, 199, 89) == 0xFFAA00 && rgb(lease, 120, 30) == 0xFFAA00)
         }
         client.unmap(window)
         #expect(try nothing(capturer))

@@ -1,0 +1,61 @@
+internal import CXCB
+
+/// A test's own X client: windows of one colour, named, moved, hidden and
+/// closed; the pointer warped.
+public final class TestClient {
+    let connection: OpaquePointer
+    let screen: xcb_screen_t
+
+    public init(display: String) throws {
+        guard let c = xcb_connect(display, nil), xcb_connection_has_error(c) == 0 else {
+            throw TestEnvironmentError("cannot connect to \(display)")
+        }
+        connection = c
+        screen = xcb_setup_roots_iterator(xcb_get_setup(c)).data.pointee
+    }
+
+    deinit { xcb_disconnect(connection) }
+
+    /// A mapped top-level window filled with `rgb`, at (x, y), named `name`.
+    public func window(x: Int, y: Int, width: Int, height: Int, rgb: UInt32, name: String) -> UInt32 {
+        let id = xcb_generate_id(connection)
+        // override-redirect: placed where asked, as no window manager runs.
+        var values: [UInt32] = [rgb, 1]
+        xcb_create_window(connection, UInt8(XCB_COPY_FROM_PARENT), id, screen.root, Int16(x), Int16(y), UInt16(width),
+                          UInt16(height), 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), screen.root_visual,
+                          UInt32(XCB_CW_BACK_PIXEL.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue), &values)
+        let bytes = Array(name.utf8)
+        xcb_change_property(connection, UInt8(XCB_PROP_MODE_REPLACE.rawValue), id, xcb_atom_t(XCB_ATOM_WM_NAME.rawValue),
+                            xcb_atom_t(XCB_ATOM_STRING.rawValue), 8, UInt32(bytes.count), bytes)
+        xcb_map_window(connection, id)
+        sync()
+        return id
+    }
+
+    public func resize(_ window: UInt32, width: Int, height: Int) {
+        var values = [UInt32(width), UInt32(height)]
+        xcb_configure_window(connection, window, UInt16(XCB_CONFIG_WINDOW_WIDTH.rawValue | XCB_CONFIG_WINDOW_HEIGHT.rawValue), &values)
+        sync()
+    }
+
+    public func move(_ window: UInt32, x: Int, y: Int) {
+        var values = [UInt32(bitPattern: Int32(x)), UInt32(bitPattern: Int32(y))]
+        xcb_configure_window(connection, window, UInt16(XCB_CONFIG_WINDOW_X.rawValue | XCB_CONFIG_WINDOW_Y.rawValue), &values)
+        sync()
+    }
+
+    public func unmap(_ window: UInt32) { xcb_unmap_window(connection, window); sync() }
+    public func map(_ window: UInt32) { xcb_map_window(connection, window); sync() }
+    public func destroy(_ window: UInt32) { xcb_destroy_window(connection, window); sync() }
+
+    public func warpPointer(x: Int, y: Int) {
+        xcb_warp_pointer(connection, UInt32(XCB_NONE), screen.root, 0, 0, 0, 0, Int16(x), Int16(y))
+        sync()
+    }
+
+    /// Waits until the server has done everything asked so far.
+    public func sync() {
+        free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), nil))
+    }
+}
+
