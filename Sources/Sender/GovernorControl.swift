@@ -26,9 +26,15 @@ final class GovernorControl {
     /// A budget the host asked for, applied at the next sample (0: none).
     let requestedBudget = Atomic<Int>(0)
 
+    /// The sender's own fixed part as accounted at the start (slots, rings,
+    /// audio). The governor re-learns its fixed part from each measure; the
+    /// measure itself must start from this, or it would drift.
+    private let ownFixedBytes: Int
+
     init(governor: MemoryGovernor, accounting: MemoryAccounting) {
         self.governor = governor
         self.accounting = accounting
+        ownFixedBytes = governor.account.fixedBytes
     }
 
     /// What the budget is measured against now: the process's footprint,
@@ -40,7 +46,8 @@ final class GovernorControl {
             return ProcessFootprint.current().footprintBytes
         case .sender:
             let rung = governor.current
-            return governor.account.predicted(rung) - rung.historyPackets * MemoryAccount.bytesPerHistoryPacket + historyBytes()
+            return ownFixedBytes + governor.account.variableBytes(rung) - rung.historyPackets * MemoryAccount.bytesPerHistoryPacket
+                + historyBytes()
         }
     }
 

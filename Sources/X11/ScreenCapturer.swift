@@ -256,7 +256,8 @@ public final class ScreenCapturer: @unchecked Sendable {
             case .visible(let bounds):
                 windowHidden = false
                 // The picture follows the window: where it is, and its size
-                // (what of it is on screen).
+                // (up to the screen's; partly off screen, the same size from
+                // the screen's edge, so dragging it makes no new encoder).
                 let visible = bounds.clamped(width: screenSize.width, height: screenSize.height)
                 if visible.width != width || visible.height != height {
                     try resize(to: visible)
