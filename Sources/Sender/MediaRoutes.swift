@@ -28,11 +28,8 @@ struct MediaRoutes: Sendable {
         return sockets
     }
 
-    /// Whether anything leaves other than through the main socket.
-    var isSplit: Bool { video.control != nil || audio.contains { $0.media != nil || $0.control != nil } }
-
-    /// The routes a configuration asks for, towards `host`; audio stream i
-    /// (as the streams started) takes the i-th audio ports.
+    /// The routes a configuration asks for, towards `host`, one per audio
+    /// stream; audio stream i (as the streams started) takes the i-th audio ports.
     static func make(host: String, audioStreams: Int, audioPorts: [Int], rtcpPort: Int?,
                      audioRTCPPorts: [Int]) throws(TransportError) -> MediaRoutes {
         var routes = MediaRoutes()

@@ -53,10 +53,10 @@ final class NetworkDriver: @unchecked Sendable {
     let link: SessionLink
     /// The audio streams, as the receiver is told them.
     private let audioLayout: [AudioStreamLayout]
-    /// Ports of their own for audio and RTCP (SFUs, standard receivers).
+    /// Ports of their own for audio and RTCP (SFUs, standard receivers): one route per audio stream.
     let routes: MediaRoutes
 
-    init(socket: UDPSocket, routes: MediaRoutes = MediaRoutes(), video: sending SendStream, audio: [LockedStream],
+    init(socket: UDPSocket, routes: MediaRoutes, video: sending SendStream, audio: [LockedStream],
          audioLayout: [AudioStreamLayout], congestion: CongestionController.Configuration, link: SessionLink,
          adaptive: Bool = true) {
         self.socket = socket
@@ -96,7 +96,7 @@ final class NetworkDriver: @unchecked Sendable {
     func sendAudio(_ index: Int, payload: ArraySlice<UInt8>, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
                    now: MonotonicTime) throws(SRTPError) {
         guard link.ready.load(ordering: .acquiring) else { return }
-        let destination = routes.audio.indices.contains(index) ? routes.audio[index].media : nil
+        let destination = routes.audio[index].media
         try audio[index].withLock { stream throws(SRTPError) in
             try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
                 // On a port of its own audio leaves at once, as it would from the pacer.
@@ -111,29 +111,17 @@ final class NetworkDriver: @unchecked Sendable {
     }
 
     /// Sends a stream's RTCP the way its route says: on its own socket, to
-    /// its media's port, or with the video through the pacer (RTCP is not
-    /// paced, only kept in order with the media).
-    private func sendRTCP(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route, now: MonotonicTime) {
+    /// its media's port, or with the video, through the pacer (RTCP is not
+    /// paced, only kept in order with the media) unless `now` is nil (the
+    /// threads are done: straight to the socket).
+    private func sendRTCP(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route, now: MonotonicTime?) {
         if let control = route.control {
             control.send(bytes)
-        } else if let media = route.media {
-            socket.send(bytes, to: media)
-        } else {
+        } else if let now, route.media == nil {
             pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
-        }
-    }
-
-    /// The same, straight to a socket (when the threads are done).
-    private func sendRTCPNow(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route) {
-        if let control = route.control {
-            control.send(bytes)
         } else {
             socket.send(bytes, to: route.media)
         }
-    }
-
-    private func audioRoute(_ index: Int) -> MediaRoutes.Route {
-        routes.audio.indices.contains(index) ? routes.audio[index] : MediaRoutes.Route()
     }
 
     /// The announcement that the stream finished, and why, with RTCP BYE on
@@ -146,9 +134,9 @@ final class NetworkDriver: @unchecked Sendable {
         var count = 0
         for _ in 0..<(link.usesHandshake ? 5 : 1) {
             let now = MonotonicTime(nanoseconds: Clock.monotonic())
-            video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCPNow($0, route: routes.video) } }
+            video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.video, now: nil) } }
             for (index, stream) in audio.enumerated() {
-                stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCPNow($0, route: audioRoute(index)) } }
+                stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.audio[index], now: nil) } }
             }
             guard link.usesHandshake else { return }
             let deadline = Clock.monotonic() + 60_000_000
@@ -277,7 +265,7 @@ final class NetworkDriver: @unchecked Sendable {
                 _ = stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }
             }
             for (index, stream) in audio.enumerated() {
-                stream.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: audioRoute(index), now: now) } }
+                stream.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: routes.audio[index], now: now) } }
             }
             // Reports and repairs just queued leave now when the budget allows.
             if release(at: Clock.monotonic()) != nil { wake.signal() }

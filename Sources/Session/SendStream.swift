@@ -262,10 +262,8 @@ public final class SendStream {
                 }
                 statistics.retransmitted += sent
                 feedback.append(.retransmitted(count: sent, missed: missed))
-            case .pictureLoss(let pli) where pli.mediaSSRC == configuration.ssrc:
-                if requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
-            case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == configuration.ssrc }):
-                if requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
+            case .pictureLoss, .fullIntraRequest:
+                if asksForKeyframe(packet), requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
             case .receiverReport(let rr):
                 if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
@@ -319,14 +317,7 @@ public final class SendStream {
             statistics.controlPortRefused += 1
             return []
         }
-        let asksForKeyframe = packets.contains { packet in
-            switch packet {
-            case .pictureLoss(let pli): pli.mediaSSRC == configuration.ssrc
-            case .fullIntraRequest(let fir): fir.entries.contains { $0.ssrc == configuration.ssrc }
-            default: false
-            }
-        }
-        guard asksForKeyframe else {
+        guard packets.contains(where: asksForKeyframe) else {
             statistics.plainIgnored += 1
             return []
         }
@@ -337,6 +328,15 @@ public final class SendStream {
         lastPlainRequest = now
         statistics.plainKeyframeRequests += 1
         return requestKeyframe(now: now) ? [.keyframeRequested] : []
+    }
+
+    /// Whether `packet` is a PLI or FIR for this stream.
+    private func asksForKeyframe(_ packet: RTCPPacket) -> Bool {
+        switch packet {
+        case .pictureLoss(let pli): pli.mediaSSRC == configuration.ssrc
+        case .fullIntraRequest(let fir): fir.entries.contains { $0.ssrc == configuration.ssrc }
+        default: false
+        }
     }
 
     private enum RepairOutcome { case sent, missing, suppressed }
