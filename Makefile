@@ -10,13 +10,13 @@ APT_BUILD := libsrtp2-dev libx264-dev libopus-dev libyuv-dev libxcb1-dev libxcb-
 	libavutil-dev libpulse-dev libssl-dev
 APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-plugins-base \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav \
-	janus chromium-headless-shell x11-xserver-utils
+	janus chromium-headless-shell x11-xserver-utils xserver-xephyr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
-.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout clean
+.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -79,6 +79,12 @@ fuzz: deps
 bench-fanout: deps
 	for p in share share-send; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/fanout.py $(FANOUT_ARGS)
+
+## bench-capture: what capturing costs the sender: a 4K screen (in bands, encoded at 1080p) beside
+## 1080p, a still screen, and the pointer moving over it (only its bands grabbed, and grabbed whole)
+bench-capture: deps
+	for p in share share-send; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	python3 Benchmarks/capture.py $(CAPTURE_ARGS)
 
 ## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, the wire path,
 ## the handshake), gated on what does not depend on the machine: allocations, against the p90s

@@ -75,7 +75,10 @@ let package = Package(
         // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
         // A lock ThreadSanitizer can see, for every module whose threads share state.
         .target(name: "ShareSync", path: "Sources/Sync", swiftSettings: strict),
-        .target(name: "ShareX11", dependencies: ["CXCB", "ShareSync"], path: "Sources/X11", swiftSettings: strict),
+        // The frame pool: pictures leased to the encoder, never retained; band geometry.
+        .target(name: "ShareFrames", dependencies: ["ShareColor", "ShareSync"], path: "Sources/Frames", swiftSettings: strict),
+        .target(name: "ShareX11", dependencies: ["CXCB", "ShareSync", "ShareFrames", "ShareColor"], path: "Sources/X11",
+                swiftSettings: strict),
 
         // Audio: Opus (libopus) and PulseAudio capture and playback.
         .target(name: "ShareAudio", dependencies: ["COpus", "CPulse"], path: "Sources/Audio", swiftSettings: strict),
@@ -108,7 +111,7 @@ let package = Package(
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
-                dependencies: ["ShareX11", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
+                dependencies: ["ShareX11", "ShareFrames", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
                                "ShareSession", "ShareCongestion", "ShareHandshake", "ShareGovernor", "ShareLatency",
                                "ShareTransport", "ShareSync", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
@@ -156,10 +159,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ShareWire", "CXCB"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),
-        .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareWire", "ShareStamp",
+        .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareFrames", "ShareWire", "ShareStamp",
                                                     "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
-        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "TestSupport"], path: "Tests/X11Tests",
+        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "ShareFrames", "ShareColor", "TestSupport"], path: "Tests/X11Tests",
                     swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
                     path: "Tests/EndToEndTests",

@@ -47,27 +47,30 @@ public struct MemoryRung: Sendable, Equatable, Codable, CustomStringConvertible 
 /// What the governor knows about the big consumers, to predict a step's
 /// effect before taking it: bytes as a function of the rung.
 public struct MemoryAccount: Sendable, Equatable {
-    /// Memory that does not depend on the rung (runtime, libraries' data, capture slot).
+    /// Memory that does not depend on the rung (runtime, libraries' data, capture bands).
     public var fixedBytes: Int
     public var sourceWidth: Int
     public var sourceHeight: Int
+    /// Pictures of the encoded size the frame pool holds.
+    public var pictureSlots: Int
 
-    public init(fixedBytes: Int, sourceWidth: Int, sourceHeight: Int) {
+    public init(fixedBytes: Int, sourceWidth: Int, sourceHeight: Int, pictureSlots: Int = 1) {
         self.fixedBytes = fixedBytes
         self.sourceWidth = sourceWidth
         self.sourceHeight = sourceHeight
+        self.pictureSlots = pictureSlots
     }
 
     /// Bytes the rung-dependent consumers take: x264 at ultrafast keeps
-    /// about 12 bytes per pixel of picture state and lookahead, plus the
-    /// I420 input (1.5 per pixel) and, when scaling, a source-sized I420;
-    /// the retransmission history about 1.3 KB a packet.
+    /// about 12 bytes per pixel of picture state and lookahead, each picture
+    /// of the frame pool 1.5 (I420; capture converts and scales into them
+    /// band by band, so the captured size costs nothing here); the
+    /// retransmission history about 1.3 KB a packet.
     public func variableBytes(_ rung: MemoryRung) -> Int {
         let height = min(rung.height, sourceHeight)
         let width = sourceWidth * height / max(sourceHeight, 1)
         let pixels = width * height
-        let scaling = height < sourceHeight ? sourceWidth * sourceHeight * 3 / 2 : 0
-        return pixels * 27 / 2 + scaling + rung.historyPackets * Self.bytesPerHistoryPacket
+        return pixels * 12 + pixels * 3 / 2 * pictureSlots + rung.historyPackets * Self.bytesPerHistoryPacket
     }
 
     /// A retransmission history entry: a full packet and its bookkeeping.
@@ -91,7 +94,7 @@ public struct MemoryGovernor: Sendable {
     }
 
     public private(set) var budget: MemoryBudget
-    public let ladder: [MemoryRung]
+    public private(set) var ladder: [MemoryRung]
     public private(set) var rung = 0
     public private(set) var account: MemoryAccount
     /// Step down once the footprint passes this share of the budget.
@@ -105,12 +108,16 @@ public struct MemoryGovernor: Sendable {
     private var lowSince: MonotonicTime?
 
     /// The ladder for a source picture: shrink the retransmission history,
-    /// then halve the frame rate twice (30 → 15 → 5), then downscale
-    /// (1080 → 720 → 540 → 360 lines), then halve the bitrate.
+    /// (above 1080 lines, downscale to 1080), then halve the frame rate
+    /// twice (30 → 15 → 5), then downscale (1080 → 720 → 540 → 360 lines),
+    /// then halve the bitrate.
     public static func ladder(fps: Int, sourceHeight: Int, history: Int) -> [MemoryRung] {
         var rungs = [MemoryRung(historyPackets: history, fps: fps, height: sourceHeight, bitrateScale: 1, name: "full")]
         var r = rungs[0]
         r.historyPackets = min(history, 128); r.name = "short history"; rungs.append(r)
+        // A picture taller than 1080 lines is encoded at 1080 before the
+        // rate is cut: on a 4K screen the picture halves, the motion stays.
+        if sourceHeight > 1080 { r.height = 1080; r.name = "1080p"; rungs.append(r) }
         if fps > 15 { r.fps = 15; r.name = "15 fps"; rungs.append(r) }
         if fps > 5 { r.fps = 5; r.name = "5 fps"; rungs.append(r) }
         for height in [1080, 720, 540, 360] where height < r.height {
@@ -128,11 +135,19 @@ public struct MemoryGovernor: Sendable {
 
     public var current: MemoryRung { ladder[rung] }
 
-    /// The picture being captured changed size (a resized window): the
-    /// account follows it.
+    /// The picture being captured changed size (a resized window, a screen
+    /// that changed size): the account follows it, and the ladder is made
+    /// again for it (its full size is the new one). The rung kept is the
+    /// one of the same name, else the first predicted to take no more than
+    /// the current one.
     public mutating func setSource(width: Int, height: Int) {
+        let before = current
+        let beforeBytes = account.predicted(before)
         account.sourceWidth = width
         account.sourceHeight = height
+        ladder = Self.ladder(fps: ladder[0].fps, sourceHeight: height, history: ladder[0].historyPackets)
+        rung = ladder.firstIndex { $0.name == before.name }
+            ?? ladder.firstIndex { account.predicted($0) <= beforeBytes } ?? ladder.count - 1
     }
 
     /// A new budget from now on: the next samples step down at once if the

@@ -1,4 +1,5 @@
 internal import ShareAudio
+internal import ShareFrames
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareWire

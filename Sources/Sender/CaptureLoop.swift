@@ -1,11 +1,13 @@
 import Dispatch
+internal import ShareFrames
 internal import ShareWire
 internal import ShareX11
 import Synchronization
 internal import ShareSync
 
-/// The capture thread: grabs the screen into the frame pool and leaves the
-/// newest frame in a one-slot mailbox. It never waits on anything
+/// The capture thread: grabs the screen into the frame pool, converted and
+/// scaled to the size the encoder is to take, and leaves the newest frame
+/// in a one-slot mailbox. It never waits on anything
 /// downstream: a frame the encoder has not taken yet is replaced (and
 /// counted).
 ///
@@ -27,12 +29,26 @@ final class CaptureLoop: @unchecked Sendable {
     let frameReady = DispatchSemaphore(value: 0)
     /// Frames per second to grab at (the governor and the ladder lower it).
     let fps: Atomic<Int>
+    /// The tallest picture to make (the governor and the ladder lower it);
+    /// the width follows the aspect ratio.
+    let maxHeight: Atomic<Int>
+    /// The size to scale to before any step down; nil: what is captured.
+    private let configuredSize: VideoSize?
     private let stillRefresh: Duration?
 
-    init(capturer: ScreenCapturer, fps: Int, stillRefresh: Duration?) {
+    init(capturer: ScreenCapturer, fps: Int, maxHeight: Int, configuredSize: VideoSize?, stillRefresh: Duration?) {
         self.capturer = capturer
         self.fps = Atomic(fps)
+        self.maxHeight = Atomic(maxHeight)
+        self.configuredSize = configuredSize
         self.stillRefresh = stillRefresh
+    }
+
+    /// The picture size for what is captured: the configured size, else
+    /// the captured size (even, at least 16x16), no taller than `maxHeight`.
+    static func pictureSize(source: VideoSize, configured: VideoSize?, maxHeight: Int) -> VideoSize {
+        let base = configured?.even ?? VideoSize(width: max(16, source.width), height: max(16, source.height)).even
+        return EncodePipeline.size(base, height: maxHeight)
     }
 
     /// The newest frame, if one is waiting; the caller ends its lease.
@@ -109,7 +125,12 @@ final class CaptureLoop: @unchecked Sendable {
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).
     private func grab(_ context: SenderContext) -> Bool {
         do {
-            var incoming = try capturer.capture()
+            let (configured, maxHeight) = (configuredSize, maxHeight.load(ordering: .relaxed))
+            var incoming = try capturer.capture { width, height in
+                let size = Self.pictureSize(source: VideoSize(width: width, height: height), configured: configured,
+                                            maxHeight: maxHeight)
+                return (size.width, size.height)
+            }
             if capturer.windowHidden != windowHidden {
                 windowHidden = capturer.windowHidden
                 context.emit(.warning(windowHidden ? "the shared window is hidden: nothing is sent until it is shown again"

@@ -1,6 +1,7 @@
 import Dispatch
 internal import ShareColor
 internal import ShareCongestion
+internal import ShareFrames
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareVideo
@@ -11,9 +12,11 @@ internal import ShareGovernor
 internal import ShareLatency
 internal import ShareSync
 
-/// The encode thread: takes the newest captured frame, converts it (the
-/// lease ends there), encodes it at the bitrate, rate and size the network
-/// and the memory budget allow, and hands it to the network driver.
+/// The encode thread: takes the newest captured frame (converted already,
+/// at the size the capture loop was asked for), encodes it (x264 copies it
+/// in: the lease ends there) at the bitrate the network and the memory
+/// budget allow, and hands it to the network driver. The encoder follows
+/// the pictures' size; `adapt` chooses the size, rate and bitrate.
 final class EncodePipeline: @unchecked Sendable {
     // Safe: everything here is used by the encode thread only, after init.
     private let configuration: SenderConfiguration
@@ -50,6 +53,16 @@ final class EncodePipeline: @unchecked Sendable {
         ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
     }
 
+    /// The most the encoder is given at a memory rung: the configured
+    /// bitrate, else the default for the picture size the rung encodes (a 4K
+    /// screen encoded at 1080p gets 1080p's bitrate), scaled by the rung.
+    static func ceilingKbps(_ configuration: SenderConfiguration, base: VideoSize, rung: MemoryRung?) -> Int {
+        let size = Self.size(base, height: rung?.height ?? base.height)
+        let kbps = configuration.bitrateKbps
+            ?? H264Encoder.Configuration.defaultBitrateKbps(width: size.width, height: size.height, fps: configuration.fps)
+        return Int(Double(kbps) * (rung?.bitrateScale ?? 1))
+    }
+
     /// `base` scaled to `height` lines (even), or `base` when not smaller.
     static func size(_ base: VideoSize, height: Int) -> VideoSize {
         guard height < base.height else { return base }
@@ -68,8 +81,6 @@ final class EncodePipeline: @unchecked Sendable {
     }
 
     func run(_ context: SenderContext) {
-        var image = I420Image(width: encoder.configuration.width, height: encoder.configuration.height)
-        var scratch: I420Image?
         var accessUnit: [UInt8] = []
         accessUnit.reserveCapacity(256 * 1024)
         var captureToSend = LatencyRecorder()
@@ -86,29 +97,43 @@ final class EncodePipeline: @unchecked Sendable {
             }
             let captured = lease.time
             let began = Clock.monotonic()
-            let leaseSize = VideoSize(width: lease.width, height: lease.height)
-            if leaseSize != sourceSize {
-                // The first picture, or a resized window: a new base size, and
-                // the encoder (a new SPS, which receivers take in band) before
-                // this picture is converted.
+            let captureSize = VideoSize(width: lease.sourceWidth, height: lease.sourceHeight)
+            if captureSize != sourceSize {
+                // The first picture, or a resized window: a new base size for
+                // the ladders (the capture loop scales to it already).
                 let first = sourceSize == nil
-                sourceSize = leaseSize
+                sourceSize = captureSize
                 if configuration.size == nil && !first {
-                    baseSize = VideoSize(width: max(16, leaseSize.width), height: max(16, leaseSize.height)).even
+                    baseSize = VideoSize(width: max(16, captureSize.width), height: max(16, captureSize.height)).even
                     ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
-                    governor?.sourceChanged(width: baseSize.width, height: baseSize.height)
-                    guard adapt(&image, context) else { return }
+                    if let governor {
+                        governor.sourceChanged(width: baseSize.width, height: baseSize.height)
+                        network.video.withLock { $0.setHistoryCapacity(governor.current.historyPackets) }
+                    }
                 }
             }
-            Self.convert(lease, into: &image, scratch: &scratch)
+            if lease.width != encoder.configuration.width || lease.height != encoder.configuration.height {
+                // A new size (a step, a resized window): a new encoder, a new
+                // SPS, which receivers take in band.
+                do {
+                    encoder = try Self.makeEncoder(configuration, size: VideoSize(width: lease.width, height: lease.height),
+                                                   bitrate: encoder.bitrateKbps)
+                } catch {
+                    context.fail(.encoder(error.description))
+                    return
+                }
+                lastRateChange = began
+            }
             let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
             let info: EncodedFrameInfo?
             do {
-                info = try encoder.encode(image, forceKeyframe: forceKeyframe, into: &accessUnit)
+                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, into: &accessUnit)
             } catch {
                 context.fail(.encoder(error.description))
                 return
             }
+            // x264 has copied the picture in: its slot goes back to the pool.
+            _ = consume lease
             if configuration.simulatedEncodeDelay > .zero {
                 Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
             }
@@ -143,7 +168,7 @@ final class EncodePipeline: @unchecked Sendable {
                 }
             }
             // Counted first: a frame sent is a frame counted, even the last.
-            guard adapt(&image, context) else { return }
+            guard adapt(context) else { return }
         }
         context.stats.withLock { s in
             s.captureToSend = captureToSend.summary
@@ -152,10 +177,10 @@ final class EncodePipeline: @unchecked Sendable {
     }
 
     /// After each frame: what the memory budget and the network allow now.
-    /// A new size or rate means a new encoder (a new SPS, which receivers
-    /// take in band); a new bitrate alone is a reconfiguration. Returns false
-    /// when the sender has to stop.
-    private func adapt(_ image: inout I420Image, _ context: SenderContext) -> Bool {
+    /// A new size goes to the capture loop (the encoder follows the
+    /// pictures); a new bitrate is a reconfiguration. Returns false when the
+    /// sender has to stop.
+    private func adapt(_ context: SenderContext) -> Bool {
         var memory = governor?.current
         if let governor {
             switch governor.observe(context) {
@@ -185,47 +210,25 @@ final class EncodePipeline: @unchecked Sendable {
         }
         let fps = min(memory?.fps ?? configuration.fps, ladder.current.fps)
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)
-        let size = Self.size(baseSize, height: height)
-        let ceiling = Double(baseBitrate) * (memory?.bitrateScale ?? 1)
+        let ceiling = Double(Self.ceilingKbps(configuration, base: baseSize, rung: memory))
         let kbps = max(Int(min(videoBits, ceiling * 1000) / 1000), 50)
         // The encoder runs at the configured rate whatever the capture rate:
         // a new frame rate needs no new encoder (and no IDR), only a
         // bitrate that gives each frame its larger share. A new size does.
         let perFrame = Double(configuration.fps) / Double(max(fps, 1))
         let encoderKbps = Int(Double(kbps) * perFrame)
-        let old = encoder.configuration
         capture.fps.store(fps, ordering: .relaxed)
-        if old.width != size.width || old.height != size.height {
-            do {
-                encoder = try Self.makeEncoder(configuration, size: size, bitrate: encoderKbps)
-            } catch {
-                context.fail(.encoder(error.description))
-                return false
-            }
-            image = I420Image(width: size.width, height: size.height)
+        capture.maxHeight.store(height, ordering: .relaxed)
+        // Down at once; up at most every 300 ms (x264 rate control settles in between).
+        let current = encoder.bitrateKbps
+        let change = Double(encoderKbps - current) / Double(max(current, 1))
+        if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
+            encoder.setBitrate(kbps: encoderKbps)
             lastRateChange = now
-        } else {
-            // Down at once; up at most every 300 ms (x264 rate control settles in between).
-            let current = encoder.bitrateKbps
-            let change = Double(encoderKbps - current) / Double(max(current, 1))
-            if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
-                encoder.setBitrate(kbps: encoderKbps)
-                lastRateChange = now
-            }
         }
         chosenKbps = Int(Double(encoder.bitrateKbps) / perFrame)
         chosenFPS = fps
         network.encoderKbps.store(chosenKbps, ordering: .relaxed)
         return true
-    }
-
-    /// Converts the captured frame and ends its lease: the slot goes back to
-    /// the pool before encoding starts.
-    private static func convert(_ lease: consuming FrameLease, into image: inout I420Image, scratch: inout I420Image?) {
-        let (width, height, stride) = (lease.width, lease.height, lease.stride)
-        lease.withPixels { pixels in
-            ColorConversion.convertBGRA(pixels, stride: stride, width: width, height: height, into: &image,
-                                        scratch: &scratch)
-        }
     }
 }

@@ -72,15 +72,17 @@ public final class ScreenSender: @unchecked Sendable {
         var governor: GovernorControl?
         if let budget = configuration.memoryBudget {
             // What does not change with the rung. The whole process: the
-            // runtime and libraries (about 8 MiB measured) and the capture
-            // slot in use. The sender's own account: every capture slot, the
-            // pacer's rings and the statistics' reserved storage (1 MiB),
-            // and each audio stream (its buffers and codec, 1 MiB).
-            let slotBytes = source.width * source.height * 4
+            // runtime and libraries (about 8 MiB measured) and the band
+            // buffers capture grabs through. The sender's own account: the
+            // band buffers, the pacer's rings and the statistics' reserved
+            // storage (1 MiB), and each audio stream (its buffers and codec,
+            // 1 MiB). The pictures in the frame pool change with the rung.
+            let bands = capturer.heldBytes
             let fixed = configuration.memoryAccounting == .process
-                ? (8 << 20) + slotBytes
-                : slotBytes * max(1, configuration.captureSlots) + (1 << 20) + configuration.audio.count * (1 << 20)
-            let account = MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height)
+                ? (8 << 20) + bands
+                : bands + (1 << 20) + configuration.audio.count * (1 << 20)
+            let account = MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height,
+                                        pictureSlots: max(1, configuration.captureSlots))
             var start = MemoryGovernor(budget: budget,
                                        ladder: MemoryGovernor.ladder(fps: configuration.fps, sourceHeight: base.height,
                                                                      history: 1024),
@@ -91,12 +93,13 @@ public final class ScreenSender: @unchecked Sendable {
         self.governor = governor
         let startRung = governor?.current
         let fps = startRung?.fps ?? configuration.fps
-        capture = CaptureLoop(capturer: capturer, fps: fps, stillRefresh: configuration.stillRefresh)
         let encoded = startRung.map { EncodePipeline.size(base, height: $0.height) } ?? base
+        capture = CaptureLoop(capturer: capturer, fps: fps, maxHeight: encoded.height, configuredSize: configuration.size,
+                              stillRefresh: configuration.stillRefresh)
         let encoder: H264Encoder
         do {
             encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
-                                                     bitrate: Int(Double(baseBitrate) * (startRung?.bitrateScale ?? 1)))
+                                                     bitrate: EncodePipeline.ceilingKbps(configuration, base: base, rung: startRung))
         } catch {
             throw .encoder(error.description)
         }
@@ -345,7 +348,9 @@ public final class ScreenSender: @unchecked Sendable {
         let (began, cpuAtStart) = startTime.withLock { $0 }
         let cpu = ProcessFootprint.cpuTime() - cpuAtStart
         let streamStats = network.video.withLock { $0.statistics }
-        let (captured, droppedPool) = (capture.capturer.captured, capture.capturer.droppedForPool)
+        let capturer = capture.capturer
+        let (captured, droppedPool) = (capturer.captured, capturer.droppedForPool)
+        let (bandsGrabbed, bandsKept, captureBytes) = (capturer.bandsGrabbed, capturer.bandsKept, capturer.heldBytes)
         let drops = network.socket.sendDrops
         let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
         let audioCount = audio.count
@@ -359,6 +364,9 @@ public final class ScreenSender: @unchecked Sendable {
             s.cpuSeconds = cpu.seconds
             s.framesCaptured = captured
             s.framesDroppedPoolExhausted = droppedPool
+            s.bandsGrabbed = bandsGrabbed
+            s.bandsKept = bandsKept
+            s.captureBytes = captureBytes
             s.packetsSent = streamStats.packets
             s.bytesSent = streamStats.bytes
             s.packetsRetransmitted = streamStats.retransmitted

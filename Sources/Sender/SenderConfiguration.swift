@@ -237,6 +237,13 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var framesUnchanged = 0
     /// Frames not captured because every pool slot was still leased.
     public var framesDroppedPoolExhausted = 0
+    /// Bands of the screen grabbed, and bands kept from the picture before
+    /// because nothing in them had changed (a small change, the pointer
+    /// moving, costs its bands, not the screen).
+    public var bandsGrabbed = 0
+    public var bandsKept = 0
+    /// Bytes capture holds: the frame pool's pictures and the band buffers.
+    public var captureBytes = 0
     /// Frames captured but replaced by a newer one before the encoder got to them.
     public var framesDroppedEncoderBusy = 0
     public var framesEncoded = 0
@@ -284,7 +291,7 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var receiverLossFraction = 0.0
     /// Capture instant to the frame's last packet handed to the kernel.
     public var captureToSend: LatencySummary = LatencySummary(samples: 0)
-    /// Colour conversion + encode per frame.
+    /// Encoding per frame (colour conversion is done while capturing).
     public var encodeMilliseconds: LatencySummary = LatencySummary(samples: 0)
     /// The congestion controller: its target for all we send, what the
     /// receiver acknowledged, the loss it saw and the delay detector's verdict.

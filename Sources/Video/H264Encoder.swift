@@ -143,8 +143,18 @@ public final class H264Encoder {
     /// Returns nil when x264 emitted nothing for this picture.
     public func encode(_ image: I420Image, forceKeyframe: Bool = false,
                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
-        guard image.width == configuration.width, image.height == configuration.height else {
-            throw EncoderError("picture is \(image.width)x\(image.height), encoder is \(configuration.width)x\(configuration.height)")
+        var image = image
+        let result = image.withPlanes { planes in
+            Result { () throws(EncoderError) in try encode(planes, forceKeyframe: forceKeyframe, into: &accessUnit) }
+        }
+        return try result.get()
+    }
+
+    /// Encodes the picture in `planes` (x264 copies it in before returning).
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false,
+                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
+        guard planes.width == configuration.width, planes.height == configuration.height else {
+            throw EncoderError("picture is \(planes.width)x\(planes.height), encoder is \(configuration.width)x\(configuration.height)")
         }
         var output = x264_picture_t()
         var nals: UnsafeMutablePointer<x264_nal_t>?
@@ -152,14 +162,11 @@ public final class H264Encoder {
         picture.i_type = forceKeyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
         picture.i_pts = frameCount
         frameCount += 1
-        let size: Int32 = image.withPlanes { y, u, v in
-            picture.img.i_csp = X264_CSP_I420
-            picture.img.i_plane = 3
-            picture.img.plane = (UnsafeMutablePointer(mutating: y), UnsafeMutablePointer(mutating: u),
-                                 UnsafeMutablePointer(mutating: v), nil)
-            picture.img.i_stride = (Int32(image.lumaStride), Int32(image.chromaStride), Int32(image.chromaStride), 0)
-            return x264_encoder_encode(encoder, &nals, &count, &picture, &output)
-        }
+        picture.img.i_csp = X264_CSP_I420
+        picture.img.i_plane = 3
+        picture.img.plane = (planes.y, planes.u, planes.v, nil)
+        picture.img.i_stride = (Int32(planes.lumaStride), Int32(planes.chromaStride), Int32(planes.chromaStride), 0)
+        let size = x264_encoder_encode(encoder, &nals, &count, &picture, &output)
         picture.img.plane = (nil, nil, nil, nil)
         guard size >= 0 else { throw EncoderError("x264_encoder_encode failed (\(size))") }
         accessUnit.removeAll(keepingCapacity: true)

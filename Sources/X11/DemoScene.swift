@@ -124,6 +124,12 @@ public final class DemoScene {
     }
 
     /// Waits until the server has executed every drawing request.
+    /// Moves the mouse pointer to (x, y) on the screen.
+    public func warpPointer(x: Int, y: Int) {
+        xcb_warp_pointer(connection.connection, UInt32(XCB_NONE), connection.root, 0, 0, 0, 0, Int16(x), Int16(y))
+        connection.flush()
+    }
+
     public func sync() {
         let c = connection.connection
         free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))

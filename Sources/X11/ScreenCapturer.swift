@@ -1,102 +1,28 @@
 internal import CXCB
+public import ShareFrames
+internal import ShareColor
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 internal import ShareSync
 #endif
 
-/// When a frame was captured: a monotonic instant for pacing and RTP
-/// timestamps, and the wall clock for the capture-time header extension.
-public struct CaptureTime: Sendable, Equatable {
-    public var monotonicNanoseconds: UInt64
-    public var unixNanoseconds: UInt64
-
-    public static func now() -> CaptureTime {
-        var mono = timespec()
-        var wall = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &mono)
-        clock_gettime(CLOCK_REALTIME, &wall)
-        return CaptureTime(monotonicNanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec),
-                           unixNanoseconds: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec))
-    }
-}
-
-/// A fixed set of capture buffers (MIT-SHM segments when the server offers
-/// them). Slots are handed out as `FrameLease`s and come back when a lease
-/// ends; the pool never grows.
-final class SlotPool: Sendable {
-    struct Slot: @unchecked Sendable {
-        // Safe: the memory is written by the capturing thread only while the
-        // slot is leased to it, and read by the lease holder after that.
-        let pixels: UnsafeMutableRawPointer
-        let segment: xcb_shm_seg_t?
-    }
-
-    let slots: [Slot]
-    private let free: Locked<[Int]>
-    /// Keeps segments (or heap buffers) alive while any lease exists.
-    private let owners: [any AnyObject & Sendable]
-
-    init(slots: [Slot], owners: [any AnyObject & Sendable]) {
-        self.slots = slots
-        self.owners = owners
-        free = Locked(Array(slots.indices))
-    }
-
-    func acquire() -> Int? { free.withLock { $0.popLast() } }
-    func release(_ index: Int) { free.withLock { $0.append(index) } }
-    var available: Int { free.withLock { $0.count } }
-}
-
-/// A captured screen image in a pool slot. It cannot be copied, so nothing
-/// downstream can keep a capture buffer: the slot goes back to the pool the
-/// moment the lease is consumed or dropped (after colour conversion).
-public struct FrameLease: ~Copyable, Sendable {
-    private let pool: SlotPool
-    private let slot: Int
-    public let width: Int
-    public let height: Int
-    /// Bytes per row.
-    public let stride: Int
-    public let time: CaptureTime
-    /// Frame number from the capturer, counting dropped frames too.
-    public let sequence: UInt64
-
-    init(pool: SlotPool, slot: Int, width: Int, height: Int, stride: Int, time: CaptureTime, sequence: UInt64) {
-        self.pool = pool
-        self.slot = slot
-        self.width = width
-        self.height = height
-        self.stride = stride
-        self.time = time
-        self.sequence = sequence
-    }
-
-    /// Lends the BGRX pixels (X11 ZPixmap, 32 bits per pixel) to `body`.
-    public func withPixels<R>(_ body: (UnsafeRawPointer) throws -> R) rethrows -> R {
-        try body(UnsafeRawPointer(pool.slots[slot].pixels))
-    }
-
-    /// The B, G, R bytes at (x, y): for tests and probes.
-    public func pixel(x: Int, y: Int) -> (blue: UInt8, green: UInt8, red: UInt8) {
-        let p = pool.slots[slot].pixels.assumingMemoryBound(to: UInt8.self) + y * stride + x * 4
-        return (p[0], p[1], p[2])
-    }
-
-    deinit { pool.release(slot) }
-}
-
 /// Captures the screen of an X display, or a part of it (a region, a
 /// monitor, a window it follows as it moves), into a small fixed pool of
-/// MIT-SHM slots (or heap slots through GetImage when the server has no
-/// MIT-SHM, as over a network), with the mouse pointer drawn in when asked.
-/// One capturing thread; leases may end on any.
+/// I420 pictures at the size they are encoded at, with the mouse pointer
+/// drawn in when asked. The screen is grabbed in horizontal bands through
+/// two small MIT-SHM segments (heap buffers filled by GetImage when the
+/// server has no MIT-SHM, as over a network), each band converted, and
+/// scaled when the picture is smaller, straight into its picture: memory
+/// grows with the encoded picture, not with the screen. With change
+/// tracking on, only the bands that changed since the last picture are
+/// grabbed again. One capturing thread; leases may end on any.
 public final class ScreenCapturer: @unchecked Sendable {
-    // Safe: the connection, `sequence`, `area` and the window and cursor
-    // state are used by the capturing thread only; the counters other
-    // threads read are atomic; the pool is locked.
-    /// The size of the pictures, which follows a resized window (read on
-    /// the capturing thread once capture runs; each lease carries its own).
+    // Safe: the connection, `sequence`, `area`, the bands and the window and
+    // cursor state are used by the capturing thread only; the counters
+    // other threads read are atomic; the pool is locked.
+    /// The size of what is captured, which follows a resized window (read
+    /// on the capturing thread once capture runs; each lease carries its own).
     public private(set) var width: Int
     public private(set) var height: Int
     /// What is captured, and where it is on the screen now (a followed
@@ -108,11 +34,21 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
     public private(set) var windowHidden = false
     private let followedWindow: xcb_window_t?
-    private let screenSize: (width: Int, height: Int)
-    public let usesSharedMemory: Bool
+    /// The screen's size, which RandR may change (a laptop docked, `xrandr -s`).
+    private var screenSize: (width: Int, height: Int)
+    /// RandR's screen-change event code (nil: the server has no RandR).
+    private let screenChangeEvent: UInt8?
+    private var screenResized = false
+    public var usesSharedMemory: Bool { grabber.sharedMemory }
     private let connection: X11Connection
-    private var pool: SlotPool
+    private let grabber: BandGrabber
+    private var pool: FramePool?
+    private var plan: BandPlan?
+    /// Room for one band's scaled rows (when the pictures are scaled).
+    private var scaledBand: HeapBuffer?
     private let slotsWanted: Int
+    /// Bytes of captured rows a band takes at most.
+    public let bandBytes: Int
     private var sequence: UInt64 = 0
     /// Captures refused because every slot was leased out, and captures
     /// made (read from any thread: atomic).
@@ -120,71 +56,66 @@ public final class ScreenCapturer: @unchecked Sendable {
     public var captured: Int { grabbed.load(ordering: .relaxed) }
     private let dropped = Atomic<Int>(0)
     private let grabbed = Atomic<Int>(0)
+    /// Bands grabbed, and bands copied from the picture before because
+    /// nothing in them changed (read from any thread: atomic).
+    public var bandsGrabbed: Int { grabbedBands.load(ordering: .relaxed) }
+    public var bandsKept: Int { keptBands.load(ordering: .relaxed) }
+    private let grabbedBands = Atomic<Int>(0)
+    private let keptBands = Atomic<Int>(0)
+    /// Bytes held for capture now: the pictures and the band buffers
+    /// (read from any thread: atomic).
+    public var heldBytes: Int { held.load(ordering: .relaxed) }
+    private let held = Atomic<Int>(0)
 
     public static let defaultSlots = 3
+    /// A band of captured rows takes about 1 MiB: it stays in the cache
+    /// between being grabbed and converted, and two of them are all the
+    /// shared memory capture needs, whatever the screen's size.
+    public static let defaultBandBytes = 1 << 20
 
     public init(display: String? = nil, slots: Int = ScreenCapturer.defaultSlots, source: CaptureSource = .screen,
-                drawsCursor: Bool = false) throws(X11Error) {
+                drawsCursor: Bool = false, bandBytes: Int = ScreenCapturer.defaultBandBytes) throws(X11Error) {
         let connection = try X11Connection(display: display)
         guard connection.bitsPerPixel == 32 else {
             throw X11Error("the screen's depth \(connection.screen.root_depth) is not stored in 32 bits per pixel")
         }
-        let (area, window) = try Self.resolve(source, on: connection)
-        let (width, height) = (area.width, area.height)
-        let shm = connection.hasSharedMemory
-        let pool = try Self.makePool(connection: connection, width: width, height: height, slots: slots, sharedMemory: shm)
+        let screenSize = connection.currentSize()
+        let (area, window) = try Self.resolve(source, on: connection, screen: screenSize)
         self.connection = connection
-        self.width = width
-        self.height = height
+        self.width = area.width
+        self.height = area.height
         self.source = source
         self.area = area
         self.followedWindow = window
-        self.screenSize = (connection.width, connection.height)
+        self.screenSize = screenSize
+        self.screenChangeEvent = Self.watchScreenSize(on: connection)
         self.drawsCursor = drawsCursor && Self.enableCursor(on: connection)
-        self.usesSharedMemory = shm
-        self.pool = pool
-        self.slotsWanted = slots
+        self.grabber = BandGrabber(connection: connection, sharedMemory: connection.hasSharedMemory)
+        self.slotsWanted = max(1, slots)
+        self.bandBytes = max(1 << 16, bandBytes)
+        // Shared memory is tried at once, so a server that refuses it is
+        // found out here, not on the first grab.
+        try grabber.reserve(bytes: min(self.bandBytes, area.width * area.height * 4) + 4 * area.width * 4)
+        held.store(grabber.bytes, ordering: .relaxed)
     }
 
-    /// A pool of `slots` pictures of `width` x `height`.
-    private static func makePool(connection: X11Connection, width: Int, height: Int, slots: Int,
-                                 sharedMemory: Bool) throws(X11Error) -> SlotPool {
-        let size = width * height * 4
-        var poolSlots: [SlotPool.Slot] = []
-        var owners: [any AnyObject & Sendable] = []
-        for _ in 0..<max(1, slots) {
-            if sharedMemory {
-                let segment = try SharedMemorySegment(connection: connection, size: size)
-                poolSlots.append(.init(pixels: segment.address, segment: segment.segment))
-                owners.append(SendableBox(segment))
-            } else {
-                let buffer = HeapBuffer(size: size)
-                poolSlots.append(.init(pixels: buffer.address, segment: nil))
-                owners.append(buffer)
-            }
-        }
-        return SlotPool(slots: poolSlots, owners: owners + [SendableBox(connection)])
-    }
+    /// The picture size follows what is captured (`width` x `height`) unless
+    /// `size` says otherwise: smaller is scaled down.
+    public typealias Sizing = (_ width: Int, _ height: Int) -> (width: Int, height: Int)
 
-    /// New pictures of another size: a new pool (leases of the old one end
-    /// as they would; its memory goes with the last of them).
-    private func resize(to newArea: Rectangle) throws(X11Error) {
-        pool = try Self.makePool(connection: connection, width: newArea.width, height: newArea.height, slots: slotsWanted,
-                                 sharedMemory: usesSharedMemory)
-        width = newArea.width
-        height = newArea.height
-        area = newArea
-        resizes += 1
-    }
-
-    /// Times the picture size changed (a followed window was resized).
+    /// Times what is captured changed size (a followed window was resized,
+    /// the screen changed size).
     public private(set) var resizes = 0
 
     /// XDamage on the root window, once `trackChanges()` has turned it on.
     private var damage: xcb_damage_damage_t?
     private var damageEvent: UInt8 = 0
     private var changedSinceGrab = true
-    /// Where the pointer was when it was last drawn.
+    /// What changed since the last grab, in screen coordinates (nil: all of it).
+    private var changedRegion: xcb_xfixes_region_t?
+    /// Where the pointer was drawn in the last picture: what to grab again
+    /// when it moves.
+    private var drawnCursor: Rectangle?
     private var drawnPointer = (x: Int.min, y: Int.min)
 
     /// Starts tracking whether anything on screen changed between grabs
@@ -195,15 +126,20 @@ public final class ScreenCapturer: @unchecked Sendable {
     public func trackChanges() -> Bool {
         if damage != nil { return true }
         let c = connection.connection
-        guard let ext = share_xcb_damage_extension(c), ext.pointee.present != 0 else { return false }
+        guard let ext = share_xcb_damage_extension(c), ext.pointee.present != 0,
+              let fixes = share_xcb_xfixes_extension(c), fixes.pointee.present != 0 else { return false }
         // DAMAGE must be told which version the client speaks before use.
         free(xcb_damage_query_version_reply(c, xcb_damage_query_version(c, 1, 1), nil))
+        free(xcb_xfixes_query_version_reply(c, xcb_xfixes_query_version(c, 4, 0), nil))
         let id = xcb_generate_id(c)
         let level = UInt8(XCB_DAMAGE_REPORT_LEVEL_NON_EMPTY.rawValue)
         guard (try? connection.check(xcb_damage_create_checked(c, id, connection.root, level), "XDamage")) != nil else {
             return false
         }
+        let region = xcb_generate_id(c)
+        xcb_xfixes_create_region(c, region, 0, nil)
         damage = id
+        changedRegion = region
         damageEvent = ext.pointee.first_event + UInt8(XCB_DAMAGE_NOTIFY)
         changedSinceGrab = true
         return true
@@ -216,13 +152,55 @@ public final class ScreenCapturer: @unchecked Sendable {
         let c = connection.connection
         // A broken connection: the next grab reports why.
         guard xcb_connection_has_error(c) == 0 else { return true }
-        while let event = xcb_poll_for_event(c) {
-            let type = event.pointee.response_type & 0x7F
-            if type == damageEvent || (drawsCursor && type == cursorEvent) { changedSinceGrab = true }
-            free(event)
-        }
+        readEvents()
         if !changedSinceGrab && drawsCursor && pointerMoved() { changedSinceGrab = true }
         return changedSinceGrab
+    }
+
+    /// Takes the events that have come: damage, the cursor's shape, the
+    /// screen's size.
+    private func readEvents() {
+        while let event = xcb_poll_for_event(connection.connection) {
+            let type = event.pointee.response_type & 0x7F
+            if (damage != nil && type == damageEvent) || (drawsCursor && type == cursorEvent) { changedSinceGrab = true }
+            if let screenChangeEvent, type == screenChangeEvent {
+                screenResized = true
+                changedSinceGrab = true
+            }
+            free(event)
+        }
+    }
+
+    /// Asks RandR for an event when the screen changes size; its code.
+    private static func watchScreenSize(on connection: X11Connection) -> UInt8? {
+        let c = connection.connection
+        guard let ext = share_xcb_randr_extension(c), ext.pointee.present != 0 else { return nil }
+        free(xcb_randr_query_version_reply(c, xcb_randr_query_version(c, 1, 5), nil))
+        xcb_randr_select_input(c, connection.root, UInt16(XCB_RANDR_NOTIFY_MASK_SCREEN_CHANGE.rawValue))
+        connection.flush()
+        return ext.pointee.first_event + UInt8(XCB_RANDR_SCREEN_CHANGE_NOTIFY)
+    }
+
+    /// The screen changed size: what is captured follows (the whole screen
+    /// at its new size, a monitor where it is now, a region or window
+    /// within the new screen). A monitor that is gone ends capture.
+    private func followScreen() throws(X11Error) {
+        let size = connection.currentSize()
+        guard size != screenSize else { return }
+        screenSize = size
+        let newArea: Rectangle
+        switch source {
+        case .screen, .monitor:
+            newArea = try Self.resolve(source, on: connection, screen: size).0
+        case .region(let region):
+            newArea = region.clamped(width: size.width, height: size.height)
+        case .window:
+            newArea = area.clamped(width: size.width, height: size.height)
+        }
+        if newArea.width != width || newArea.height != height { resizes += 1 }
+        area = newArea
+        (width, height) = (newArea.width, newArea.height)
+        forgetPicture()
     }
 
     /// Waits until the screen changes (a damage event) or `timeoutNanoseconds`
@@ -239,13 +217,20 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Slots not leased out right now.
-    public var freeSlots: Int { pool.available }
-    public var slotCount: Int { pool.slots.count }
+    public var freeSlots: Int { pool?.available ?? slotsWanted }
+    public var slotCount: Int { pool?.slotCount ?? slotsWanted }
 
-    /// Grabs the screen into a free slot. Returns nil, counting a drop, when
-    /// every slot is still leased: capture never waits for the consumer.
-    public func capture() throws(X11Error) -> FrameLease? {
+    /// Grabs the screen into a free picture, at the size `size` gives for
+    /// what is captured (by default the same size). Returns nil, counting a
+    /// drop, when every picture is still leased: capture never waits for
+    /// the consumer.
+    public func capture(size: Sizing? = nil) throws(X11Error) -> FrameLease? {
         sequence += 1
+        readEvents()
+        if screenResized {
+            screenResized = false
+            try followScreen()
+        }
         if let followedWindow {
             switch connection.windowState(followedWindow) {
             case .gone:
@@ -259,62 +244,135 @@ public final class ScreenCapturer: @unchecked Sendable {
                 // (up to the screen's; partly off screen, the same size from
                 // the screen's edge, so dragging it makes no new encoder).
                 let visible = bounds.clamped(width: screenSize.width, height: screenSize.height)
-                if visible.width != width || visible.height != height {
-                    try resize(to: visible)
-                } else {
-                    area = visible
-                }
+                if visible.width != width || visible.height != height { resizes += 1 }
+                if visible != area { forgetPicture() }
+                area = visible
+                (width, height) = (visible.width, visible.height)
             }
         }
-        guard let slot = pool.acquire() else {
+        let wanted = size?(width, height) ?? (width: width, height: height)
+        let (pictureWidth, pictureHeight) = (max(2, wanted.width), max(2, wanted.height))
+        try preparePool(width: pictureWidth, height: pictureHeight)
+        guard let pool, let plan else { return nil }
+        guard let lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: width, sourceHeight: height)
+        else {
             dropped.add(1, ordering: .relaxed)
             return nil
         }
-        if let damage {
-            // Empty the damage region first: whatever is drawn from here on,
-            // during the grab included, marks the screen changed again.
-            xcb_damage_subtract(connection.connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
-            changedSinceGrab = false
-        }
-        let time = CaptureTime.now()
-        do {
-            try grab(into: pool.slots[slot])
-            if drawsCursor { drawCursor(into: pool.slots[slot].pixels) }
-        } catch {
-            pool.release(slot)
-            throw error
-        }
+        // Taken only with a picture to put them in: refused, they wait for the next.
+        let changed = takeChanges()
+        let cursor = drawsCursor ? CursorImage(connection: connection) : nil
+        var rows = changed
+        if let drawn = drawnCursor { rows?.append((drawn.y - area.y)..<(drawn.y - area.y + drawn.height)) }
+        if let cursor, let now = cursor.bounds { rows?.append((now.y - area.y)..<(now.y - area.y + now.height)) }
+        drawnCursor = cursor?.bounds
+        if let cursor { drawnPointer = cursor.position }
+        try fill(lease, plan: plan, changedRows: rows, cursor: cursor)
+        lease.written()
         grabbed.add(1, ordering: .relaxed)
-        return FrameLease(pool: pool, slot: slot, width: width, height: height, stride: width * 4, time: time,
-                          sequence: sequence)
+        return lease
     }
 
-    private func grab(into slot: SlotPool.Slot) throws(X11Error) {
+    /// What is captured now as BGRX bytes (`width` x `height`, rows
+    /// packed), outside the pool: for tests, benchmarks and probes that need
+    /// the screen's own pixels. Allocates the whole picture.
+    public func snapshot() throws(X11Error) -> [UInt8] {
         let c = connection.connection
         var error: UnsafeMutablePointer<xcb_generic_error_t>?
-        let format = UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue)
-        if let segment = slot.segment {
-            let cookie = xcb_shm_get_image_unchecked(c, connection.root, Int16(area.x), Int16(area.y), UInt16(width),
-                                                     UInt16(height), ~0, format, segment, 0)
-            let reply = xcb_shm_get_image_reply(c, cookie, &error)
-            free(reply)
-        } else {
-            let cookie = xcb_get_image_unchecked(c, format, connection.root, Int16(area.x), Int16(area.y), UInt16(width),
-                                                 UInt16(height), ~0)
-            if let reply = xcb_get_image_reply(c, cookie, &error) {
-                let length = Int(xcb_get_image_data_length(reply))
-                if let data = xcb_get_image_data(reply) {
-                    slot.pixels.copyMemory(from: data, byteCount: min(length, width * height * 4))
-                }
-                free(reply)
-            }
-        }
-        if let error {
-            let code = error.pointee.error_code
+        let cookie = xcb_get_image(c, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), connection.root, Int16(area.x), Int16(area.y),
+                                   UInt16(width), UInt16(height), ~0)
+        guard let reply = xcb_get_image_reply(c, cookie, &error), let data = xcb_get_image_data(reply) else {
+            let code = error?.pointee.error_code ?? 0
             free(error)
             throw X11Error("GetImage of the root window failed", code: code)
         }
-        if xcb_connection_has_error(c) != 0 { throw X11Error("the X connection was lost") }
+        defer { free(reply) }
+        let count = min(Int(xcb_get_image_data_length(reply)), width * height * 4)
+        return Array(UnsafeBufferPointer(start: data, count: count))
+    }
+
+    /// The pool and band plan for pictures of this size from what is captured now.
+    private func preparePool(width pictureWidth: Int, height pictureHeight: Int) throws(X11Error) {
+        if pool?.width != pictureWidth || pool?.height != pictureHeight {
+            pool = FramePool(width: pictureWidth, height: pictureHeight, slots: slotsWanted)
+        }
+        if plan?.sourceWidth != width || plan?.sourceHeight != height || plan?.width != pictureWidth
+            || plan?.height != pictureHeight {
+            let newPlan = BandPlan(sourceWidth: width, sourceHeight: height, width: pictureWidth, height: pictureHeight,
+                                   bandBytes: bandBytes)
+            try grabber.reserve(bytes: newPlan.maxSourceRows * width * 4)
+            let scaledRows = newPlan.bands.map(\.rows.count).max() ?? 0
+            scaledBand = newPlan.scales ? HeapBuffer(size: scaledRows * pictureWidth * 4) : nil
+            plan = newPlan
+            forgetPicture()
+        }
+        held.store((pool?.bytes ?? 0) + grabber.bytes + (scaledBand?.size ?? 0), ordering: .relaxed)
+    }
+
+    /// The next picture is grabbed whole (what is captured moved, or changed size).
+    private func forgetPicture() { pictureKept = false }
+    /// Whether the pool's newest picture shows the captured area as it was at the last grab.
+    private var pictureKept = false
+
+    /// Rows of what is captured that changed since the last grab (nil:
+    /// everything, when changes are not tracked or nothing is to build on).
+    /// Empties the damage: what is drawn from here on, during the grab
+    /// included, counts for the next one.
+    private func takeChanges() -> [Range<Int>]? {
+        guard let damage, let region = changedRegion else { return nil }
+        let c = connection.connection
+        xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
+        changedSinceGrab = false
+        guard let reply = xcb_xfixes_fetch_region_reply(c, xcb_xfixes_fetch_region(c, region), nil) else { return nil }
+        defer { free(reply) }
+        guard pictureKept else {
+            pictureKept = true
+            return nil
+        }
+        let count = Int(xcb_xfixes_fetch_region_rectangles_length(reply))
+        guard let rectangles = xcb_xfixes_fetch_region_rectangles(reply) else { return [] }
+        var rows: [Range<Int>] = []
+        for index in 0..<count {
+            let r = rectangles[index]
+            let (left, top) = (Int(r.x) - area.x, Int(r.y) - area.y)
+            guard left < width, left + Int(r.width) > 0, top < height, top + Int(r.height) > 0 else { continue }
+            rows.append(max(0, top)..<min(height, top + Int(r.height)))
+        }
+        return rows
+    }
+
+    /// Fills the leased picture: the bands with changed rows (all of them
+    /// when `changedRows` is nil) grabbed and converted, the others copied
+    /// from the picture before (or left as they are when this is its slot).
+    private func fill(_ lease: borrowing FrameLease, plan: BandPlan, changedRows: [Range<Int>]?,
+                      cursor: CursorImage?) throws(X11Error) {
+        let planes = lease.planes
+        var grabs = Array(plan.bands.indices)
+        if let changedRows, lease.holdsNewest || lease.hasPrevious {
+            grabs = plan.bands(touching: changedRows)
+            if !lease.holdsNewest, let previous = lease.previousPlanes {
+                let copy = Set(plan.bands.indices).subtracting(grabs)
+                for index in copy.sorted() { planes.copyRows(plan.bands[index].rows, from: previous) }
+            }
+            keptBands.add(plan.bands.count - grabs.count, ordering: .relaxed)
+        }
+        guard let first = grabs.first else { return }
+        let stride = width * 4
+        grabber.request(0, area: area, firstRow: plan.bands[first].sourceRows.lowerBound,
+                        rows: plan.bands[first].sourceRows.count)
+        for (n, index) in grabs.enumerated() {
+            if n + 1 < grabs.count {
+                let next = plan.bands[grabs[n + 1]].sourceRows
+                grabber.request((n + 1) % 2, area: area, firstRow: next.lowerBound, rows: next.count)
+            }
+            let band = plan.bands[index]
+            let pixels = try grabber.receive(n % 2)
+            cursor?.draw(into: pixels, stride: stride, area: area, rows: band.sourceRows)
+            ColorConversion.convertBand(pixels, stride: stride, sourceWidth: width, sourceHeight: height,
+                                        sourceRows: band.sourceRows, into: planes, rows: band.rows,
+                                        scaled: scaledBand?.address)
+        }
+        grabbedBands.add(grabs.count, ordering: .relaxed)
     }
 }
 
@@ -328,8 +386,9 @@ extension ScreenCapturer {
     }
 
     /// The rectangle a source names now, and the window to follow.
-    static func resolve(_ source: CaptureSource, on connection: X11Connection) throws(X11Error) -> (Rectangle, xcb_window_t?) {
-        let (screenWidth, screenHeight) = (connection.width, connection.height)
+    static func resolve(_ source: CaptureSource, on connection: X11Connection,
+                        screen: (width: Int, height: Int)) throws(X11Error) -> (Rectangle, xcb_window_t?) {
+        let (screenWidth, screenHeight) = screen
         switch source {
         case .screen:
             return (Rectangle(x: 0, y: 0, width: screenWidth, height: screenHeight), nil)
@@ -400,43 +459,6 @@ extension ScreenCapturer {
         }
         return near(position) || near(drawnPointer)
     }
-
-    /// Blends the cursor image (XFixes, premultiplied ARGB) onto the BGRX picture.
-    private func drawCursor(into pixels: UnsafeMutableRawPointer) {
-        let c = connection.connection
-        guard let reply = xcb_xfixes_get_cursor_image_reply(c, xcb_xfixes_get_cursor_image(c), nil) else { return }
-        defer { free(reply) }
-        let info = reply.pointee
-        drawnPointer = (Int(info.x), Int(info.y))
-        guard let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return }
-        let (cursorWidth, cursorHeight) = (Int(info.width), Int(info.height))
-        let left = Int(info.x) - Int(info.xhot) - area.x
-        let top = Int(info.y) - Int(info.yhot) - area.y
-        let rows = max(0, -top)..<max(0, min(cursorHeight, height - top))
-        let columns = max(0, -left)..<max(0, min(cursorWidth, width - left))
-        let bytes = pixels.assumingMemoryBound(to: UInt8.self)
-        for row in rows {
-            let line = bytes + (top + row) * width * 4
-            for column in columns {
-                let argb = image[row * cursorWidth + column]
-                let alpha = argb >> 24
-                guard alpha > 0 else { continue }
-                let pixel = line + (left + column) * 4
-                let keep = 255 - alpha
-                pixel[0] = UInt8(min(255, (argb & 0xFF) + (UInt32(pixel[0]) * keep + 127) / 255))
-                pixel[1] = UInt8(min(255, (argb >> 8 & 0xFF) + (UInt32(pixel[1]) * keep + 127) / 255))
-                pixel[2] = UInt8(min(255, (argb >> 16 & 0xFF) + (UInt32(pixel[2]) * keep + 127) / 255))
-            }
-        }
-    }
-}
-
-/// Heap memory for capture slots when MIT-SHM is not available.
-final class HeapBuffer: @unchecked Sendable {
-    // Safe: the address never changes; the bytes are guarded as a slot's are.
-    let address: UnsafeMutableRawPointer
-    init(size: Int) { address = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64) }
-    deinit { address.deallocate() }
 }
 
 /// Carries an owner whose only use after creation is its deinit.

@@ -45,8 +45,19 @@ final class X11Connection {
     deinit { xcb_disconnect(connection) }
 
     var root: xcb_window_t { screen.root }
+    /// The screen's size when the connection was made (RandR may change it
+    /// since: `currentSize()`).
     var width: Int { Int(screen.width_in_pixels) }
     var height: Int { Int(screen.height_in_pixels) }
+
+    /// The root window's size now.
+    func currentSize() -> (width: Int, height: Int) {
+        guard let geometry = xcb_get_geometry_reply(connection, xcb_get_geometry(connection, root), nil) else {
+            return (width, height)
+        }
+        defer { free(geometry) }
+        return (Int(geometry.pointee.width), Int(geometry.pointee.height))
+    }
 
     var hasSharedMemory: Bool {
         guard let ext = share_xcb_shm_extension(connection) else { return false }

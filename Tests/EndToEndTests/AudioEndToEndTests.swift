@@ -351,12 +351,43 @@ struct MemoryBudgetEndToEndTests {
         #expect((stats["framesEncoded"] as? Int ?? 0) > framesLow + 20, "the picture went on")
         _ = receiver.wait(timeout: 15)
         // Every frame of the recording decodes; it holds pictures of more than one size.
-        let frames = try run("ffprobe", ["-v", "error", "-show_entries", "frame=width,height", "-of", "csv=p=0", recording])
-        #expect(frames.status == 0 && frames.stderr.isEmpty, "\(frames.stderr)")
-        let sizes = Set(frames.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") })
+        let (frames, errors) = try recordedFrameSizes(recording)
+        #expect(errors.isEmpty, "\(errors)")
+        let sizes = Set(frames)
         #expect(sizes.contains("1280x720") && sizes.count >= 2, "sizes recorded: \(sizes)")
-        let recorded = frames.stdout.split(separator: "\n").count
+        let recorded = frames.count
         #expect(recorded >= (try readStats(dir.path("recv.json"))["framesRecorded"] as? Int ?? 0), "ffprobe reads every frame")
+    }
+
+    /// A 3840x2160 screen within the default 50 MiB: captured in bands
+    /// through two 1 MiB segments and scaled band by band, it is encoded at
+    /// 1080p and 30 fps (the governor's first size step for a picture taller
+    /// than 1080 lines) for 20 s; every frame sent is decoded and recorded.
+    @Test func aFourKScreenIsSentWithinTheDefaultBudget() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 3840, height: 2160)
+        let port = freeUDPPort()
+        let recording = dir.path("4k.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "25", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                        "--audio", "none", "--duration", "20", "--stats-json", dir.path("send.json")], timeout: 40)
+        #expect(sent.status == 0, "\(sent.output)")
+        #expect(sent.output.contains("sending 3840x2160 as 1920x1080 at 30 fps"), "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let stats = try readStats(dir.path("send.json"))
+        let peak = stats["peakFootprintBytes"] as? Int ?? Int.max
+        #expect(peak < 50 << 20, "peak footprint \(peak >> 20) MiB")
+        #expect(stats["memoryRung"] as? String == "1080p" && stats["memorySteps"] as? Int == 0, "\(stats)")
+        let encoded = stats["framesEncoded"] as? Int ?? 0
+        #expect(encoded >= 20 * 30 * 85 / 100, "about 30 fps: \(encoded) frames in 20 s")
+        let received = try readStats(dir.path("recv.json"))
+        #expect(received["framesDecoded"] as? Int == encoded && received["framesRecorded"] as? Int == encoded,
+                "every frame sent is decoded and recorded: \(encoded) sent, \(received)")
+        let probe = try probeVideo(recording)
+        #expect(probe.width == 1920 && probe.height == 1080 && probe.videoFrames == encoded, "\(probe)")
     }
 
     /// The default 50 MiB budget holds a 1080p sender: it starts at full

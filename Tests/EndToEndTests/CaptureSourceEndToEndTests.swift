@@ -49,12 +49,41 @@ struct CaptureSourceEndToEndTests {
         let sent = sender.wait(timeout: 15)
         #expect(sent.status == 0, "\(sent.output)")
         _ = receiver.wait(timeout: 15)
-        let frames = try run("ffprobe", ["-v", "error", "-show_entries", "frame=width,height", "-of", "csv=p=0", recording])
-        #expect(frames.status == 0 && frames.stderr.isEmpty, "\(frames.stderr)")
-        let sizes = frames.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") }
+        let (sizes, errors) = try recordedFrameSizes(recording)
+        #expect(errors.isEmpty, "\(errors)")
         #expect(sizes.first == "640x360" && sizes.last == "480x270", "sizes: \(Set(sizes))")
         #expect(sizes.filter { $0 == "480x270" }.count >= 60, "the smaller window for the rest of the run")
         let stats = try readStats(dir.path("send.json"))
+        #expect(sizes.count >= (stats["framesEncoded"] as? Int ?? 0) * 95 / 100, "\(sizes.count) recorded")
+    }
+
+    /// The screen changing size mid-stream (RandR, `xrandr -s`, in Xephyr):
+    /// the sender follows with a new encoder (a new SPS in band) and does
+    /// not end; the recording holds both sizes and every frame plays.
+    @Test func aScreenThatChangesSizeIsFollowedAndTheRecordingPlays() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let display = try VirtualDisplay(width: 1280, height: 720, resizable: true)
+        let scene = try ShareBinary.start(["scene", "--display", display.display])
+        defer { scene.stop() }
+        let port = freeUDPPort()
+        let recording = dir.path("screen.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "10", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display, "--key-file", key,
+                                            "--audio", "none", "--duration", "7", "--stats-json", dir.path("send.json")])
+        usleep(2_500_000)
+        try display.resize(width: 1024, height: 768)
+        let sent = sender.wait(timeout: 15)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let (sizes, errors) = try recordedFrameSizes(recording)
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(sizes.first == "1280x720" && sizes.last == "1024x768", "sizes: \(Set(sizes))")
+        #expect(sizes.filter { $0 == "1024x768" }.count >= 60, "the new size for the rest of the run")
+        let stats = try readStats(dir.path("send.json"))
+        #expect(stats["encodedWidth"] as? Int == 1024 && stats["encodedHeight"] as? Int == 768, "\(stats)")
         #expect(sizes.count >= (stats["framesEncoded"] as? Int ?? 0) * 95 / 100, "\(sizes.count) recorded")
     }
 

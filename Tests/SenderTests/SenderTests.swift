@@ -53,7 +53,7 @@ struct SenderTests {
         let later = sender.statistics
         sender.stop()
         #expect(sender.error == nil, "\(String(describing: sender.error))")
-        // Two slots of 640x480 BGRA, rings and statistics (1 MiB), the encoder's pictures: about 7.5 MiB, steady.
+        // Two capture bands (2.4 MiB), rings and statistics (1 MiB), two 640x480 pictures and the encoder's state: about 8 MiB, steady.
         #expect(abs(later.memoryAccountedBytes - s.memoryAccountedBytes) < 1 << 20,
                 "the account holds still: \(s.memoryAccountedBytes) then \(later.memoryAccountedBytes)")
         #expect(s.footprintBytes > 64 << 20, "the host's own memory alone is over the budget: \(s.footprintBytes)")

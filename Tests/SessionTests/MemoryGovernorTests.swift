@@ -27,6 +27,32 @@ struct MemoryGovernorTests {
                           "360p at 5 fps, half bitrate"])
     }
 
+    /// Above 1080 lines the picture is brought to 1080 before the rate is
+    /// cut; a 4K screen in 50 MiB starts there, at full rate.
+    @Test func aFourKSourceIsEncodedAt1080pBeforeTheRateIsCut() {
+        let ladder = MemoryGovernor.ladder(fps: 30, sourceHeight: 2160, history: 1024)
+        #expect(ladder.map(\.name).prefix(4) == ["full", "short history", "1080p", "15 fps"])
+        #expect(ladder[2].height == 1080 && ladder[2].fps == 30 && ladder[3].height == 1080)
+        var g = MemoryGovernor(budget: .default, ladder: ladder,
+                               account: MemoryAccount(fixedBytes: 12 << 20, sourceWidth: 3840, sourceHeight: 2160, pictureSlots: 2))
+        #expect(g.chooseStart() == .step(from: 0, to: 2), "\(g.current)")
+    }
+
+    /// The captured picture changes size (a screen resized, a window
+    /// grown): the ladder is made for the new size, the rung keeps its name.
+    @Test func aNewSourceSizeRemakesTheLadder() {
+        var g = governor()
+        g.setSource(width: 2560, height: 1440)
+        #expect(g.current.name == "full" && g.current.height == 1440 && g.ladder.contains { $0.name == "1080p" })
+        #expect(g.observe(footprint: 48 << 20, now: at(0)) != .stay, "over the high-water mark: a step")
+        let stepped = g.current
+        #expect(stepped.name != "full")
+        g.setSource(width: 1024, height: 768)
+        #expect(g.current.height <= 768 && !g.ladder.contains { $0.name == "1080p" }, "\(stepped) -> \(g.current)")
+        g.setSource(width: 1920, height: 1080)
+        #expect(g.ladder[0].height == 1080 && g.ladder[0].fps == 30 && g.ladder[0].historyPackets == 1024)
+    }
+
     /// A new budget while running (`share ctl budget`): lowered, the next
     /// sample steps down at once; raised, it climbs back with the usual
     /// patience (10 s below the low-water mark), one rung at a time.

@@ -82,3 +82,11 @@ public func probeVideo(_ path: String) throws -> ProbeResult {
                        height: Int(fields["height"] ?? "") ?? 0, codec: fields["codec_name"] ?? "",
                        errors: result.stderr)
 }
+
+/// The size of every video frame of a recording, in order ("1280x720"), as
+/// ffprobe decodes them, and what ffprobe printed as errors.
+public func recordedFrameSizes(_ path: String) throws -> (sizes: [String], errors: String) {
+    let result = try run("ffprobe", ["-v", "error", "-show_entries", "frame=width,height", "-of", "csv=p=0", path])
+    let sizes = result.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") }
+    return (sizes, result.status == 0 ? result.stderr : "ffprobe exit \(result.status): \(result.stderr)")
+}

@@ -112,21 +112,27 @@ public final class ChildProcess: @unchecked Sendable {
     }
 }
 
-/// An Xvfb server on a free display number, for tests that need a real X server.
+/// An Xvfb server on a free display number, for tests that need a real X
+/// server; or, `resizable`, an Xephyr server (a nested X server, with MIT-SHM,
+/// DAMAGE, XFixes and RandR) inside a hidden Xvfb, whose screen changes size
+/// with RandR as a laptop's does when it is docked (Xvfb's cannot).
 public final class VirtualDisplay: @unchecked Sendable {
     public let display: String
     public let width: Int
     public let height: Int
     private let server: ChildProcess
+    private let host: VirtualDisplay?
 
     /// Display numbers this process has handed out: suites run in
     /// parallel, and two of them must never race for the same number.
     nonisolated(unsafe) private static var claimed = Set<Int>()
     private static let claiming = NSLock()
 
-    public init(width: Int = 1280, height: Int = 720) throws {
+    public init(width: Int = 1280, height: Int = 720, resizable: Bool = false) throws {
         self.width = width
         self.height = height
+        // Xephyr's screen can grow to what its host's holds.
+        host = resizable ? try VirtualDisplay(width: max(width, 1920), height: max(height, 1200)) : nil
         var number = 90 + Int(getpid() % 200)
         for _ in 0..<20 {
             // Free: not claimed here, and neither a socket nor a lock file exists.
@@ -137,8 +143,11 @@ public final class VirtualDisplay: @unchecked Sendable {
             }
             Self.claimed.insert(number)
             Self.claiming.unlock()
-            let candidate = try ChildProcess("Xvfb", [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten",
-                                                      "tcp", "-noreset", "+extension", "MIT-SHM"])
+            let candidate = try host.map { host in
+                try ChildProcess("Xephyr", [":\(number)", "-screen", "\(width)x\(height)x24", "-resizeable", "-nolisten", "tcp",
+                                            "-noreset"], environment: ["DISPLAY": host.display])
+            } ?? ChildProcess("Xvfb", [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten",
+                                       "tcp", "-noreset", "+extension", "MIT-SHM"])
             // Ours only if the lock file names our server: another process
             // may have started one on the same number a moment earlier.
             let deadline = Date().addingTimeInterval(10)
@@ -153,13 +162,21 @@ public final class VirtualDisplay: @unchecked Sendable {
             if owner == candidate.pid && candidate.isRunning {
                 display = ":\(number)"
                 server = candidate
-                usleep(100_000)
+                usleep(host == nil ? 100_000 : 500_000)
                 return
             }
             candidate.stop()
             number += 1
         }
-        throw TestEnvironmentError("Xvfb did not start on any free display")
+        throw TestEnvironmentError("\(resizable ? "Xephyr" : "Xvfb") did not start on any free display")
+    }
+
+    /// Changes the screen's size through RandR (`xrandr -s`; a resizable
+    /// display only, to one of its modes: 1024x768, 800x600, 1280x1024, ...).
+    public func resize(width: Int, height: Int) throws {
+        guard host != nil else { throw TestEnvironmentError("only a resizable display changes size") }
+        let result = try run("xrandr", ["-s", "\(width)x\(height)"], environment: ["DISPLAY": display])
+        guard result.status == 0 else { throw TestEnvironmentError("xrandr -s \(width)x\(height): \(result.stderr)") }
     }
 
     /// Ends the X server now (as when a session's display goes away).

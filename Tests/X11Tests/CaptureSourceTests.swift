@@ -1,4 +1,5 @@
 import Foundation
+import ShareFrames
 import ShareX11
 import TestSupport
 import Testing
@@ -18,10 +19,6 @@ private func nothing(_ capturer: ScreenCapturer) throws -> Bool {
     return true
 }
 
-private func rgb(_ lease: borrowing FrameLease, _ x: Int, _ y: Int) -> UInt32 {
-    let p = lease.pixel(x: x, y: y)
-    return UInt32(p.red) << 16 | UInt32(p.green) << 8 | UInt32(p.blue)
-}
 
 @Suite("What to share: a region, a monitor, a window followed as it moves, the pointer", .serialized)
 struct CaptureSourceTests {
@@ -33,8 +30,8 @@ struct CaptureSourceTests {
         let capturer = try ScreenCapturer(display: xvfb.display, source: .region(Rectangle(x: 100, y: 50, width: 300, height: 100)))
         #expect(capturer.width == 300 && capturer.height == 100)
         let lease = try grab(capturer)
-        #expect(rgb(lease, 0, 0) == 0xFF0000 && rgb(lease, 199, 99) == 0xFF0000)
-        #expect(rgb(lease, 200, 0) == 0x0000FF && rgb(lease, 299, 99) == 0x0000FF)
+        #expect(shows(lease, 0, 0, 0xFF0000) && shows(lease, 199, 99, 0xFF0000))
+        #expect(shows(lease, 200, 0, 0x0000FF) && shows(lease, 299, 99, 0x0000FF))
         let outside = #expect(throws: X11Error.self) {
             _ = try ScreenCapturer(display: xvfb.display, source: .region(Rectangle(x: 500, y: 0, width: 200, height: 100)))
         }
@@ -58,7 +55,7 @@ struct CaptureSourceTests {
         let byName = try ScreenCapturer(display: xvfb.display, source: .monitor(monitor.name))
         #expect(byName.width == 640 && byName.height == 480 && byName.area.x == 0)
         let lease = try grab(byName)
-        #expect(rgb(lease, 0, 0) == 0x00FF00 && rgb(lease, 639, 479) == 0x00FF00)
+        #expect(shows(lease, 0, 0, 0x00FF00) && shows(lease, 639, 479, 0x00FF00))
         #expect(try ScreenCapturer(display: xvfb.display, source: .monitor("0")).area == monitor.bounds)
         let missing = #expect(throws: X11Error.self) { _ = try ScreenCapturer(display: xvfb.display, source: .monitor("HDMI-9")) }
         #expect(missing?.description.contains("0: \(monitor.name) 640x480+0+0") == true, "the error lists the monitors there are")
@@ -79,20 +76,20 @@ struct CaptureSourceTests {
         #expect(try ScreenCapturer(display: xvfb.display, source: .window("0x\(String(window, radix: 16))")).area.x == 40)
         do {
             let lease = try grab(capturer)
-            #expect(rgb(lease, 0, 0) == 0xFFAA00 && rgb(lease, 159, 119) == 0xFFAA00)
+            #expect(shows(lease, 0, 0, 0xFFAA00) && shows(lease, 159, 119, 0xFFAA00))
         }
         client.move(window, x: 300, y: 200)
         do {
             let lease = try grab(capturer)
             #expect(capturer.area == Rectangle(x: 300, y: 200, width: 160, height: 120) && capturer.resizes == 0)
-            #expect(rgb(lease, 0, 0) == 0xFFAA00 && rgb(lease, 159, 119) == 0xFFAA00, "the picture follows the window")
+            #expect(shows(lease, 0, 0, 0xFFAA00) && shows(lease, 159, 119, 0xFFAA00), "the picture follows the window")
         }
         client.resize(window, width: 200, height: 90)
         do {
             let lease = try grab(capturer)
             #expect(capturer.width == 200 && capturer.height == 90 && capturer.resizes == 1, "the picture follows its size")
             #expect(lease.width == 200 && lease.height == 90)
-            #expect(rgb(lease, 0, 0) == 0xFFAA00 && rgb(lease, 199, 89) == 0xFFAA00)
+            #expect(shows(lease, 0, 0, 0xFFAA00) && shows(lease, 199, 89, 0xFFAA00))
         }
         // Partly off screen: the same size (no new encoder while it is
         // dragged), from the screen's edge, so what of it is visible is in it.
@@ -100,7 +97,7 @@ struct CaptureSourceTests {
         do {
             let lease = try grab(capturer)
             #expect(capturer.area == Rectangle(x: 440, y: 390, width: 200, height: 90) && capturer.resizes == 1)
-            #expect(rgb(lease, 199, 89) == 0xFFAA00 && rgb(lease, 120, 30) == 0xFFAA00)
+            #expect(shows(lease, 199, 89, 0xFFAA00) && shows(lease, 120, 30, 0xFFAA00))
         }
         client.unmap(window)
         #expect(try nothing(capturer))
@@ -113,6 +110,42 @@ struct CaptureSourceTests {
         client.destroy(window)
         let closed = #expect(throws: X11Error.self) { _ = try capturer.capture() }
         #expect(closed?.description.contains("was closed") == true)
+    }
+
+    /// The screen changing size (RandR, as when a laptop is docked; Xephyr
+    /// here, as Xvfb cannot): the whole screen is captured at its new size,
+    /// a region within it, and nothing ends.
+    @Test func aScreenThatChangesSizeIsFollowed() throws {
+        let display = try VirtualDisplay(width: 1280, height: 720, resizable: true)
+        let client = try TestClient(display: display.display)
+        _ = client.window(x: 0, y: 0, width: 1600, height: 1200, rgb: 0x2080FF, name: "backdrop")
+        _ = client.window(x: 900, y: 600, width: 100, height: 100, rgb: 0xFF8000, name: "corner")
+        let screen = try ScreenCapturer(display: display.display)
+        let region = try ScreenCapturer(display: display.display, source: .region(Rectangle(x: 700, y: 500, width: 400, height: 200)))
+        #expect(screen.trackChanges())
+        do {
+            let lease = try grab(screen)
+            #expect(lease.width == 1280 && lease.height == 720)
+            #expect(shows(lease, 950, 650, 0xFF8000) && shows(lease, 100, 100, 0x2080FF))
+            _ = try grab(region)
+        }
+        try display.resize(width: 1024, height: 768)
+        usleep(200_000)
+        do {
+            let lease = try grab(screen)
+            #expect(lease.width == 1024 && lease.height == 768 && screen.resizes == 1, "\(lease.width)x\(lease.height)")
+            #expect(shows(lease, 950, 650, 0xFF8000) && shows(lease, 1000, 750, 0x2080FF), "the picture is the new screen")
+            let part = try grab(region)
+            #expect(region.area == Rectangle(x: 624, y: 500, width: 400, height: 200), "the region kept within it: \(region.area)")
+            let corner = shows(part, 300, 120, 0xFF8000)
+            #expect(corner)
+        }
+        try display.resize(width: 800, height: 600)
+        usleep(200_000)
+        let smaller = try grab(screen)
+        #expect(smaller.width == 800 && smaller.height == 600 && screen.resizes == 2)
+        let backdrop = shows(smaller, 799, 599, 0x2080FF)
+        #expect(backdrop)
     }
 
     /// The pointer is drawn where it is, and a pointer that moves over a
@@ -130,7 +163,7 @@ struct CaptureSourceTests {
             var count = 0
             for dy in -16...16 {
                 for dx in -16...16 where x + dx >= 0 && y + dy >= 0 && x + dx < 640 && y + dy < 480 {
-                    if rgb(lease, x + dx, y + dy) != 0xFFFFFF { count += 1 }
+                    if !shows(lease, x + dx, y + dy, 0xFFFFFF) { count += 1 }
                 }
             }
             return count

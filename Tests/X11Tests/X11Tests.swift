@@ -1,4 +1,5 @@
 import Foundation
+import ShareFrames
 import ShareX11
 import TestSupport
 import Testing
@@ -17,8 +18,8 @@ struct X11Tests {
         scene.sync()
         guard let lease = try capturer.capture() else { Issue.record("no frame"); return }
         for c in colours {
-            let pixel = lease.pixel(x: c.x + 100, y: c.y + 100)
-            #expect(UInt32(pixel.red) << 16 | UInt32(pixel.green) << 8 | UInt32(pixel.blue) == c.rgb)
+            let shown = shows(lease, c.x + 100, c.y + 100, c.rgb)
+            #expect(shown, "\(c)")
         }
         // The scene moves: two frames differ.
         scene.draw(frame: 1)
@@ -68,8 +69,8 @@ struct X11Tests {
         usleep(100_000)
         let capturer = try ScreenCapturer(display: xvfb.display)
         guard let lease = try capturer.capture() else { Issue.record("no frame"); return }
-        let pixel = lease.pixel(x: 100, y: 50)
-        #expect(pixel.red == 0xEE && pixel.green == 0x99 && pixel.blue == 0x33)
+        let shown = shows(lease, 100, 50, 0xEE9933)
+        #expect(shown)
         #expect(window.framesShown == 1)
     }
 

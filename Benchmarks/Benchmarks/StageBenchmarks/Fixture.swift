@@ -75,15 +75,14 @@ final class Fixture: @unchecked Sendable {
         var scratch: I420Image?
         for frame in 0..<Self.frameCount {
             scene.draw(frame: frame)
-            guard let lease = try? capturer.capture() else { fatalError("capture failed") }
-            let (w, h, stride) = (lease.width, lease.height, lease.stride)
+            guard let pixels = try? capturer.snapshot() else { fatalError("capture failed") }
+            let (w, h) = (capturer.width, capturer.height)
             var picture = I420Image(width: w, height: h)
-            lease.withPixels { pixels in
-                bgra.append(Array(UnsafeRawBufferPointer(start: pixels, count: stride * h)))
-                ColorConversion.convertBGRA(pixels, stride: stride, width: w, height: h, into: &picture,
+            pixels.withUnsafeBytes { raw in
+                ColorConversion.convertBGRA(raw.baseAddress!, stride: w * 4, width: w, height: h, into: &picture,
                                             scratch: &scratch)
             }
-            _ = consume lease
+            bgra.append(pixels)
             pictures.append(picture)
         }
         self.bgra = bgra

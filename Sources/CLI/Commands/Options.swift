@@ -109,6 +109,8 @@ public struct SceneOptions: ParsableArguments {
     public var stampRate = 233
     @Flag(name: .customLong("static"), help: "Draw one frame, then leave the screen still (an idle-screen benchmark).")
     public var stillScreen = false
+    @Flag(help: "Move the mouse pointer round a circle at --fps; with --static only the pointer moves (a cursor benchmark).")
+    public var pointer = false
 
     public init() {}
 }

@@ -25,6 +25,7 @@ struct Scene: ParsableCommand {
         let done = DispatchSemaphore(value: 0)
         let overlay: ((DemoScene) -> Void)? = options.stamp ? { Self.drawStamp(on: $0) } : nil
         let timer: (any DispatchSourceTimer)?
+        let pointer = options.pointer ? Self.movePointer(on: scene, fps: fps) : nil
         if options.stillScreen {
             scene.draw(frame: 0, overlay: overlay)
             timer = nil
@@ -55,6 +56,24 @@ struct Scene: ParsableCommand {
         }
         done.wait()
         timer?.cancel()
+        pointer?.cancel()
+    }
+
+    /// Moves the pointer round a circle in the middle of the screen, one
+    /// step `fps` times a second (a turn every two seconds).
+    private static func movePointer(on scene: DemoScene, fps: Int) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(flags: .strict, queue: DispatchQueue(label: "scene.pointer"))
+        let rate = Double(max(1, fps))
+        nonisolated(unsafe) var step = 0.0
+        timer.schedule(deadline: .now(), repeating: 1.0 / rate, leeway: .nanoseconds(0))
+        timer.setEventHandler {
+            let angle = step / (2 * rate) * 2 * Double.pi
+            let radius = Double(min(scene.width, scene.height)) / 4
+            scene.warpPointer(x: scene.width / 2 + Int(radius * cos(angle)), y: scene.height / 2 + Int(radius * sin(angle)))
+            step += 1
+        }
+        timer.resume()
+        return timer
     }
 
     /// The stamp of this instant over a black band (see `FrameStamp`).

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""What capturing costs the sender: big screens and a moving pointer.
+
+Runs the release `share-send` (static key, no audio, default 50 MiB budget)
+against a UDP sink, one case after another in the same run, and samples
+/proc/<pid> ten times a second after a warm-up: CPU (ms per frame sent and
+% of a core), peak footprint (RssAnon + RssShmem, as the governor counts
+it) and RSS high-water mark, frames sent and the size they were encoded at.
+
+Cases (each on its own virtual display):
+  1080p-moving  a 1920x1080 screen, `share scene` moving content (the reference)
+  4k-moving     a 3840x2160 screen, the same scene: captured in 1 MiB bands,
+                scaled band by band, encoded at 1080p
+  1080p-still   a still 1920x1080 screen
+  1080p-pointer the same still screen, the pointer moving round a circle at
+                60 Hz with `--cursor embed`: only the bands under the pointer
+                are grabbed again
+  1080p-pointer-full  the same, with `--every-frame` (no change tracking):
+                what a moving pointer costs when every picture is grabbed whole
+
+    make bench-capture
+    python3 Benchmarks/capture.py --seconds 20 --cases 4k-moving,1080p-moving
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import DEFAULT_BIN, make_key, sample, start_xvfb, stop  # noqa: E402
+
+CASES = {
+    "1080p-moving": dict(size="1920x1080", scene=[], send=[]),
+    "4k-moving": dict(size="3840x2160", scene=[], send=[]),
+    "1080p-still": dict(size="1920x1080", scene=["--static"], send=[]),
+    "1080p-pointer": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=["--cursor", "embed"]),
+    "1080p-pointer-full": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
+                               send=["--cursor", "embed", "--every-frame"]),
+}
+
+
+def run_case(name, case, args, key, work):
+    display, xvfb = start_xvfb(case["size"])
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    port = sink.getsockname()[1]
+    scene = subprocess.Popen([os.path.join(args.bin, "share-send"), "scene", "--display", display] + case["scene"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    stats = os.path.join(work, f"{name}.json")
+    sender = subprocess.Popen([os.path.join(args.bin, "share-send"), "send", "127.0.0.1", "--port", str(port),
+                               "--display", display, "--srtp-key-file", key["file"], "--audio", "none",
+                               "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats] + case["send"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(args.warmup)
+        first = sample(sender.pid)
+        began = time.monotonic()
+        peak = hwm = 0
+        last = first
+        while time.monotonic() - began < args.seconds:
+            time.sleep(0.1)
+            now = sample(sender.pid)
+            if now is None:
+                break
+            last = now
+            peak = max(peak, now[1])
+            hwm = max(hwm, now[3])
+        elapsed = time.monotonic() - began
+        output, _ = sender.communicate(timeout=30)
+    finally:
+        stop(sender)
+        stop(scene)
+        stop(xvfb)
+        sink.close()
+    if first is None or last is None:
+        raise SystemExit(f"capture: {name}: the sender ended early")
+    with open(stats) as f:
+        s = json.load(f)
+    cpu = last[0] - first[0]
+    frames = s.get("framesEncoded", 0)
+    # Frames sent in the measured window, from the rate the sender reports over its run.
+    seconds = max(1e-9, s.get("elapsedSeconds") or (args.warmup + args.seconds + 1))
+    measured_frames = frames * elapsed / seconds
+    return {
+        "case": name, "screen": case["size"], "encoded": f"{s.get('encodedWidth')}x{s.get('encodedHeight')}",
+        "rung": s.get("memoryRung"), "fps": frames / seconds, "cpuPercent": 100 * cpu / elapsed,
+        "cpuMsPerFrame": 1000 * cpu / measured_frames if measured_frames >= 1 else None,
+        "peakFootprintMiB": max(peak, s.get("peakFootprintBytes", 0)) / 2**20, "peakRssMiB": hwm / 2**20,
+        "framesEncoded": frames, "bandsGrabbed": s.get("bandsGrabbed"), "bandsKept": s.get("bandsKept"),
+        "summary": output.strip().splitlines()[-12:],
+    }
+
+
+def fmt(value, digits=1):
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(rows, args):
+    lines = [f"# What capturing costs (`share send`, release build, {args.seconds:.0f} s measured per case, one run)", "",
+             "| case | screen | encoded | fps | CPU % of a core | CPU ms/frame | peak footprint MiB | peak RSS MiB | bands grabbed / kept |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        bands = f"{r['bandsGrabbed']} / {r['bandsKept']}" if r["bandsGrabbed"] is not None else "–"
+        lines.append(f"| {r['case']} | {r['screen']} | {r['encoded']} | {fmt(r['fps'])} | {fmt(r['cpuPercent'])} | "
+                     f"{fmt(r['cpuMsPerFrame'], 2)} | {fmt(r['peakFootprintMiB'])} | {fmt(r['peakRssMiB'])} | {bands} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, from: " + ", ".join(CASES))
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--bin", default=DEFAULT_BIN)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    args = parser.parse_args()
+    names = [n for n in args.cases.split(",") if n]
+    for n in names:
+        if n not in CASES:
+            raise SystemExit(f"capture: no case {n} (there are {', '.join(CASES)})")
+    with tempfile.TemporaryDirectory() as work:
+        key = make_key(work)
+        rows = []
+        for name in names:
+            print(f"capture: {name}", file=sys.stderr, flush=True)
+            rows.append(run_case(name, CASES[name], args, key, work))
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "capture.json"), "w") as f:
+        json.dump(rows, f, indent=2)
+    text = markdown(rows, args)
+    with open(os.path.join(args.out, "capture.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

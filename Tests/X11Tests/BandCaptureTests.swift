@@ -1,0 +1,91 @@
+import Foundation
+import ShareFrames
+import ShareX11
+import TestSupport
+import Testing
+
+/// Lumas of a whole picture, to compare two captures.
+private func lumas(_ lease: borrowing FrameLease) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(lease.width * lease.height)
+    for y in 0..<lease.height { for x in 0..<lease.width { out.append(lease.luma(x: x, y: y)) } }
+    return out
+}
+
+private func take(_ capturer: ScreenCapturer, size: ScreenCapturer.Sizing? = nil) throws -> FrameLease {
+    guard let lease = try capturer.capture(size: size) else { throw TestEnvironmentError("no frame captured") }
+    return lease
+}
+
+@Suite("Capture in bands: only what changed is grabbed again", .serialized)
+struct BandCaptureTests {
+    /// A small change is grabbed in the bands it touches, the rest comes
+    /// from the picture before; the result is what a full grab shows.
+    @Test(arguments: [false, true])
+    func aSmallChangeIsGrabbedInItsBandsOnly(scaled: Bool) throws {
+        let xvfb = try VirtualDisplay(width: 1280, height: 720)
+        let scene = try DemoScene(display: xvfb.display)
+        scene.draw(frame: 3)
+        scene.sync()
+        let size: ScreenCapturer.Sizing? = scaled ? { _, _ in (640, 360) } : nil
+        // Bands of 64 KiB: 12 rows of a 1280-pixel screen.
+        let capturer = try ScreenCapturer(display: xvfb.display, slots: 2, bandBytes: 1 << 16)
+        #expect(capturer.trackChanges())
+        let bandsInPicture: Int
+        do {
+            _ = try take(capturer, size: size)
+            bandsInPicture = capturer.bandsGrabbed
+            #expect(bandsInPicture >= 720 / 12 / (scaled ? 4 : 1), "the first picture is grabbed whole")
+            #expect(capturer.bandsKept == 0)
+        }
+        for step in 0..<4 {
+            // A 30x10 change, somewhere else each time.
+            scene.fill(x: 100 + step * 200, y: 300 + step * 40, width: 30, height: 10, rgb: 0xFF00FF - UInt32(step) * 0x100)
+            scene.sync()
+            _ = capturer.screenChanged
+            let before = capturer.bandsGrabbed
+            let lease = try take(capturer, size: size)
+            let grabbed = capturer.bandsGrabbed - before
+            #expect(grabbed >= 1 && grabbed <= 3, "step \(step): \(grabbed) bands of \(bandsInPicture) grabbed")
+            let fresh = try ScreenCapturer(display: xvfb.display, slots: 1)
+            let full = try take(fresh, size: size)
+            #expect(lumas(lease) == lumas(full), "step \(step): the picture is the screen as a full grab shows it")
+        }
+        // Nothing changed: nothing is grabbed.
+        _ = capturer.screenChanged
+        let before = capturer.bandsGrabbed
+        _ = try take(capturer, size: size)
+        #expect(capturer.bandsGrabbed == before)
+    }
+
+    /// The pointer moving over a still screen: the bands under where it was
+    /// and where it is are grabbed, nothing else; it is drawn at its new
+    /// place and gone from the old.
+    @Test func thePointerMovingCostsOnlyItsBands() throws {
+        let xvfb = try VirtualDisplay(width: 1280, height: 720)
+        let client = try TestClient(display: xvfb.display)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+        client.warpPointer(x: 200, y: 100)
+        let capturer = try ScreenCapturer(display: xvfb.display, slots: 3, drawsCursor: true, bandBytes: 1 << 16)
+        #expect(capturer.trackChanges())
+        _ = try take(capturer)
+        let whole = capturer.bandsGrabbed
+        func dark(_ lease: borrowing FrameLease, around x: Int, _ y: Int) -> Int {
+            var count = 0
+            for dy in -12...12 { for dx in -12...12 where lease.luma(x: x + dx, y: y + dy) < 200 { count += 1 } }
+            return count
+        }
+        var was = (x: 200, y: 100)
+        for (x, y) in [(900, 500), (300, 650), (640, 40)] {
+            client.warpPointer(x: x, y: y)
+            #expect(capturer.screenChanged, "a pointer that moved is a change")
+            let before = capturer.bandsGrabbed
+            let lease = try take(capturer)
+            let grabbed = capturer.bandsGrabbed - before
+            #expect(grabbed >= 2 && grabbed <= 8, "\(grabbed) of \(whole) bands for the pointer at \(x),\(y)")
+            #expect(dark(lease, around: x, y) >= 10, "drawn at \(x),\(y)")
+            #expect(dark(lease, around: was.x, was.y) == 0, "not left behind at \(was)")
+            was = (x, y)
+        }
+    }
+}
