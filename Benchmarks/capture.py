@@ -14,9 +14,12 @@ Cases (each on its own virtual display):
   1080p-still   a still 1920x1080 screen
   1080p-pointer the same still screen, the pointer moving round a circle at
                 60 Hz with `--cursor embed`: only the bands under the pointer
-                are grabbed again
+                are grabbed again, and x264 skips every other macroblock
   1080p-pointer-full  the same, with `--every-frame` (no change tracking):
                 what a moving pointer costs when every picture is grabbed whole
+                and encoded without telling x264 what did not change
+  1080p-pointer-metadata  the same with `--cursor metadata`: the pointer is
+                sent apart (RTCP APP), the still screen is not grabbed again
 
     make bench-capture
     python3 Benchmarks/capture.py --seconds 20 --cases 4k-moving,1080p-moving
@@ -40,6 +43,8 @@ CASES = {
     "1080p-pointer": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=["--cursor", "embed"]),
     "1080p-pointer-full": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
                                send=["--cursor", "embed", "--every-frame"]),
+    "1080p-pointer-metadata": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
+                                   send=["--cursor", "metadata"]),
 }
 
 

@@ -1,5 +1,20 @@
 internal import CYUV
 
+/// A rectangle of a picture that changed, in the picture's pixels.
+public struct PictureArea: Sendable, Equatable {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+}
+
 /// Where an I420 picture's three planes are: a view over memory someone
 /// else owns (a frame pool slot, an `I420Image`), valid only inside the
 /// closure that lends it.
@@ -90,5 +105,33 @@ extension I420Image {
     package mutating func withPlanes<R>(_ body: (I420Planes) throws -> R) rethrows -> R {
         let (width, height) = (self.width, self.height)
         return try withMutablePlanes { y, _, _ in try body(I420Planes(packedAt: y, width: width, height: height)) }
+    }
+}
+
+extension ColorConversion {
+    /// Blends a premultiplied-ARGB image (`imageWidth` x `imageHeight`, a
+    /// 32-bit word a pixel, as XFixes gives the pointer) onto BGRX pixels
+    /// (`stride` bytes a row, `width` x `rows` of them) with its top left
+    /// corner at (`left`, `top`) of those pixels; what falls outside is left out.
+    package static func blendPremultiplied(_ image: UnsafePointer<UInt32>, imageWidth: Int, imageHeight: Int,
+                                           onto pixels: UnsafeMutableRawPointer, stride: Int, width: Int, rows: Int,
+                                           left: Int, top: Int) {
+        let (firstRow, endRow) = (max(0, -top), min(imageHeight, rows - top))
+        let (firstColumn, endColumn) = (max(0, -left), min(imageWidth, width - left))
+        guard firstRow < endRow, firstColumn < endColumn else { return }
+        let bytes = pixels.assumingMemoryBound(to: UInt8.self)
+        for row in firstRow..<endRow {
+            let line = bytes + (top + row) * stride
+            for column in firstColumn..<endColumn {
+                let argb = image[row * imageWidth + column]
+                let alpha = argb >> 24
+                guard alpha > 0 else { continue }
+                let pixel = line + (left + column) * 4
+                let keep = 255 - alpha
+                pixel[0] = UInt8(min(255, (argb & 0xFF) + (UInt32(pixel[0]) * keep + 127) / 255))
+                pixel[1] = UInt8(min(255, (argb >> 8 & 0xFF) + (UInt32(pixel[1]) * keep + 127) / 255))
+                pixel[2] = UInt8(min(255, (argb >> 16 & 0xFF) + (UInt32(pixel[2]) * keep + 127) / 255))
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-package import ShareColor
+public import ShareColor
 internal import ShareSync
 #if canImport(Glibc)
 internal import Glibc
@@ -95,6 +95,12 @@ public struct FrameLease: ~Copyable, Sendable {
     public let time: CaptureTime
     /// Frame number from the capturer, counting dropped frames too.
     public let sequence: UInt64
+    /// Pictures written before this one (by its writer, in any pool): the
+    /// one before it is numbered one less.
+    public package(set) var number: UInt64 = 0
+    /// What changed since the picture numbered one less: the rest is the
+    /// same, pixel for pixel. Nil: anything may have.
+    public package(set) var changes: [PictureArea]?
 
     init(pool: FramePool, slot: Int, time: CaptureTime, sequence: UInt64, sourceWidth: Int, sourceHeight: Int) {
         self.pool = pool

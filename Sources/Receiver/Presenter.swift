@@ -28,9 +28,8 @@ final class Presenter: @unchecked Sendable {
     private let queue: WorkQueue
     private let network: ReceiverNetworkLoop
     private let events: @Sendable (ReceiverEvent) -> Void
-    private var window: VideoWindow?
+    private var window: PictureWindow?
     private let recording: SessionRecording?
-    private var pixels: [UInt8] = []
     private var latency = LatencyRecorder()
     private var glassToGlass = LatencyRecorder()
     private var lastStamp: FrameStamp?
@@ -121,7 +120,7 @@ final class Presenter: @unchecked Sendable {
         case .video, .audio, .senderReport, .loss:
             sessionHasMedia = true
             recording?.noteMedia(audio: false)
-        case .goodbye, .newSession, .senderState, .audioLayout:
+        case .goodbye, .newSession, .senderState, .audioLayout, .cursor:
             break
         }
         switch work {
@@ -167,6 +166,8 @@ final class Presenter: @unchecked Sendable {
                 trackOrder.append(stream.ssrc)
             }
             recording?.noteAudioLayout()
+        case .cursor(let overlay):
+            window?.showCursor(overlay)
         case .senderReport(let ssrc, let report):
             clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
@@ -250,10 +251,9 @@ final class Presenter: @unchecked Sendable {
         if configuration.showWindow {
             do {
                 if window == nil {
-                    window = try VideoWindow(display: configuration.display, title: "share",
-                                             width: picture.width, height: picture.height)
+                    window = try PictureWindow(display: configuration.display, width: picture.width, height: picture.height)
                 }
-                show(on: window!)
+                window?.show(decoder)
                 local.framesShown += 1
             } catch {
                 throw .window(error.description)
@@ -296,18 +296,6 @@ final class Presenter: @unchecked Sendable {
             local.stampsRepeated += 1
         } else {
             local.stampsUnreadable += 1
-        }
-    }
-
-    private func show(on window: VideoWindow) {
-        decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
-            let stride = width * 4
-            if pixels.count < stride * height { pixels = [UInt8](repeating: 0, count: stride * height) }
-            pixels.withUnsafeMutableBytes { raw in
-                ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
-                                            height: height, to: raw.baseAddress!, stride: stride)
-                window.show(width: width, height: height, stride: stride, pixels: UnsafeRawPointer(raw.baseAddress!))
-            }
         }
     }
 

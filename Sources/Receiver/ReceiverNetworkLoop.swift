@@ -115,6 +115,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             case .goodbye: continue
             case .senderState(let state): queue.push(.senderState(state))
             case .audioLayout(let streams): queue.push(.audioLayout(streams))
+            case .cursor(let overlay): queue.push(.cursor(overlay))
             }
         }
     }

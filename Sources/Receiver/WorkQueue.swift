@@ -1,4 +1,5 @@
 import Dispatch
+internal import ShareSession
 internal import ShareWire
 internal import ShareSync
 
@@ -16,6 +17,8 @@ enum ReceivedWork: Sendable {
     case senderState(StreamState)
     /// The sender's audio streams, said before the sound arrives.
     case audioLayout([AudioStreamLayout])
+    /// The mouse pointer to draw over the picture (`--cursor metadata`).
+    case cursor(CursorOverlay)
 }
 
 /// The bounded queue between the receiver's network thread and its decode

@@ -62,6 +62,30 @@ final class CaptureLoop: @unchecked Sendable {
     /// (a keyframe request, a pause, the end).
     static let longestWait: UInt64 = 20_000_000
 
+    /// Where the pointer goes when it is sent apart from the pictures
+    /// (`--cursor metadata`); nil otherwise.
+    var pointerSink: ((PointerState) -> Void)?
+    /// The pointer is read at most this often (and at every wake-up).
+    static let pointerInterval: UInt64 = 16_000_000
+    private var pointerReadAt: UInt64 = 0
+    private var lastPointer: PointerState?
+
+    /// Reads the pointer when it is sent apart and due, and hands it on when it moved or changed shape.
+    private func followPointer() {
+        guard let pointerSink else { return }
+        let now = Clock.monotonic()
+        guard now &- pointerReadAt >= Self.pointerInterval else { return }
+        pointerReadAt = now
+        guard var pointer = capturer.readPointer() else { return }
+        if pointer.shape == nil, var last = lastPointer {
+            last.shape = nil
+            if last == pointer { return }
+        }
+        pointerSink(pointer)
+        pointer.shape = nil
+        lastPointer = pointer
+    }
+
     func run(_ context: SenderContext) {
         let refresh = stillRefresh.map { $0.nanoseconds }
         if let refresh, capturer.trackChanges() {
@@ -83,9 +107,11 @@ final class CaptureLoop: @unchecked Sendable {
                 Clock.sleep(until: Clock.monotonic() + interval)
                 continue
             }
+            followPointer()
             let now = Clock.monotonic()
             if !capturer.screenChanged, !context.keyframeRequested.load(ordering: .relaxed), now &- lastGrab < refresh {
-                let wait = min(lastGrab &+ refresh &- now, Self.longestWait)
+                let longest = pointerSink == nil ? Self.longestWait : Self.pointerInterval
+                let wait = min(lastGrab &+ refresh &- now, longest)
                 if capturer.waitForChange(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.settle) }
                 continue
             }
@@ -110,6 +136,7 @@ final class CaptureLoop: @unchecked Sendable {
             let interval = UInt64(1_000_000_000 / max(1, fps.load(ordering: .relaxed)))
             next += interval
             if context.isRunning {
+                followPointer()
                 guard grab(context) else { return }
             }
             let now = Clock.monotonic()

@@ -35,6 +35,10 @@ final class EncodePipeline: @unchecked Sendable {
     private let audioBitrate: Int
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
     private var lastRateChange: UInt64 = 0
+    /// The number of the last picture encoded, and whether the encoder is
+    /// new (it has no picture before to compare with).
+    private var lastPicture: UInt64 = 0
+    private var encoderFresh = true
     /// What `adapt` last chose, for the statistics: the bitrate for the
     /// frames actually captured (kbit/s) and the capture rate.
     private var chosenKbps = 0
@@ -123,11 +127,16 @@ final class EncodePipeline: @unchecked Sendable {
                     return
                 }
                 lastRateChange = began
+                encoderFresh = true
             }
             let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
             let info: EncodedFrameInfo?
             do {
-                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, into: &accessUnit)
+                // What changed is only known against the picture just before.
+                let changes = lease.number == lastPicture + 1 && encoderFresh == false ? lease.changes : nil
+                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes, into: &accessUnit)
+                lastPicture = lease.number
+                encoderFresh = false
             } catch {
                 context.fail(.encoder(error.description))
                 return

@@ -159,6 +159,21 @@ final class NetworkDriver: @unchecked Sendable {
         video.withLock { $0.describe(audio: audioLayout, now: now) }
     }
 
+    /// The pointer for a receiver that draws it (`--cursor metadata`): what
+    /// changed leaves at once, with the media (through the pacer, not
+    /// paced); the feedback thread repeats it. Before a session it is only
+    /// kept, and sent whole when the session starts.
+    func updateCursor(_ position: CursorPosition, shape: CursorShape?) {
+        let now = MonotonicTime(nanoseconds: Clock.monotonic())
+        let ready = link.ready.load(ordering: .acquiring)
+        video.withLock { stream in
+            stream.updateCursor(position, shape: shape, now: now) { bytes in
+                if ready { sendRTCP(bytes, route: routes.video, now: now) }
+            }
+        }
+        if ready, release(at: Clock.monotonic()) != nil { wake.signal() }
+    }
+
     /// Tells the receiver the stream paused or is live again (repeated by
     /// the feedback thread until answered).
     func announce(_ state: StreamState) {

@@ -61,7 +61,8 @@ public final class ScreenSender: @unchecked Sendable {
         let capturer: ScreenCapturer
         do {
             capturer = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
-                                          source: configuration.source, drawsCursor: configuration.cursor == .embed)
+                                          source: configuration.source, drawsCursor: configuration.cursor == .embed,
+                                          tracksPointer: configuration.cursor == .metadata)
         } catch {
             throw .capture(error.description)
         }
@@ -161,6 +162,18 @@ public final class ScreenSender: @unchecked Sendable {
         }
         network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl)
+        if configuration.cursor == .metadata {
+            capture.pointerSink = { [network] pointer in
+                let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
+                                              areaWidth: UInt16(clamping: pointer.areaWidth),
+                                              areaHeight: UInt16(clamping: pointer.areaHeight), shape: pointer.serial,
+                                              visible: pointer.visible)
+                let shape = pointer.shape.map {
+                    CursorShape(serial: $0.serial, width: $0.width, height: $0.height, hotX: $0.hotX, hotY: $0.hotY, pixels: $0.pixels)
+                }
+                network.updateCursor(position, shape: shape)
+            }
+        }
         governor?.historyBytes = { [network] in
             network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
         }

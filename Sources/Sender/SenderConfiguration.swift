@@ -46,6 +46,11 @@ public enum MemoryAccounting: String, Sendable, CaseIterable {
 public enum CursorMode: String, Sendable, CaseIterable {
     /// Drawn into each picture where it is (XFixes); a pointer that moves over a still screen brings a new picture.
     case embed
+    /// Sent apart from the picture (RTCP APP: its position as it moves, its
+    /// shape when it changes) for a receiver that draws it itself; a pointer
+    /// that moves over a still screen costs no picture at all. Receivers
+    /// that do not know it (ffmpeg, a browser) show no pointer.
+    case metadata
     /// Left out.
     case none
 }

@@ -15,6 +15,8 @@ public enum ReceiveEvent: Sendable {
     case senderState(StreamState)
     /// The sender's audio streams (said once per session, before the sound).
     case audioLayout([AudioStreamLayout])
+    /// The mouse pointer moved or took a new shape (`--cursor metadata`).
+    case cursor(CursorOverlay)
 }
 
 /// Counters of everything that came in, including what was refused.
@@ -94,6 +96,8 @@ public final class ReceiveSession {
     private var feedback = FeedbackReporter()
     private var fec = FECDecoder()
     private var probe = RoundTripProbe()
+    /// The pointer as the sender describes it (`--cursor metadata`).
+    private var cursor = CursorAssembler()
     /// The last state announcement seen, and whether this sender's end
     /// (finished or BYE) was reported already.
     private var stateSequence: UInt16?
@@ -314,8 +318,16 @@ public final class ReceiveSession {
                     if ssrc == videoSSRC { goodbyeReported = true }
                     events.append(.goodbye(ssrc: ssrc, reason: reason))
                 }
-            case .application(let app):
-                guard let announcement = StateAnnouncement(app), videoSSRC == nil || app.ssrc == videoSSRC else { continue }
+            case .application(let app) where videoSSRC == nil || app.ssrc == videoSSRC:
+                if let position = CursorPosition(app) {
+                    if cursor.receive(position), let overlay = cursor.overlay { events.append(.cursor(overlay)) }
+                    continue
+                }
+                if let chunk = CursorShapeChunk(app) {
+                    if cursor.receive(chunk), let overlay = cursor.overlay { events.append(.cursor(overlay)) }
+                    continue
+                }
+                guard let announcement = StateAnnouncement(app) else { continue }
                 // Every copy is answered (the answer may be lost); each state is reported once.
                 sendRTCP([StateAcknowledgement(sequence: announcement.sequence).packet(ssrc: configuration.ssrc)], emit: emit)
                 guard announcement.sequence != stateSequence else { continue }

@@ -108,6 +108,7 @@ public final class SendStream {
     private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
     private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
     private var announcer = StateAnnouncer()
+    private var cursor = CursorAnnouncer()
     private var reporters = ReporterRoster()
     private var lastPlainRequest: MonotonicTime?
 
@@ -148,6 +149,8 @@ public final class SendStream {
         // The session's receiver gets a keyframe as the session starts: its
         // first report is no late join.
         reporters.expectSessionPeer()
+        // And the pointer, whole, at the next poll.
+        cursor.resend()
     }
 
     /// Sends one Annex B access unit: every packet carries the frame's
@@ -401,11 +404,27 @@ public final class SendStream {
     /// Whether the receiver answered the state announced last.
     public var stateAcknowledged: Bool { announcer.acknowledged }
 
-    /// Sends a sender report with SDES when one is due, and an unanswered
-    /// state announcement; returns when the next report is due.
+    /// The mouse pointer for a receiver that draws it (`--cursor metadata`):
+    /// what is new is sent at once, the rest repeated by `poll`.
+    public func updateCursor(_ position: CursorPosition, shape: CursorShape?, now: MonotonicTime,
+                             emit: (ArraySlice<UInt8>) -> Void) {
+        cursor.update(position: position, shape: shape, now: now)
+        sendCursor(now: now, emit: emit)
+    }
+
+    /// Each cursor packet in a datagram of its own (a shape's parts are a
+    /// kilobyte each).
+    private func sendCursor(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {
+        for packet in cursor.poll(now: now, ssrc: configuration.ssrc) { sendRTCP([packet], emit: emit) }
+    }
+
+    /// Sends a sender report with SDES when one is due, an unanswered state
+    /// announcement and the pointer's repeats; returns when the next report
+    /// is due.
     @discardableResult
     public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
         if let state = announcer.poll(now: now) { sendRTCP([state.packet(ssrc: configuration.ssrc)], emit: emit) }
+        sendCursor(now: now, emit: emit)
         if let due = nextReport, now < due { return due }
         nextReport = now + configuration.reportInterval
         guard let anchor = clockAnchor else { return nextReport! }

@@ -1,5 +1,8 @@
 public import ShareColor
 internal import CX264
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// Why the H.264 encoder could not start or encode.
 public struct EncoderError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -104,6 +107,9 @@ public final class H264Encoder {
         // path's queue on its own.
         param.rc.f_vbv_buffer_init = 0.3
         param.b_intra_refresh = c.intraRefresh ? 1 : 0
+        // Pictures may say which macroblocks did not change since the one
+        // before (`encode(_:changes:)`): x264 skips them without analysis.
+        param.analyse.b_mb_info = 1
         param.b_repeat_headers = 1
         param.b_annexb = 1
         // Baseline-compatible output that every RTP peer decodes.
@@ -151,7 +157,11 @@ public final class H264Encoder {
     }
 
     /// Encodes the picture in `planes` (x264 copies it in before returning).
-    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false,
+    /// `changes`, when known, are the only parts that differ from the picture
+    /// encoded just before: every macroblock outside them is marked constant
+    /// (X264_MBINFO_CONSTANT) and skipped without analysis, so a small change
+    /// costs x264 in proportion to its size.
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [PictureArea]? = nil,
                         into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
         guard planes.width == configuration.width, planes.height == configuration.height else {
             throw EncoderError("picture is \(planes.width)x\(planes.height), encoder is \(configuration.width)x\(configuration.height)")
@@ -166,8 +176,13 @@ public final class H264Encoder {
         picture.img.i_plane = 3
         picture.img.plane = (planes.y, planes.u, planes.v, nil)
         picture.img.i_stride = (Int32(planes.lumaStride), Int32(planes.chromaStride), Int32(planes.chromaStride), 0)
+        picture.prop.mb_info = changes.map { Self.constantMacroblocks(width: planes.width, height: planes.height, except: $0) }
+        // x264 keeps the flags with its frame and frees them when done with it.
+        picture.prop.mb_info_free = changes == nil ? nil : { free($0) }
         let size = x264_encoder_encode(encoder, &nals, &count, &picture, &output)
         picture.img.plane = (nil, nil, nil, nil)
+        picture.prop.mb_info = nil
+        picture.prop.mb_info_free = nil
         guard size >= 0 else { throw EncoderError("x264_encoder_encode failed (\(size))") }
         accessUnit.removeAll(keepingCapacity: true)
         guard size > 0, let first = nals?[0].p_payload else { return nil }
@@ -178,6 +193,21 @@ public final class H264Encoder {
         var idr = false
         for index in 0..<Int(count) where nals![index].i_type == Int32(NAL_SLICE_IDR.rawValue) { idr = true }
         return EncodedFrameInfo(isKeyframe: idr, size: Int(size), quantizer: Double(output.prop.f_crf_avg))
+    }
+
+    /// One flag per macroblock (16x16 pixels, row by row): constant,
+    /// except where a macroblock touches one of `changes`. Allocated with
+    /// malloc, for x264 to free.
+    package static func constantMacroblocks(width: Int, height: Int, except changes: [PictureArea]) -> UnsafeMutablePointer<UInt8> {
+        let (columns, rows) = ((width + 15) / 16, (height + 15) / 16)
+        let flags = malloc(columns * rows)!.assumingMemoryBound(to: UInt8.self)
+        flags.initialize(repeating: UInt8(X264_MBINFO_CONSTANT), count: columns * rows)
+        for area in changes where area.width > 0 && area.height > 0 {
+            let (left, right) = (max(0, area.x / 16), min(columns, (area.x + area.width + 15) / 16))
+            let (top, bottom) = (max(0, area.y / 16), min(rows, (area.y + area.height + 15) / 16))
+            for row in top..<max(top, bottom) { (flags + row * columns + left).update(repeating: 0, count: max(0, right - left)) }
+        }
+        return flags
     }
 
     /// The bitrate the encoder aims at now (kbit/s).

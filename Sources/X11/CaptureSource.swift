@@ -57,6 +57,14 @@ public struct Rectangle: Sendable, Equatable, CustomStringConvertible {
         x >= 0 && y >= 0 && x + width <= screenWidth && y + height <= screenHeight
     }
 
+    /// The part of the rectangle within a picture of `width` x `height` at
+    /// (0, 0) (empty, with a zero size, when none is).
+    public func intersection(width pictureWidth: Int, height pictureHeight: Int) -> Rectangle {
+        let (left, top) = (max(0, x), max(0, y))
+        let (right, bottom) = (min(pictureWidth, x + width), min(pictureHeight, y + height))
+        return Rectangle(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
     /// The rectangle moved as little as possible to lie within the screen
     /// (a window partly off screen is captured where it is visible).
     public func clamped(width screenWidth: Int, height screenHeight: Int) -> Rectangle {
@@ -78,4 +86,31 @@ public struct TopLevelWindow: Sendable, Equatable {
     public var id: UInt32
     public var name: String
     public var bounds: Rectangle
+}
+
+/// The mouse pointer, read apart from the pictures.
+public struct PointerState: Sendable, Equatable {
+    /// The hot spot, in the captured area's pixels (outside it when the
+    /// pointer is elsewhere on the screen).
+    public var x: Int
+    public var y: Int
+    /// The captured area's size then.
+    public var areaWidth: Int
+    public var areaHeight: Int
+    /// The shape's serial (XFixes).
+    public var serial: UInt32
+    /// Whether the hot spot is within the captured area.
+    public var visible: Bool
+    /// The shape, when it changed since the pointer was last read.
+    public var shape: PointerShape?
+}
+
+/// The pointer's image: premultiplied ARGB, row by row, with its hot spot.
+public struct PointerShape: Sendable, Equatable {
+    public var serial: UInt32
+    public var width: Int
+    public var height: Int
+    public var hotX: Int
+    public var hotY: Int
+    public var pixels: [UInt32]
 }

@@ -1,4 +1,5 @@
 internal import CXCB
+internal import ShareColor
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -33,25 +34,17 @@ final class CursorImage {
     /// from `rows.lowerBound` on.
     func draw(into pixels: UnsafeMutableRawPointer, stride: Int, area: Rectangle, rows: Range<Int>) {
         guard let reply, let bounds, let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return }
-        let left = bounds.x - area.x
-        let top = bounds.y - area.y
-        let (firstRow, endRow) = (max(rows.lowerBound - top, 0), min(bounds.height, rows.upperBound - top))
-        let (firstColumn, endColumn) = (max(0, -left), min(bounds.width, area.width - left))
-        guard firstRow < endRow, firstColumn < endColumn else { return }
-        let (cursorRows, columns) = (firstRow..<endRow, firstColumn..<endColumn)
-        let bytes = pixels.assumingMemoryBound(to: UInt8.self)
-        for row in cursorRows {
-            let line = bytes + (top + row - rows.lowerBound) * stride
-            for column in columns {
-                let argb = image[row * bounds.width + column]
-                let alpha = argb >> 24
-                guard alpha > 0 else { continue }
-                let pixel = line + (left + column) * 4
-                let keep = 255 - alpha
-                pixel[0] = UInt8(min(255, (argb & 0xFF) + (UInt32(pixel[0]) * keep + 127) / 255))
-                pixel[1] = UInt8(min(255, (argb >> 8 & 0xFF) + (UInt32(pixel[1]) * keep + 127) / 255))
-                pixel[2] = UInt8(min(255, (argb >> 16 & 0xFF) + (UInt32(pixel[2]) * keep + 127) / 255))
-            }
-        }
+        ColorConversion.blendPremultiplied(image, imageWidth: bounds.width, imageHeight: bounds.height, onto: pixels, stride: stride,
+                                           width: area.width, rows: rows.count, left: bounds.x - area.x,
+                                           top: bounds.y - area.y - rows.lowerBound)
+    }
+
+    /// The image as a shape to send (`--cursor metadata`): serial, size,
+    /// hot spot and pixels; nil without one.
+    var shape: (serial: UInt32, width: Int, height: Int, hotX: Int, hotY: Int, pixels: [UInt32])? {
+        guard let reply, let bounds, let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return nil }
+        let info = reply.pointee
+        return (info.cursor_serial, bounds.width, bounds.height, Int(info.xhot), Int(info.yhot),
+                Array(UnsafeBufferPointer(start: image, count: bounds.width * bounds.height)))
     }
 }

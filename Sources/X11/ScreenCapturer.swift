@@ -31,6 +31,11 @@ public final class ScreenCapturer: @unchecked Sendable {
     public private(set) var area: Rectangle
     /// Whether the mouse pointer is drawn into the pictures (XFixes).
     public let drawsCursor: Bool
+    /// Whether the pointer is read apart from the pictures (`readPointer`),
+    /// for a receiver that draws it itself; it is then never a change.
+    public let tracksPointer: Bool
+    /// The pointer's shape changed since `readPointer` last gave it.
+    private var pointerShapeChanged = true
     /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
     public private(set) var windowHidden = false
     private let followedWindow: xcb_window_t?
@@ -74,7 +79,8 @@ public final class ScreenCapturer: @unchecked Sendable {
     public static let defaultBandBytes = 1 << 20
 
     public init(display: String? = nil, slots: Int = ScreenCapturer.defaultSlots, source: CaptureSource = .screen,
-                drawsCursor: Bool = false, bandBytes: Int = ScreenCapturer.defaultBandBytes) throws(X11Error) {
+                drawsCursor: Bool = false, tracksPointer: Bool = false,
+                bandBytes: Int = ScreenCapturer.defaultBandBytes) throws(X11Error) {
         let connection = try X11Connection(display: display)
         guard connection.bitsPerPixel == 32 else {
             throw X11Error("the screen's depth \(connection.screen.root_depth) is not stored in 32 bits per pixel")
@@ -89,7 +95,9 @@ public final class ScreenCapturer: @unchecked Sendable {
         self.followedWindow = window
         self.screenSize = screenSize
         self.screenChangeEvent = Self.watchScreenSize(on: connection)
-        self.drawsCursor = drawsCursor && Self.enableCursor(on: connection)
+        let cursorEvents = (drawsCursor || tracksPointer) && Self.enableCursor(on: connection)
+        self.drawsCursor = drawsCursor && cursorEvents
+        self.tracksPointer = tracksPointer && cursorEvents
         self.grabber = BandGrabber(connection: connection, sharedMemory: connection.hasSharedMemory)
         self.slotsWanted = max(1, slots)
         self.bandBytes = max(1 << 16, bandBytes)
@@ -163,6 +171,7 @@ public final class ScreenCapturer: @unchecked Sendable {
         while let event = xcb_poll_for_event(connection.connection) {
             let type = event.pointee.response_type & 0x7F
             if (damage != nil && type == damageEvent) || (drawsCursor && type == cursorEvent) { changedSinceGrab = true }
+            if tracksPointer && type == cursorEvent { pointerShapeChanged = true }
             if let screenChangeEvent, type == screenChangeEvent {
                 screenResized = true
                 changedSinceGrab = true
@@ -254,24 +263,39 @@ public final class ScreenCapturer: @unchecked Sendable {
         let (pictureWidth, pictureHeight) = (max(2, wanted.width), max(2, wanted.height))
         try preparePool(width: pictureWidth, height: pictureHeight)
         guard let pool, let plan else { return nil }
-        guard let lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: width, sourceHeight: height)
+        guard var lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: width, sourceHeight: height)
         else {
             dropped.add(1, ordering: .relaxed)
             return nil
         }
         // Taken only with a picture to put them in: refused, they wait for the next.
-        let changed = takeChanges()
+        var changed = takeChanges()
         let cursor = drawsCursor ? CursorImage(connection: connection) : nil
-        var rows = changed
-        if let drawn = drawnCursor { rows?.append((drawn.y - area.y)..<(drawn.y - area.y + drawn.height)) }
-        if let cursor, let now = cursor.bounds { rows?.append((now.y - area.y)..<(now.y - area.y + now.height)) }
+        // The pointer changes where it was drawn and where it is now.
+        for bounds in [drawnCursor, cursor?.bounds].compactMap({ $0 }) {
+            changed?.append(Rectangle(x: bounds.x - area.x, y: bounds.y - area.y, width: bounds.width, height: bounds.height)
+                .intersection(width: width, height: height))
+        }
         drawnCursor = cursor?.bounds
         if let cursor { drawnPointer = cursor.position }
-        try fill(lease, plan: plan, changedRows: rows, cursor: cursor)
+        let full = !(lease.holdsNewest || lease.hasPrevious)
+        try fill(lease, plan: plan, changedRows: full ? nil : changed?.map { $0.y..<($0.y + $0.height) }, cursor: cursor)
+        pictures += 1
+        lease.number = pictures
+        lease.changes = full ? nil : changed.map { parts in
+            parts.filter { $0.width > 0 && $0.height > 0 }.map { plan.pictureArea(x: $0.x, y: $0.y, width: $0.width, height: $0.height) }
+        }
         lease.written()
         grabbed.add(1, ordering: .relaxed)
         return lease
     }
+
+    /// The serial of the pointer's shape last read.
+    private var pointerSerial: UInt32 = 0
+
+    /// Pictures written (numbering leases, so the encoder knows whether it
+    /// saw the one before).
+    private var pictures: UInt64 = 0
 
     /// What is captured now as BGRX bytes (`width` x `height`, rows
     /// packed), outside the pool: for tests, benchmarks and probes that need
@@ -314,11 +338,11 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// Whether the pool's newest picture shows the captured area as it was at the last grab.
     private var pictureKept = false
 
-    /// Rows of what is captured that changed since the last grab (nil:
-    /// everything, when changes are not tracked or nothing is to build on).
-    /// Empties the damage: what is drawn from here on, during the grab
-    /// included, counts for the next one.
-    private func takeChanges() -> [Range<Int>]? {
+    /// The parts of what is captured that changed since the last grab
+    /// (nil: everything, when changes are not tracked or nothing is to
+    /// build on). Empties the damage: what is drawn from here on, during the
+    /// grab included, counts for the next one.
+    private func takeChanges() -> [Rectangle]? {
         guard let damage, let region = changedRegion else { return nil }
         let c = connection.connection
         xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
@@ -331,14 +355,12 @@ public final class ScreenCapturer: @unchecked Sendable {
         }
         let count = Int(xcb_xfixes_fetch_region_rectangles_length(reply))
         guard let rectangles = xcb_xfixes_fetch_region_rectangles(reply) else { return [] }
-        var rows: [Range<Int>] = []
-        for index in 0..<count {
+        return (0..<count).compactMap { index in
             let r = rectangles[index]
-            let (left, top) = (Int(r.x) - area.x, Int(r.y) - area.y)
-            guard left < width, left + Int(r.width) > 0, top < height, top + Int(r.height) > 0 else { continue }
-            rows.append(max(0, top)..<min(height, top + Int(r.height)))
+            let part = Rectangle(x: Int(r.x) - area.x, y: Int(r.y) - area.y, width: Int(r.width), height: Int(r.height))
+                .intersection(width: width, height: height)
+            return part.width > 0 && part.height > 0 ? part : nil
         }
-        return rows
     }
 
     /// Fills the leased picture: the bands with changed rows (all of them
@@ -443,6 +465,30 @@ extension ScreenCapturer {
     private var cursorEvent: UInt8 {
         guard let ext = share_xcb_xfixes_extension(connection.connection) else { return 0 }
         return ext.pointee.first_event + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
+    }
+
+    /// Where the pointer is now, in the captured area's pixels (the hot
+    /// spot; it may be outside the area), and its shape when that changed
+    /// since the last call (XFixes tells when). Nil when the server has no
+    /// XFixes or `tracksPointer` is off.
+    public func readPointer() -> PointerState? {
+        guard tracksPointer else { return nil }
+        readEvents()
+        let c = connection.connection
+        var shape: PointerShape?
+        if pointerShapeChanged {
+            pointerShapeChanged = false
+            let image = CursorImage(connection: connection)
+            if let s = image.shape {
+                shape = PointerShape(serial: s.serial, width: s.width, height: s.height, hotX: s.hotX, hotY: s.hotY, pixels: s.pixels)
+                pointerSerial = s.serial
+            }
+        }
+        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
+        let (x, y) = (Int(reply.pointee.root_x) - area.x, Int(reply.pointee.root_y) - area.y)
+        free(reply)
+        return PointerState(x: x, y: y, areaWidth: width, areaHeight: height, serial: pointerSerial,
+                            visible: x >= 0 && y >= 0 && x < width && y < height, shape: shape)
     }
 
     /// Whether the pointer moved, since it was last drawn, in a way that

@@ -87,6 +87,134 @@ struct CaptureSourceEndToEndTests {
         #expect(sizes.count >= (stats["framesEncoded"] as? Int ?? 0) * 95 / 100, "\(sizes.count) recorded")
     }
 
+    /// Small changes over a still screen (a small window moving, the
+    /// pointer moving) are grabbed in their bands only and x264 is told
+    /// every other macroblock is unchanged: the picture received must still
+    /// be the screen, block for block, with nothing left behind.
+    @Test func smallChangesArriveWithNothingLeftBehind() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        let scene = try ShareBinary.start(["scene", "--display", display.display, "--static"])
+        defer { scene.stop() }
+        let client = try TestClient(display: display.display)
+        let port = freeUDPPort()
+        let recording = dir.path("small.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "9", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display, "--key-file", key,
+                                            "--audio", "none", "--duration", "6", "--stats-json", dir.path("send.json")])
+        usleep(1_000_000)
+        let window = client.window(x: 100, y: 100, width: 40, height: 30, rgb: 0xFFFF00, name: "mover")
+        for step in 0..<30 {
+            client.move(window, x: 100 + step * 33, y: 100 + step * 17)
+            client.warpPointer(x: 1100 - step * 30, y: 600 - step * 15)
+            usleep(60_000)
+        }
+        usleep(1_500_000)  // still again: the last picture settles
+        let screen = dir.path("screen.gray")
+        let grabbed = try run("ffmpeg", ["-v", "error", "-f", "x11grab", "-video_size", "1280x720", "-i", display.display,
+                                         "-frames:v", "1", "-pix_fmt", "gray", "-f", "rawvideo", "-y", screen])
+        #expect(grabbed.status == 0, "\(grabbed.stderr)")
+        let sent = sender.wait(timeout: 15)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        let last = dir.path("last.gray")
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", recording, "-update", "1", "-pix_fmt", "gray",
+                                         "-f", "image2", "-c:v", "rawvideo", "-y", last])
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        let expected = try [UInt8](Data(contentsOf: URL(fileURLWithPath: screen)))
+        let received = try [UInt8](Data(contentsOf: URL(fileURLWithPath: last)))
+        try #require(expected.count == 1280 * 720 && received.count == 1280 * 720, "\(expected.count), \(received.count)")
+        // The worst 16x16 block: its mean difference in luma.
+        var worst = (difference: 0.0, x: 0, y: 0)
+        for by in stride(from: 0, to: 720, by: 16) {
+            for bx in stride(from: 0, to: 1280, by: 16) {
+                var sum = 0
+                for y in by..<(by + 16) { for x in bx..<(bx + 16) { sum += abs(Int(expected[y * 1280 + x]) - Int(received[y * 1280 + x])) } }
+                let mean = Double(sum) / 256
+                if mean > worst.difference { worst = (mean, bx, by) }
+            }
+        }
+        #expect(worst.difference < 12, "the worst block, at \(worst.x),\(worst.y), differs by \(worst.difference) on average")
+        let stats = try readStats(dir.path("send.json"))
+        let (grabbedBands, kept) = (stats["bandsGrabbed"] as? Int ?? 0, stats["bandsKept"] as? Int ?? 0)
+        #expect(grabbedBands * 4 < (grabbedBands + kept) * 3, "bands kept: \(grabbedBands) grabbed, \(kept) kept")
+    }
+
+    /// `--cursor metadata`: the pointer moving over a still screen costs no
+    /// picture (nothing grabbed, only the still screen's refresh encoded);
+    /// `share recv` draws it over the picture in its window where it is,
+    /// and the pictures themselves do not hold it.
+    @Test func thePointerSentApartIsDrawnByTheReceiverAndCostsNoPicture() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let client = try TestClient(display: display.display)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+        client.warpPointer(x: 100, y: 100)
+        let port = freeUDPPort()
+        let recording = dir.path("pointer.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
+                                              "--no-audio", "--record", recording, "--duration", "10",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display, "--key-file", key,
+                                            "--audio", "none", "--cursor", "metadata", "--duration", "7",
+                                            "--control", dir.path("send.sock"), "--stats-json", dir.path("send.json")])
+        func readStatus(_: ChildProcess) throws -> [String: Any] {
+            let answer = try ShareBinary.run(["ctl", "status", "--socket", dir.path("send.sock")]).output
+            let object = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]
+            return object?["statistics"] as? [String: Any] ?? [:]
+        }
+        usleep(1_500_000)
+        /// Dark pixels of the viewer's window around (x, y) (the receiver's window sits at 0,0 of its display).
+        func dark(around x: Int, _ y: Int) throws -> Int {
+            let grab = dir.path("viewer.gray")
+            let result = try run("ffmpeg", ["-v", "error", "-f", "x11grab", "-draw_mouse", "0", "-video_size", "1280x720",
+                                            "-i", viewer.display, "-frames:v", "1", "-pix_fmt", "gray", "-f", "rawvideo", "-y", grab])
+            guard result.status == 0 else { throw TestEnvironmentError("x11grab: \(result.stderr)") }
+            let pixels = try [UInt8](Data(contentsOf: URL(fileURLWithPath: grab)))
+            var count = 0
+            for dy in -12...12 {
+                for dx in -12...12 where (0..<1280).contains(x + dx) && (0..<720).contains(y + dy) {
+                    if pixels[(y + dy) * 1280 + x + dx] < 128 { count += 1 }
+                }
+            }
+            return count
+        }
+        let before = try readStatus(sender)
+        var was = (x: 100, y: 100)
+        for (step, spot) in [(900, 500), (300, 600), (640, 80), (1200, 300)].enumerated() {
+            for t in 1...10 {
+                client.warpPointer(x: was.x + (spot.0 - was.x) * t / 10, y: was.y + (spot.1 - was.y) * t / 10)
+                usleep(16_000)
+            }
+            usleep(200_000)
+            #expect(try dark(around: spot.0, spot.1) >= 10, "step \(step): the pointer drawn at \(spot)")
+            #expect(try dark(around: was.x, was.y) == 0, "step \(step): and not left at \(was)")
+            was = (spot.0, spot.1)
+        }
+        let after = try readStatus(sender)
+        let sent = sender.wait(timeout: 15)
+        #expect(sent.status == 0, "\(sent.output)")
+        _ = receiver.wait(timeout: 15)
+        // Four seconds of a moving pointer: the still screen's refresh (one a second), not 30 pictures a second.
+        let encoded = (after["framesEncoded"] as? Int ?? 0) - (before["framesEncoded"] as? Int ?? 0)
+        #expect(encoded <= 8, "\(encoded) pictures while only the pointer moved")
+        let grabbed = (after["bandsGrabbed"] as? Int ?? -1) - (before["bandsGrabbed"] as? Int ?? 0)
+        #expect(grabbed == 0, "nothing on screen changed, nothing was grabbed: \(grabbed) bands")
+        // The pictures hold no pointer: the recording's last one is white where it was left.
+        let last = dir.path("last.gray")
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", recording, "-update", "1", "-pix_fmt", "gray",
+                                         "-f", "image2", "-c:v", "rawvideo", "-y", last])
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        let picture = try [UInt8](Data(contentsOf: URL(fileURLWithPath: last)))
+        #expect(picture.count == 1280 * 720 && picture[300 * 1280 + 1200] > 200 && picture[302 * 1280 + 1203] > 200)
+    }
+
     @Test func theListNamesMonitorsAndWindowsAndBadChoicesAreRefused() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
@@ -100,7 +228,7 @@ struct CaptureSourceEndToEndTests {
                                    (["--monitor", "HDMI-9"], "no monitor HDMI-9"),
                                    (["--window", "no such window"], "no window named"),
                                    (["--region", "10x10+0+0", "--monitor", "0"], "share one thing"),
-                                   (["--cursor", "sometimes"], "is not embed or none")] {
+                                   (["--cursor", "sometimes"], "is not embed, metadata or none")] {
             let result = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
                                               "--srtp-key-file", key, "--audio", "none", "--duration", "1"] + options)
             #expect(result.status != 0 && result.output.contains(message), "\(options): \(result.output)")

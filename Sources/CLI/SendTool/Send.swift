@@ -93,6 +93,9 @@ struct Send: ParsableCommand {
             janus?.remove()
             fail("\(error)")
         }
+        if configuration.cursor == .metadata && (sdp != nil || o.janus != nil) {
+            note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(sdp != nil ? "players of the SDP" : "browsers") show none")
+        }
         if let janus {
             note("janus: mountpoint \(janus.mountpoint.id) at \(janus.client.url); watch: \(janus.viewerLink)")
         }

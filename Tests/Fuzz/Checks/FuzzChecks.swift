@@ -168,6 +168,23 @@ public enum FuzzChecks {
             preconditionFailure("RTCP re-parse of our own output failed")
         }
         precondition(RTCPPacket.serializeCompound(again) == once, "RTCP not canonical after one round trip")
+        // The pointer's APP packets: what parses survives its own round trip,
+        // and the assembler keeps one shape of at most 256x256 and what it
+        // completes is whole.
+        var assembler = CursorAssembler()
+        for case .application(let app) in packets {
+            if let position = CursorPosition(app) {
+                precondition(CursorPosition(app.withData(position)) == position, "cursor position round trip")
+                _ = assembler.receive(position)
+            }
+            if let chunk = CursorShapeChunk(app) {
+                _ = assembler.receive(chunk)
+                if let shape = assembler.shape {
+                    precondition(shape.width <= 256 && shape.height <= 256 && shape.pixels.count == shape.width * shape.height,
+                                 "cursor shape out of bounds")
+                }
+            }
+        }
     }
 
     /// H.264: the input is a stream of packets (a length byte, a flags byte
@@ -282,5 +299,13 @@ public enum FuzzChecks {
             precondition(controller.target >= 200_000 && controller.target <= 4_000_000, "target out of bounds")
             precondition(controller.pacingRate >= controller.target, "pacer slower than the target")
         }
+    }
+}
+
+private extension ApplicationPacket {
+    /// The APP packet a position serializes to, parsed back.
+    func withData(_ position: CursorPosition) -> ApplicationPacket {
+        guard case .application(let app) = position.packet(ssrc: ssrc) else { preconditionFailure("a position is an APP packet") }
+        return app
     }
 }
