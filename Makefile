@@ -97,7 +97,7 @@ bench: deps
 ## bench-update: new thresholds, keeping only the machine-independent metrics
 bench-update: deps
 	cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update --no-progress
-	python3 -c 'import glob, json; [json.dump({k: v for k, v in json.load(open(p)).items() if k not in ("wallClock", "throughput", "cpuTotal")}, open(p, "w"), indent=2, sort_keys=True) for p in glob.glob("Benchmarks/Thresholds/*.json")]'
+	python3 -c 'import glob, json; [(lambda kept, p: open(p, "w").write(json.dumps(kept, indent=2, sort_keys=True) + "\n"))({k: v for k, v in json.load(open(p)).items() if k not in ("wallClock", "throughput", "cpuTotal")}, p) for p in glob.glob("Benchmarks/Thresholds/*.json")]'
 
 ## harness: share, ffmpeg and GStreamer side by side (glass-to-glass latency, CPU, memory);
 ## HARNESS_ARGS="--quick" for a one-minute version. Writes Benchmarks/results/.

@@ -3,7 +3,6 @@ internal import ShareFrames
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareWire
-internal import ShareX11
 
 /// One audio stream: its reader, its Opus encoder and its RTP stream; its
 /// thread reads, encodes and hands packets to the network driver, 20 ms at

@@ -1,6 +1,5 @@
 internal import ShareAudio
 internal import ShareFrames
-internal import ShareX11
 #if canImport(Glibc)
 internal import Glibc
 #endif

@@ -149,9 +149,10 @@ public final class H264Encoder {
     /// Returns nil when x264 emitted nothing for this picture.
     public func encode(_ image: I420Image, forceKeyframe: Bool = false,
                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
-        var image = image
-        let result = image.withPlanes { planes in
-            Result { () throws(EncoderError) in try encode(planes, forceKeyframe: forceKeyframe, into: &accessUnit) }
+        // x264 only reads the picture: its planes are lent without a copy.
+        let result = image.withPlanes { y, _, _ in
+            let planes = I420Planes(packedAt: UnsafeMutablePointer(mutating: y), width: image.width, height: image.height)
+            return Result { () throws(EncoderError) in try encode(planes, forceKeyframe: forceKeyframe, into: &accessUnit) }
         }
         return try result.get()
     }

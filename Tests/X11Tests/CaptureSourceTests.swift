@@ -122,6 +122,8 @@ struct CaptureSourceTests {
         _ = client.window(x: 900, y: 600, width: 100, height: 100, rgb: 0xFF8000, name: "corner")
         let screen = try ScreenCapturer(display: display.display)
         let region = try ScreenCapturer(display: display.display, source: .region(Rectangle(x: 700, y: 500, width: 400, height: 200)))
+        let monitor = try ScreenCapturer(display: display.display, source: .monitor("0"))
+        #expect(monitor.area == Rectangle(x: 0, y: 0, width: 1280, height: 720))
         #expect(screen.trackChanges())
         do {
             let lease = try grab(screen)
@@ -139,6 +141,8 @@ struct CaptureSourceTests {
             #expect(region.area == Rectangle(x: 624, y: 500, width: 400, height: 200), "the region kept within it: \(region.area)")
             let corner = shows(part, 300, 120, 0xFF8000)
             #expect(corner)
+            let whole = try grab(monitor)
+            #expect(whole.width == 1024 && whole.height == 768, "the monitor where it is now: \(monitor.area)")
         }
         try display.resize(width: 800, height: 600)
         usleep(200_000)
