@@ -269,7 +269,13 @@ public final class ScreenCapturer: @unchecked Sendable {
         drawnCursor = cursor?.bounds
         if let cursor { drawnPointer = cursor.position }
         let full = !(lease.holdsNewest || lease.hasPrevious)
-        try fill(lease, plan: plan, changedRows: full ? nil : changed?.map { $0.y..<($0.y + $0.height) }, cursor: cursor)
+        do {
+            try fill(lease, plan: plan, changedRows: full ? nil : changed?.map { $0.y..<($0.y + $0.height) }, cursor: cursor)
+        } catch {
+            // A picture half written may be the newest one: the next is grabbed whole.
+            forgetPicture()
+            throw error
+        }
         pictures += 1
         lease.number = pictures
         lease.changes = full ? nil : changed.map { parts in
