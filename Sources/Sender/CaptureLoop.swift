@@ -7,7 +7,7 @@ internal import ShareSync
 
 /// The capture thread: grabs the screen into the frame pool, converted and
 /// scaled to the size the encoder is to take, and leaves the newest frame
-/// in a one-slot mailbox. It never waits on anything
+/// in the video feed's one-slot mailbox. It never waits on anything
 /// downstream: a frame the encoder has not taken yet is replaced (and
 /// counted).
 ///
@@ -21,25 +21,18 @@ internal import ShareSync
 /// gets a fresh one. Without XDamage (or with `stillRefresh` nil) it grabs
 /// on a timer at `fps`.
 final class CaptureLoop: @unchecked Sendable {
-    // Safe: `capturer` is used by the capture thread only (its counters are
-    // read elsewhere as plain integers); the mailbox is a mutex, the rate atomic.
+    // Safe: `capturer` and the pointer state are used by the capture thread
+    // only (the capturer's counters are atomic); the feed is Sendable.
     let capturer: ScreenCapturer
-    private let mailbox = Locked<FrameLease?>(nil)
-    /// Signalled for each frame put in the mailbox.
-    let frameReady = DispatchSemaphore(value: 0)
-    /// Frames per second to grab at (the governor and the ladder lower it).
-    let fps: Atomic<Int>
-    /// The tallest picture to make (the governor and the ladder lower it);
-    /// the width follows the aspect ratio.
-    let maxHeight: Atomic<Int>
+    /// Where the pictures go, and the rate and size asked for.
+    let feed: VideoFeed
     /// The size to scale to before any step down; nil: what is captured.
     private let configuredSize: VideoSize?
     private let stillRefresh: Duration?
 
-    init(capturer: ScreenCapturer, fps: Int, maxHeight: Int, configuredSize: VideoSize?, stillRefresh: Duration?) {
+    init(capturer: ScreenCapturer, feed: VideoFeed, configuredSize: VideoSize?, stillRefresh: Duration?) {
         self.capturer = capturer
-        self.fps = Atomic(fps)
-        self.maxHeight = Atomic(maxHeight)
+        self.feed = feed
         self.configuredSize = configuredSize
         self.stillRefresh = stillRefresh
     }
@@ -49,11 +42,6 @@ final class CaptureLoop: @unchecked Sendable {
     static func pictureSize(source: VideoSize, configured: VideoSize?, maxHeight: Int) -> VideoSize {
         let base = configured?.even ?? VideoSize(width: max(16, source.width), height: max(16, source.height)).even
         return EncodePipeline.size(base, height: maxHeight)
-    }
-
-    /// The newest frame, if one is waiting; the caller ends its lease.
-    func take() -> FrameLease? {
-        mailbox.withLock { $0.take() }
     }
 
     /// How long a change is given to finish drawing before it is grabbed.
@@ -102,7 +90,7 @@ final class CaptureLoop: @unchecked Sendable {
         /// wake-up does not lower the frame rate.
         var slot: UInt64 = 0
         while context.isActive {
-            let interval = UInt64(1_000_000_000 / max(1, fps.load(ordering: .relaxed)))
+            let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
             guard context.isRunning else {
                 Clock.sleep(until: Clock.monotonic() + interval)
                 continue
@@ -133,7 +121,7 @@ final class CaptureLoop: @unchecked Sendable {
     private func runOnTimer(_ context: SenderContext) {
         var next = Clock.monotonic()
         while context.isActive {
-            let interval = UInt64(1_000_000_000 / max(1, fps.load(ordering: .relaxed)))
+            let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
             next += interval
             if context.isRunning {
                 followPointer()
@@ -152,7 +140,7 @@ final class CaptureLoop: @unchecked Sendable {
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).
     private func grab(_ context: SenderContext) -> Bool {
         do {
-            let (configured, maxHeight) = (configuredSize, maxHeight.load(ordering: .relaxed))
+            let (configured, maxHeight) = (configuredSize, feed.maxHeight.load(ordering: .relaxed))
             var incoming = try capturer.capture { width, height in
                 let size = Self.pictureSize(source: VideoSize(width: width, height: height), configured: configured,
                                             maxHeight: maxHeight)
@@ -163,14 +151,8 @@ final class CaptureLoop: @unchecked Sendable {
                 context.emit(.warning(windowHidden ? "the shared window is hidden: nothing is sent until it is shown again"
                                                    : "the shared window is shown again"))
             }
-            if incoming != nil {
-                let replaced = mailbox.withLock { slot -> Bool in
-                    let old = slot.take()
-                    slot = incoming.take()
-                    return old != nil
-                }
-                if replaced { context.stats.withLock { $0.framesDroppedEncoderBusy += 1 } }
-                frameReady.signal()
+            if let picture = incoming.take(), feed.put(picture) {
+                context.stats.withLock { $0.framesDroppedEncoderBusy += 1 }
             }
             return true
         } catch {

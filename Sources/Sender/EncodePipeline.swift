@@ -20,7 +20,7 @@ internal import ShareSync
 final class EncodePipeline: @unchecked Sendable {
     // Safe: everything here is used by the encode thread only, after init.
     private let configuration: SenderConfiguration
-    private let capture: CaptureLoop
+    private let feed: VideoFeed
     private let network: NetworkDriver
     private let governor: GovernorControl?
     private(set) var encoder: H264Encoder
@@ -44,10 +44,10 @@ final class EncodePipeline: @unchecked Sendable {
     private var chosenKbps = 0
     private var chosenFPS = 0
 
-    init(configuration: SenderConfiguration, capture: CaptureLoop, network: NetworkDriver, governor: GovernorControl?,
+    init(configuration: SenderConfiguration, feed: VideoFeed, network: NetworkDriver, governor: GovernorControl?,
          encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Int, audioBitrate: Int) {
         self.configuration = configuration
-        self.capture = capture
+        self.feed = feed
         self.network = network
         self.governor = governor
         self.encoder = encoder
@@ -91,8 +91,8 @@ final class EncodePipeline: @unchecked Sendable {
         var encodeTime = LatencyRecorder()
         var frames = 0
         while context.isActive {
-            _ = capture.frameReady.wait(timeout: .now() + .milliseconds(100))
-            guard let lease = capture.take() else { continue }
+            _ = feed.frameReady.wait(timeout: .now() + .milliseconds(100))
+            guard let lease = feed.take() else { continue }
             // Before the session is up there is no one to send to: the
             // picture goes back to the pool unencoded.
             guard network.link.ready.load(ordering: .acquiring) else {
@@ -226,8 +226,8 @@ final class EncodePipeline: @unchecked Sendable {
         // bitrate that gives each frame its larger share. A new size does.
         let perFrame = Double(configuration.fps) / Double(max(fps, 1))
         let encoderKbps = Int(Double(kbps) * perFrame)
-        capture.fps.store(fps, ordering: .relaxed)
-        capture.maxHeight.store(height, ordering: .relaxed)
+        feed.fps.store(fps, ordering: .relaxed)
+        feed.maxHeight.store(height, ordering: .relaxed)
         // Down at once; up at most every 300 ms (x264 rate control settles in between).
         let current = encoder.bitrateKbps
         let change = Double(encoderKbps - current) / Double(max(current, 1))

@@ -1,5 +1,7 @@
 import Dispatch
 internal import ShareAudio
+public import ShareColor
+public import ShareFrames
 internal import ShareCongestion
 internal import ShareHandshake
 internal import ShareSRTP
@@ -26,7 +28,10 @@ public final class ScreenSender: @unchecked Sendable {
     public let setup: SenderSetup
 
     private let context = SenderContext()
-    private let capture: CaptureLoop
+    /// The screen's capture loop, or the host's pushed pictures (`configuration.video`).
+    private let capture: CaptureLoop?
+    private let pushed: PushedVideo?
+    private let feed: VideoFeed
     private let pipeline: EncodePipeline
     private let network: NetworkDriver
     private let governor: GovernorControl?
@@ -58,15 +63,25 @@ public final class ScreenSender: @unchecked Sendable {
         } catch {
             throw .transport(error.description)
         }
-        let capturer: ScreenCapturer
-        do {
-            capturer = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
-                                          source: configuration.source, drawsCursor: configuration.cursor == .embed,
-                                          tracksPointer: configuration.cursor == .metadata)
-        } catch {
-            throw .capture(error.description)
+        var capturer: ScreenCapturer?
+        let source: VideoSize
+        switch configuration.video {
+        case .screen:
+            do {
+                let screen = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
+                                                source: configuration.source, drawsCursor: configuration.cursor == .embed,
+                                                tracksPointer: configuration.cursor == .metadata)
+                capturer = screen
+                source = VideoSize(width: screen.width, height: screen.height)
+            } catch {
+                throw .capture(error.description)
+            }
+        case .pushed(let size):
+            guard (16...8192).contains(size.width), (16...8192).contains(size.height) else {
+                throw .configuration("pushed pictures of \(size) (16 to 8192 pixels a side)")
+            }
+            source = size
         }
-        let source = VideoSize(width: capturer.width, height: capturer.height)
         let base = (configuration.size ?? source).even
         let baseBitrate = configuration.bitrateKbps
             ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
@@ -78,7 +93,7 @@ public final class ScreenSender: @unchecked Sendable {
             // band buffers, the pacer's rings and the statistics' reserved
             // storage (1 MiB), and each audio stream (its buffers and codec,
             // 1 MiB). The pictures in the frame pool change with the rung.
-            let bands = capturer.heldBytes
+            let bands = capturer?.heldBytes ?? 0
             let fixed = configuration.memoryAccounting == .process
                 ? (8 << 20) + bands
                 : bands + (1 << 20) + configuration.audio.count * (1 << 20)
@@ -95,8 +110,11 @@ public final class ScreenSender: @unchecked Sendable {
         let startRung = governor?.current
         let fps = startRung?.fps ?? configuration.fps
         let encoded = startRung.map { EncodePipeline.size(base, height: $0.height) } ?? base
-        capture = CaptureLoop(capturer: capturer, fps: fps, maxHeight: encoded.height, configuredSize: configuration.size,
-                              stillRefresh: configuration.stillRefresh)
+        let feed = VideoFeed(fps: fps, maxHeight: encoded.height)
+        self.feed = feed
+        capture = capturer.map { CaptureLoop(capturer: $0, feed: feed, configuredSize: configuration.size,
+                                             stillRefresh: configuration.stillRefresh) }
+        pushed = capturer == nil ? PushedVideo(feed: feed, configuredSize: configuration.size, slots: configuration.captureSlots) : nil
         let encoder: H264Encoder
         do {
             encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
@@ -162,7 +180,7 @@ public final class ScreenSender: @unchecked Sendable {
         }
         network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl)
-        if configuration.cursor == .metadata {
+        if configuration.cursor == .metadata, let capture {
             capture.pointerSink = { [network] pointer in
                 let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
                                               areaWidth: UInt16(clamping: pointer.areaWidth),
@@ -177,7 +195,7 @@ public final class ScreenSender: @unchecked Sendable {
         governor?.historyBytes = { [network] in
             network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
         }
-        pipeline = EncodePipeline(configuration: configuration, capture: capture, network: network, governor: governor,
+        pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
         var description: SessionDescription?
         if case .staticKey(let keying) = configuration.keying {
@@ -243,7 +261,7 @@ public final class ScreenSender: @unchecked Sendable {
             s.memoryBudgetBytes = budgetBytes
         }
         let (context, network, capture, pipeline) = (self.context, self.network, self.capture, self.pipeline)
-        spawn("capture") { capture.run(context) }
+        if let capture { spawn("capture") { capture.run(context) } }
         spawn("encode") { pipeline.run(context) }
         spawn("pacer") { network.pacerLoop(context) }
         spawn("network") { network.feedbackLoop(context) { context.keyframeRequested.store(true, ordering: .relaxed) } }
@@ -275,6 +293,17 @@ public final class ScreenSender: @unchecked Sendable {
             body()
             group.leave()
         }
+    }
+
+    /// Hands the sender a picture of its own (`configuration.video` is
+    /// `.pushed`): converted at once into the encoder's picture (scaled to
+    /// the encoded size), so `picture`'s memory is free again when this
+    /// returns. Never waits: a push sooner than the frame rate asks, or while
+    /// every picture is with the encoder, is dropped and counted. `time` is
+    /// when the picture was made (default: now), on `CaptureTime`'s clocks.
+    public func push(_ picture: PixelBuffer, width: Int, height: Int, time: CaptureTime? = nil) -> PushOutcome {
+        guard let pushed else { return .refused("this sender captures the screen (configuration.video is .screen)") }
+        return pushed.push(picture, width: width, height: height, time: time, context: context)
     }
 
     /// Gives the memory governor a new budget (applied with the next frame:
@@ -334,7 +363,7 @@ public final class ScreenSender: @unchecked Sendable {
                                              ordering: .sequentiallyConsistent).exchanged { break }
         }
         failure.withLock { $0 = error }
-        capture.frameReady.signal()
+        feed.frameReady.signal()
         finishing.enter()
         finishQueue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))
         finishQueue.async { [self] in
@@ -361,9 +390,10 @@ public final class ScreenSender: @unchecked Sendable {
         let (began, cpuAtStart) = startTime.withLock { $0 }
         let cpu = ProcessFootprint.cpuTime() - cpuAtStart
         let streamStats = network.video.withLock { $0.statistics }
-        let capturer = capture.capturer
-        let (captured, droppedPool) = (capturer.captured, capturer.droppedForPool)
-        let (bandsGrabbed, bandsKept, captureBytes) = (capturer.bandsGrabbed, capturer.bandsKept, capturer.heldBytes)
+        let capturer = capture?.capturer
+        let (captured, droppedPool) = (capturer?.captured, capturer?.droppedForPool)
+        let (bandsGrabbed, bandsKept) = (capturer?.bandsGrabbed ?? 0, capturer?.bandsKept ?? 0)
+        let captureBytes = capturer?.heldBytes ?? pushed?.heldBytes ?? 0
         let drops = network.socket.sendDrops
         let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
         let audioCount = audio.count
@@ -375,8 +405,11 @@ public final class ScreenSender: @unchecked Sendable {
             s.audioStreams = audioCount
             s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
             s.cpuSeconds = cpu.seconds
-            s.framesCaptured = captured
-            s.framesDroppedPoolExhausted = droppedPool
+            // Pushed pictures are counted as they are pushed.
+            if let captured, let droppedPool {
+                s.framesCaptured = captured
+                s.framesDroppedPoolExhausted = droppedPool
+            }
             s.bandsGrabbed = bandsGrabbed
             s.bandsKept = bandsKept
             s.captureBytes = captureBytes

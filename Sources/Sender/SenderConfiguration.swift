@@ -55,6 +55,16 @@ public enum CursorMode: String, Sendable, CaseIterable {
     case none
 }
 
+/// Where the pictures come from.
+public enum VideoInput: Sendable, Equatable {
+    /// The X display (`display`, `source`, `cursor`).
+    case screen
+    /// Pictures the host pushes (`ScreenSender.push`), nominally of this
+    /// size: the encoded size, default bitrate and ladders follow it (or
+    /// `size`); pictures of another size are scaled to it.
+    case pushed(VideoSize)
+}
+
 /// Everything a sender needs to start.
 public struct SenderConfiguration: Sendable {
     /// The encoder thread count `encoderThreads == nil` means for a size and rate.
@@ -84,6 +94,8 @@ public struct SenderConfiguration: Sendable {
     public var source: CaptureSource = .screen
     /// The mouse pointer: drawn into the picture (presenters point at things), or left out.
     public var cursor: CursorMode = .embed
+    /// The screen (default), or pictures the host pushes.
+    public var video: VideoInput = .screen
     public var fps: Int = 30
     /// Target bitrate; nil sizes it to the resolution.
     public var bitrateKbps: Int?
@@ -249,6 +261,8 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bandsKept = 0
     /// Bytes capture holds: the frame pool's pictures and the band buffers.
     public var captureBytes = 0
+    /// Pushed pictures dropped for coming sooner than the frame rate asks.
+    public var framesDroppedTooSoon = 0
     /// Frames captured but replaced by a newer one before the encoder got to them.
     public var framesDroppedEncoderBusy = 0
     public var framesEncoded = 0

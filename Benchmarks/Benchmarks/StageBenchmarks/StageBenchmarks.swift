@@ -44,6 +44,46 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
         }
 
+        // What a host's push costs its thread (`ScreenSender.push`): its
+        // picture converted into the encoder's, in each layout, at the same
+        // size and (BGRA, from the next size up) scaled.
+        for layout in ["bgra", "i420", "nv12", "bgra-scaled"] {
+            Benchmark("\(label)-push-\(layout)", configuration: configuration(allocates: false)) { benchmark in
+                let fixture = Fixture.of(width: width, height: height)
+                let (w, h) = layout == "bgra-scaled" ? (width * 3 / 2, height * 3 / 2) : (width, height)
+                let bgra = layout == "bgra-scaled" ? [UInt8](repeating: 0x80, count: w * h * 4) : fixture.bgra[0]
+                let source = fixture.pictures[0]
+                let uv = [UInt8](repeating: 0x80, count: width * height / 2)
+                var picture = I420Image(width: width, height: height)
+                let converter = PixelConverter()
+                func push() {
+                    switch layout {
+                    case "i420":
+                        source.withPlanes { y, u, v in
+                            converter.convert(.i420(y: y, yStride: width, u: u, uStride: width / 2, v: v, vStride: width / 2),
+                                              width: w, height: h, into: &picture)
+                        }
+                    case "nv12":
+                        source.withPlanes { y, _, _ in
+                            uv.withUnsafeBufferPointer { uvp in
+                                converter.convert(.nv12(y: y, yStride: width, uv: uvp.baseAddress!, uvStride: width),
+                                                  width: w, height: h, into: &picture)
+                            }
+                        }
+                    default:
+                        bgra.withUnsafeBytes { raw in
+                            converter.convert(.bgra(raw.baseAddress!, stride: w * 4), width: w, height: h, into: &picture)
+                        }
+                    }
+                }
+                push()  // the converter's scaling memory, before measuring
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations { push() }
+                benchmark.stopMeasurement()
+                blackHole(picture.luma(x: 0, y: 0))
+            }
+        }
+
         Benchmark("\(label)-bgra-to-i420-libyuv", configuration: configuration(allocates: true)) { benchmark in
             let fixture = Fixture.of(width: width, height: height)
             var picture = I420Image(width: width, height: height)

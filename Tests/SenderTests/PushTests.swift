@@ -1,0 +1,128 @@
+import Foundation
+import ShareColor
+import ShareHandshake
+import ShareReceiver
+import ShareSender
+import ShareSync
+import TestSupport
+import Testing
+
+/// A BGRA picture: red on the left, blue on the right, a white bar at `bar`.
+private func frame(width: Int, height: Int, bar: Int) -> [UInt8] {
+    var pixels = [UInt8](repeating: 0, count: width * height * 4)
+    for y in 0..<height {
+        for x in 0..<width {
+            let i = (y * width + x) * 4
+            let white = abs(x - bar) < 8
+            pixels[i] = white || x >= width / 2 ? 0xFF : 0
+            pixels[i + 1] = white ? 0xFF : 0
+            pixels[i + 2] = white || x < width / 2 ? 0xFF : 0
+            pixels[i + 3] = 0xFF
+        }
+    }
+    return pixels
+}
+
+/// The last frame of a recording as RGB24, by ffmpeg.
+private func lastFrame(_ path: String, in dir: TemporaryDirectory, width: Int, height: Int) throws -> [UInt8] {
+    let out = dir.path("last.rgb")
+    let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-update", "1", "-pix_fmt", "rgb24", "-f", "image2",
+                                     "-c:v", "rawvideo", "-y", out])
+    guard decoded.status == 0 else { throw TestEnvironmentError("ffmpeg: \(decoded.stderr)") }
+    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: out)))
+    guard bytes.count == width * height * 3 else { throw TestEnvironmentError("\(bytes.count) bytes") }
+    return bytes
+}
+
+@Suite("A host pushes its own pictures", .serialized)
+struct PushTests {
+    /// A producer pushing 120 pictures a second into a 30 fps sender, from a
+    /// thread that never waits: about one in four is taken, the rest are
+    /// dropped as too soon and counted, the encoder keeps its rate, and the
+    /// receiver's recording shows the pushed picture. Then I420 and NV12
+    /// pictures of another size, scaled to the encoded size.
+    @Test func pushedPicturesAreSentAndTheRestCounted() throws {
+        let dir = try TemporaryDirectory()
+        let secret = Array("pushed pictures".utf8)
+        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
+        receiving.port = 0
+        receiving.showWindow = false
+        receiving.playAudio = false
+        receiving.recordPath = dir.path("pushed.mkv")
+        let receiver = try ScreenReceiver(configuration: receiving)
+        receiver.start()
+        defer { receiver.stop() }
+
+        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
+        sending.port = receiver.port
+        sending.video = .pushed(VideoSize(width: 640, height: 360))
+        sending.audio = []
+        let sender = try ScreenSender(configuration: sending)
+        let early = frame(width: 640, height: 360, bar: 0)
+        let notYet = early.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 640 * 4), width: 640, height: 360) }
+        #expect(notYet == .notRunning)
+        sender.start()
+        defer { sender.stop() }
+        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+
+        var outcomes: [PushOutcome] = []
+        let pictures = (0..<8).map { frame(width: 640, height: 360, bar: 100 + $0 * 60) }
+        let started = Date()
+        var n = 0
+        while Date().timeIntervalSince(started) < 2 {
+            let picture = pictures[n % pictures.count]
+            outcomes.append(picture.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 640 * 4), width: 640, height: 360) })
+            n += 1
+            Thread.sleep(forTimeInterval: 1.0 / 120)
+        }
+        let accepted = outcomes.filter { $0 == .accepted }.count
+        let tooSoon = outcomes.filter { $0 == .tooSoon }.count
+        #expect(outcomes.allSatisfy { $0 == .accepted || $0 == .tooSoon || $0 == .busy }, "\(Set(outcomes.map { "\($0)" }))")
+        #expect(accepted >= 45 && accepted <= 66, "about 30 a second taken: \(accepted) of \(outcomes.count)")
+        #expect(tooSoon >= outcomes.count / 2, "\(tooSoon) too soon")
+        let stats = sender.statistics
+        #expect(stats.framesDroppedTooSoon == tooSoon && stats.framesCaptured == accepted, "\(stats)")
+        #expect(stats.framesEncoded >= accepted - 3, "encoded \(stats.framesEncoded) of \(accepted)")
+
+        // A picture that does not fit is refused, with why.
+        let short = early.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 100), width: 640, height: 360) }
+        #expect(short == .refused("a stride too small for 640 pixels"))
+
+        // I420 and NV12 at 1280x720: scaled to 640x360. Solid green, then solid magenta.
+        let (w, h) = (1280, 720)
+        var y = [UInt8](repeating: 145, count: w * h), u = [UInt8](repeating: 54, count: w * h / 4), v = [UInt8](repeating: 34, count: w * h / 4)
+        for _ in 0..<15 {
+            _ = y.withUnsafeBufferPointer { yp in u.withUnsafeBufferPointer { up in v.withUnsafeBufferPointer { vp in
+                sender.push(.i420(y: yp.baseAddress!, yStride: w, u: up.baseAddress!, uStride: w / 2, v: vp.baseAddress!, vStride: w / 2),
+                            width: w, height: h)
+            } } }
+            Thread.sleep(forTimeInterval: 1.0 / 30)
+        }
+        y = [UInt8](repeating: 106, count: w * h)
+        let uv = (0..<(w * h / 2)).map { $0 % 2 == 0 ? UInt8(202) : UInt8(222) }
+        for _ in 0..<15 {
+            _ = y.withUnsafeBufferPointer { yp in uv.withUnsafeBufferPointer { uvp in
+                sender.push(.nv12(y: yp.baseAddress!, yStride: w, uv: uvp.baseAddress!, uvStride: w), width: w, height: h)
+            } }
+            Thread.sleep(forTimeInterval: 1.0 / 30)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        sender.stop()
+        Thread.sleep(forTimeInterval: 0.3)
+        receiver.stop()
+        let last = try lastFrame(dir.path("pushed.mkv"), in: dir, width: 640, height: 360)
+        let centre = (180 * 640 + 320) * 3
+        #expect(last[centre] > 200 && last[centre + 1] < 60 && last[centre + 2] > 200, "magenta: \(last[centre..<centre + 3])")
+        // Green came before it: the recording holds it too.
+        #expect(receiver.statistics.framesDecoded >= accepted + 20, "\(receiver.statistics.framesDecoded)")
+    }
+
+    @Test func aScreenSenderRefusesPushes() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
+        let pixels = [UInt8](repeating: 0, count: 64 * 64 * 4)
+        let outcome = pixels.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 256), width: 64, height: 64) }
+        guard case .refused(let why) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(why.contains("captures the screen"))
+    }
+}
