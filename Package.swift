@@ -133,7 +133,7 @@ let package = Package(
                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
-                          dependencies: ["ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
+                          dependencies: ["ShareColor", "ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
                                          "ShareHandshake", "ShareFanout",
                                          "ShareStamp", "ShareGovernor", "ShareLatency",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -1,20 +1,5 @@
 internal import CYUV
 
-/// A rectangle of a picture that changed, in the picture's pixels.
-public struct PictureArea: Sendable, Equatable {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-}
-
 /// Where an I420 picture's three planes are: a view over memory someone
 /// else owns (a frame pool slot, an `I420Image`), valid only inside the
 /// closure that lends it.

@@ -56,17 +56,16 @@ public struct BandPlan: Sendable, Equatable {
 
     public var scales: Bool { width != sourceWidth || height != sourceHeight }
 
-    /// Where a changed part of the captured picture (`x`, `y`, `width`,
-    /// `height` in its pixels) shows in the encoded one: scaled, and when
-    /// scaling, two pixels wider each way (the filter spreads a change to
-    /// its neighbours).
-    public func pictureArea(x: Int, y: Int, width changedWidth: Int, height changedHeight: Int) -> PictureArea {
-        guard scales else { return PictureArea(x: x, y: y, width: changedWidth, height: changedHeight) }
-        let left = max(0, x * width / sourceWidth - 2)
-        let top = max(0, y * height / sourceHeight - 2)
-        let right = min(width, ((x + changedWidth) * width + sourceWidth - 1) / sourceWidth + 2)
-        let bottom = min(height, ((y + changedHeight) * height + sourceHeight - 1) / sourceHeight + 2)
-        return PictureArea(x: left, y: top, width: right - left, height: bottom - top)
+    /// Where a changed part of the captured picture shows in the encoded
+    /// one: scaled, and when scaling, two pixels wider each way (the filter
+    /// spreads a change to its neighbours).
+    public func pictureArea(_ changed: Rectangle) -> Rectangle {
+        guard scales else { return changed }
+        let left = max(0, changed.x * width / sourceWidth - 2)
+        let top = max(0, changed.y * height / sourceHeight - 2)
+        let right = min(width, ((changed.x + changed.width) * width + sourceWidth - 1) / sourceWidth + 2)
+        let bottom = min(height, ((changed.y + changed.height) * height + sourceHeight - 1) / sourceHeight + 2)
+        return Rectangle(x: left, y: top, width: right - left, height: bottom - top)
     }
 
     /// The most captured rows a band needs (what a band buffer must hold).

@@ -100,7 +100,7 @@ public struct FrameLease: ~Copyable, Sendable {
     public package(set) var number: UInt64 = 0
     /// What changed since the picture numbered one less: the rest is the
     /// same, pixel for pixel. Nil: anything may have.
-    public package(set) var changes: [PictureArea]?
+    public package(set) var changes: [Rectangle]?
 
     init(pool: FramePool, slot: Int, time: CaptureTime, sequence: UInt64, sourceWidth: Int, sourceHeight: Int) {
         self.pool = pool

@@ -35,10 +35,9 @@ final class EncodePipeline: @unchecked Sendable {
     private let audioBitrate: Int
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
     private var lastRateChange: UInt64 = 0
-    /// The number of the last picture encoded, and whether the encoder is
-    /// new (it has no picture before to compare with).
+    /// The number of the last picture the encoder took (0: none, as for a
+    /// new encoder, which has no picture before to compare with).
     private var lastPicture: UInt64 = 0
-    private var encoderFresh = true
     /// What `adapt` last chose, for the statistics: the bitrate for the
     /// frames actually captured (kbit/s) and the capture rate.
     private var chosenKbps = 0
@@ -127,16 +126,15 @@ final class EncodePipeline: @unchecked Sendable {
                     return
                 }
                 lastRateChange = began
-                encoderFresh = true
+                lastPicture = 0
             }
             let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
             let info: EncodedFrameInfo?
             do {
                 // What changed is only known against the picture just before.
-                let changes = lease.number == lastPicture + 1 && encoderFresh == false ? lease.changes : nil
+                let changes = lastPicture != 0 && lease.number == lastPicture + 1 ? lease.changes : nil
                 info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes, into: &accessUnit)
                 lastPicture = lease.number
-                encoderFresh = false
             } catch {
                 context.fail(.encoder(error.description))
                 return

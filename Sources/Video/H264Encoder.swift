@@ -162,7 +162,7 @@ public final class H264Encoder {
     /// encoded just before: every macroblock outside them is marked constant
     /// (X264_MBINFO_CONSTANT) and skipped without analysis, so a small change
     /// costs x264 in proportion to its size.
-    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [PictureArea]? = nil,
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil,
                         into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
         guard planes.width == configuration.width, planes.height == configuration.height else {
             throw EncoderError("picture is \(planes.width)x\(planes.height), encoder is \(configuration.width)x\(configuration.height)")
@@ -199,7 +199,7 @@ public final class H264Encoder {
     /// One flag per macroblock (16x16 pixels, row by row): constant,
     /// except where a macroblock touches one of `changes`. Allocated with
     /// malloc, for x264 to free.
-    package static func constantMacroblocks(width: Int, height: Int, except changes: [PictureArea]) -> UnsafeMutablePointer<UInt8> {
+    package static func constantMacroblocks(width: Int, height: Int, except changes: [Rectangle]) -> UnsafeMutablePointer<UInt8> {
         let (columns, rows) = ((width + 15) / 16, (height + 15) / 16)
         let flags = malloc(columns * rows)!.assumingMemoryBound(to: UInt8.self)
         flags.initialize(repeating: UInt8(X264_MBINFO_CONSTANT), count: columns * rows)

@@ -1,6 +1,6 @@
 internal import CXCB
 public import ShareFrames
-internal import ShareColor
+public import ShareColor
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
@@ -278,9 +278,7 @@ public final class ScreenCapturer: @unchecked Sendable {
         }
         pictures += 1
         lease.number = pictures
-        lease.changes = full ? nil : changed.map { parts in
-            parts.filter { $0.width > 0 && $0.height > 0 }.map { plan.pictureArea(x: $0.x, y: $0.y, width: $0.width, height: $0.height) }
-        }
+        lease.changes = full ? nil : changed.map { parts in parts.filter { $0.width > 0 && $0.height > 0 }.map(plan.pictureArea) }
         lease.written()
         grabbed.add(1, ordering: .relaxed)
         return lease
@@ -360,13 +358,14 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Fills the leased picture: the bands with changed rows (all of them
-    /// when `changedRows` is nil) grabbed and converted, the others copied
-    /// from the picture before (or left as they are when this is its slot).
+    /// when `changedRows` is nil, as it is when there is no picture before
+    /// to build on) grabbed and converted, the others copied from the
+    /// picture before (or left as they are when this is its slot).
     private func fill(_ lease: borrowing FrameLease, plan: BandPlan, changedRows: [Range<Int>]?,
                       cursor: CursorImage?) throws(X11Error) {
         let planes = lease.planes
         var grabs = Array(plan.bands.indices)
-        if let changedRows, lease.holdsNewest || lease.hasPrevious {
+        if let changedRows {
             grabs = plan.bands(touching: changedRows)
             if !lease.holdsNewest, let previous = lease.previousPlanes {
                 let copy = Set(plan.bands.indices).subtracting(grabs)

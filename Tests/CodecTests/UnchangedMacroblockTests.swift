@@ -33,8 +33,8 @@ struct UnchangedMacroblockTests {
                 // Still for ten pictures (the quality settles), then moved.
                 let moved = n >= 10
                 var image = square(x: moved ? 200 : 48, y: moved ? 160 : 48)
-                let changes = n == 10 ? [PictureArea(x: 48, y: 48, width: 32, height: 32),
-                                         PictureArea(x: 200, y: 160, width: 32, height: 32)] : []
+                let changes = n == 10 ? [Rectangle(x: 48, y: 48, width: 32, height: 32),
+                                         Rectangle(x: 200, y: 160, width: 32, height: 32)] : []
                 let told = n == 0 ? nil : (truthful ? changes : [])
                 let info = try image.withPlanes { planes in try encoder.encode(planes, changes: told, into: &au) }
                 sizes.append(info?.size ?? 0)
@@ -52,8 +52,8 @@ struct UnchangedMacroblockTests {
     }
 
     @Test func flagsCoverEveryMacroblockAChangeTouches() {
-        let flags = H264Encoder.constantMacroblocks(width: 100, height: 50, except: [PictureArea(x: 15, y: 0, width: 2, height: 1),
-                                                                                   PictureArea(x: 90, y: 40, width: 50, height: 50)])
+        let flags = H264Encoder.constantMacroblocks(width: 100, height: 50, except: [Rectangle(x: 15, y: 0, width: 2, height: 1),
+                                                                                   Rectangle(x: 90, y: 40, width: 50, height: 50)])
         defer { free(flags) }
         let columns = 7  // 100 pixels: 7 macroblocks, the last partly outside
         let changed = (0..<(columns * 4)).filter { flags[$0] == 0 }.map { ($0 % columns, $0 / columns) }

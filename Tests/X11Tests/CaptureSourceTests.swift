@@ -1,4 +1,5 @@
 import Foundation
+import ShareColor
 import ShareFrames
 import ShareX11
 import TestSupport

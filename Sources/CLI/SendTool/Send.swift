@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShareColor
 import ShareCommands
 import ShareHandshake
 import ShareSender
