@@ -42,15 +42,25 @@ final class AudioChannel: @unchecked Sendable {
 
     func run(_ context: SenderContext, index: Int, network: NetworkDriver) {
         var samples: UInt32 = 0
+        /// Where the next frame of a continuous pushed stream would begin.
+        var expected: UInt64?
         while context.isActive {
-            let frame: (pcm: [Int16], captured: CaptureTime)
+            let read: (pcm: [Int16], captured: CaptureTime)?
             do {
-                frame = try reader.read()
+                read = try reader.read()
             } catch {
                 context.emit(.warning("\(input.label) stopped: \(error); video goes on"))
                 return
             }
-            guard context.isRunning else { continue }
+            guard let frame = read, context.isRunning else { continue }
+            // A host that stopped pushing for a while: its RTP clock moves on
+            // by the silence, so the receiver keeps sound and picture in step.
+            let at = frame.captured.monotonicNanoseconds
+            if reader.pushed != nil, let expected, at > expected + 60_000_000 {
+                samples &+= UInt32(truncatingIfNeeded: (at - expected) / 1_000_000_000 * UInt64(OpusFormat.sampleRate)
+                                   + (at - expected) % 1_000_000_000 * UInt64(OpusFormat.sampleRate) / 1_000_000_000)
+            }
+            expected = at + 20_000_000
             let timestamp = timestampBase &+ samples
             samples &+= UInt32(OpusFormat.frameSamples)
             do {

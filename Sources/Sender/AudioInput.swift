@@ -17,6 +17,8 @@ public struct AudioInput: Sendable, Equatable {
         case file(String)
         /// A sine tone (tests, demos).
         case tone(hertz: Double)
+        /// Sound the host pushes (`ScreenSender.push(audio:…)`).
+        case pushed(PushedAudio)
     }
 
     public var source: Source
@@ -26,12 +28,12 @@ public struct AudioInput: Sendable, Equatable {
 
     public init(source: Source, channels: Int? = nil, bitrate: Int? = nil) {
         self.source = source
-        let voice = source == .microphone
+        let voice = source == .microphone || source == .pushed(.microphone)
         self.channels = channels ?? (voice ? 1 : 2)
         self.bitrate = bitrate ?? (voice ? 32_000 : 96_000)
     }
 
-    var isVoice: Bool { source == .microphone }
+    var isVoice: Bool { source == .microphone || source == .pushed(.microphone) }
 
     public var label: String {
         switch source {
@@ -40,6 +42,8 @@ public struct AudioInput: Sendable, Equatable {
         case .named(let name): "source \(name)"
         case .file(let path): "file \(path)"
         case .tone(let hertz): "\(hertz) Hz tone"
+        case .pushed(.app): "pushed app audio"
+        case .pushed(.microphone): "pushed microphone"
         }
     }
 
@@ -56,6 +60,7 @@ final class AudioReader {
         case pulse(PulseCapture, monitor: Bool)
         case wav(WAVSource)
         case tone(ToneSource)
+        case pushed(PushedAudioBuffer)
     }
 
     private var backend: Backend
@@ -69,6 +74,7 @@ final class AudioReader {
     let channels: Int
 
     init(_ input: AudioInput) throws(SenderError) {
+        guard (1...2).contains(input.channels) else { throw .audio("\(input.label): \(input.channels) channels (1 or 2)") }
         do {
             switch input.source {
             case .system: backend = .pulse(try PulseCapture(device: .systemOutput, channels: input.channels), monitor: true)
@@ -80,6 +86,8 @@ final class AudioReader {
                 let wav = try WAVSource(path: path)
                 backend = .wav(wav)
             case .tone(let hertz): backend = .tone(ToneSource(frequency: hertz, channels: input.channels))
+            case .pushed(let kind):
+                backend = .pushed(PushedAudioBuffer(kind: kind, channels: input.channels))
             }
         } catch let error as PulseError {
             throw .audio("\(input.label): \(error)")
@@ -92,8 +100,14 @@ final class AudioReader {
         }
     }
 
-    /// The next frame and the capture instant of its first sample.
-    func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureTime) {
+    /// The host's pushed stream, when this reads one.
+    var pushed: PushedAudioBuffer? {
+        if case .pushed(let buffer) = backend { buffer } else { nil }
+    }
+
+    /// The next frame and the capture instant of its first sample; nil when
+    /// a pushed stream brought nothing for 50 ms (the host stopped pushing).
+    func read() throws(SenderError) -> (pcm: [Int16], captured: CaptureTime)? {
         switch backend {
         case .pulse(let capture, let monitor):
             // The stream opened before streaming started: start from now, not
@@ -137,6 +151,8 @@ final class AudioReader {
             let pcm = tone.next()
             backend = .tone(tone)
             return (pcm, CaptureTime.now())
+        case .pushed(let buffer):
+            return buffer.take(timeout: .milliseconds(50))
         }
     }
 

@@ -42,6 +42,8 @@ final class EncodePipeline: @unchecked Sendable {
     /// frames actually captured (kbit/s) and the capture rate.
     private var chosenKbps = 0
     private var chosenFPS = 0
+    /// Asked when no picture came for a while (a pushed source repeats its newest).
+    var idle: (@Sendable (SenderContext) -> Void)?
 
     init(configuration: SenderConfiguration, feed: VideoFeed, network: NetworkDriver, governor: GovernorControl?,
          encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Int, audioBitrate: Int) {
@@ -90,8 +92,11 @@ final class EncodePipeline: @unchecked Sendable {
         var encodeTime = LatencyRecorder()
         var frames = 0
         while context.isActive {
-            _ = feed.frameReady.wait(timeout: .now() + .milliseconds(100))
-            guard let lease = feed.take() else { continue }
+            let signalled = feed.frameReady.wait(timeout: .now() + .milliseconds(idle == nil ? 100 : 30)) == .success
+            guard let lease = feed.take() else {
+                if !signalled { idle?(context) }
+                continue
+            }
             // Before the session is up there is no one to send to: the
             // picture goes back to the pool unencoded.
             guard network.link.ready.load(ordering: .acquiring) else {

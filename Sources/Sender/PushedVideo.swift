@@ -42,6 +42,8 @@ final class PushedVideo: @unchecked Sendable {
     private let slots: Int
     /// Bytes the pool's pictures take (read by the statistics: atomic).
     private let poolBytes = Atomic<Int>(0)
+    /// The last accepted picture's size as pushed (what a repeat is made of).
+    private var lastSource: VideoSize?
 
     init(feed: VideoFeed, configuredSize: VideoSize?, slots: Int) {
         self.feed = feed
@@ -87,11 +89,43 @@ final class PushedVideo: @unchecked Sendable {
         lease.number = pictures
         lease.written()
         lastAccepted = now
+        lastSource = VideoSize(width: width, height: height)
         let replaced = feed.put(lease)
         context.stats.withLock { s in
             s.framesCaptured += 1
             if replaced { s.framesDroppedEncoderBusy += 1 }
         }
         return .accepted
+    }
+
+    /// A host that stopped pushing (its content is still): the newest
+    /// picture again, marked unchanged (x264 skips every macroblock, a few
+    /// dozen bytes), once `stillRefresh` passed since the last one — or one
+    /// frame interval, when a receiver asked for a keyframe — so a receiver
+    /// that joins or lost packets gets a picture without waiting for the
+    /// host. Called by the encode thread when it found no picture; a push
+    /// under way makes it return (that push brings a picture).
+    func repeatNewest(_ context: SenderContext, stillRefresh: UInt64?) {
+        guard context.isRunning, lastAccepted != 0 else { return }
+        guard pushing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        defer { pushing.store(false, ordering: .releasing) }
+        let now = Clock.monotonic()
+        let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
+        let wanted = context.keyframeRequested.load(ordering: .relaxed) ? interval : stillRefresh
+        guard let wanted, now &- lastAccepted >= wanted, let pool, let source = lastSource else { return }
+        sequence += 1
+        guard var lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: source.width,
+                                     sourceHeight: source.height) else { return }
+        if !lease.holdsNewest {
+            guard let previous = lease.previousPlanes else { return }
+            lease.planes.copyRows(0..<lease.height, from: previous)
+        }
+        pictures += 1
+        lease.number = pictures
+        lease.changes = []
+        lease.written()
+        lastAccepted = now
+        _ = feed.put(lease)
+        context.stats.withLock { $0.framesRepeated += 1 }
     }
 }

@@ -197,6 +197,10 @@ public final class ScreenSender: @unchecked Sendable {
         }
         pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
                                   encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
+        if let pushed {
+            let refresh = configuration.stillRefresh?.nanoseconds
+            pipeline.idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }
+        }
         var description: SessionDescription?
         if case .staticKey(let keying) = configuration.keying {
             description = SenderDescription.make(encoder: encoder, configuration: configuration, keying: keying,
@@ -230,6 +234,9 @@ public final class ScreenSender: @unchecked Sendable {
         for (name, list) in [("audio ports", c.audioPorts), ("audio RTCP ports", c.audioRTCPPorts)]
         where !list.isEmpty && list.count < c.audio.count {
             throw .configuration("\(list.count) \(name) for \(c.audio.count) audio streams")
+        }
+        for kind in PushedAudio.allCases where c.audio.filter({ $0.source == .pushed(kind) }).count > 1 {
+            throw .configuration("two audio inputs pushed as \(kind): each pushed stream is one input")
         }
         if case .handshake = c.keying, !c.audioPorts.isEmpty || c.rtcpPort != nil || !c.audioRTCPPorts.isEmpty {
             throw .configuration("separate audio and RTCP ports are for SFUs and standard receivers, with a static key "
@@ -304,6 +311,22 @@ public final class ScreenSender: @unchecked Sendable {
     public func push(_ picture: PixelBuffer, width: Int, height: Int, time: CaptureTime? = nil) -> PushOutcome {
         guard let pushed else { return .refused("this sender captures the screen (configuration.video is .screen)") }
         return pushed.push(picture, width: width, height: height, time: time, context: context)
+    }
+
+    /// Hands the sender sound of its own, for the audio input
+    /// `.pushed(stream)`: interleaved PCM at `rate` (a common rate, 8 to
+    /// 192 kHz) with 1 or 2 `channels`, converted at once to the stream's
+    /// channels and 48 kHz and queued for Opus, so `samples`' memory is free
+    /// again when this returns. Never waits: at most 200 ms are queued and
+    /// the oldest sound gives way (counted in `audioFramesDropped`). `time`
+    /// is when the first sample was made (default: the last one was made now).
+    public func push(audio samples: AudioSamples, rate: Int, channels: Int, to stream: PushedAudio,
+                     time: CaptureTime? = nil) -> PushOutcome {
+        guard let buffer = audio.lazy.compactMap(\.reader.pushed).first(where: { $0.kind == stream }) else {
+            return .refused("no audio input is pushed as \(stream) (configuration.audio)")
+        }
+        guard context.isRunning else { return .notRunning }
+        return buffer.push(samples, rate: rate, channels: channels, time: time)
     }
 
     /// Gives the memory governor a new budget (applied with the next frame:
@@ -397,12 +420,14 @@ public final class ScreenSender: @unchecked Sendable {
         let drops = network.socket.sendDrops
         let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
         let audioCount = audio.count
+        let audioDropped = audio.reduce(0) { $0 + ($1.reader.pushed?.droppedFrames.load(ordering: .relaxed) ?? 0) }
         let driver = network.snapshot()
         let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
         context.stats.withLock { s in
             s.memoryAccountedBytes = accounted
             s.audioPacketsSent = audioPackets
             s.audioStreams = audioCount
+            s.audioFramesDropped = audioDropped
             s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
             s.cpuSeconds = cpu.seconds
             // Pushed pictures are counted as they are pushed.

@@ -261,6 +261,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bandsKept = 0
     /// Bytes capture holds: the frame pool's pictures and the band buffers.
     public var captureBytes = 0
+    /// Pictures of a host that stopped pushing sent again (`stillRefresh`,
+    /// or at once for a keyframe request): the newest pushed picture.
+    public var framesRepeated = 0
     /// Pushed pictures dropped for coming sooner than the frame rate asks.
     public var framesDroppedTooSoon = 0
     /// Frames captured but replaced by a newer one before the encoder got to them.
@@ -271,6 +274,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// Opus packets sent, over every audio stream.
     public var audioPacketsSent = 0
     public var audioStreams = 0
+    /// Pushed sound dropped (in 48 kHz sample frames) because the host
+    /// pushed more than 200 ms ahead of what was sent.
+    public var audioFramesDropped = 0
     public var bytesSent = 0
     public var packetsRetransmitted = 0
     public var keyframeRequests = 0

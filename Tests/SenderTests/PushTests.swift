@@ -117,6 +117,156 @@ struct PushTests {
         #expect(receiver.statistics.framesDecoded >= accepted + 20, "\(receiver.statistics.framesDecoded)")
     }
 
+    /// App audio (44.1 kHz stereo floats) and the microphone (16 kHz mono
+    /// integers) pushed in 10 ms pieces beside the pictures: each arrives as
+    /// its own stream, resampled, at its own pitch; what does not fit is
+    /// refused with why; a burst of a second is cut to the newest 200 ms.
+    @Test func pushedSoundArrivesAsTwoStreams() throws {
+        let dir = try TemporaryDirectory()
+        let secret = Array("pushed sound".utf8)
+        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
+        receiving.port = 0
+        receiving.showWindow = false
+        receiving.playAudio = false
+        receiving.recordPath = dir.path("sound.mkv")
+        let receiver = try ScreenReceiver(configuration: receiving)
+        receiver.start()
+        defer { receiver.stop() }
+
+        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
+        sending.port = receiver.port
+        sending.video = .pushed(VideoSize(width: 320, height: 180))
+        sending.audio = [AudioInput(source: .pushed(.app)), AudioInput(source: .pushed(.microphone))]
+        let sender = try ScreenSender(configuration: sending)
+        #expect(sender.audioWarnings.isEmpty, "\(sender.audioWarnings)")
+        sender.start()
+        defer { sender.stop() }
+        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+
+        let picture = frame(width: 320, height: 180, bar: 160)
+        var outcomes: [PushOutcome] = []
+        var (appFrames, micFrames) = (0, 0)
+        let started = Date()
+        var lastPicture = -1.0
+        while Date().timeIntervalSince(started) < 3 {
+            let elapsed = Date().timeIntervalSince(started)
+            while Double(appFrames) < elapsed * 44_100 {
+                let app = (0..<441).flatMap { i -> [Float] in
+                    let v = Float(0.4 * sin(2 * Double.pi * 440 * Double(appFrames + i) / 44_100))
+                    return [v, v]
+                }
+                outcomes.append(app.withUnsafeBufferPointer { sender.push(audio: .float32($0), rate: 44_100, channels: 2, to: .app) })
+                appFrames += 441
+            }
+            while Double(micFrames) < elapsed * 16_000 {
+                let mic = (0..<160).map { Int16(12_000 * sin(2 * Double.pi * 1000 * Double(micFrames + $0) / 16_000)) }
+                outcomes.append(mic.withUnsafeBufferPointer { sender.push(audio: .int16($0), rate: 16_000, channels: 1, to: .microphone) })
+                micFrames += 160
+            }
+            if elapsed - lastPicture >= 1.0 / 30 {
+                _ = picture.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 320 * 4), width: 320, height: 180) }
+                lastPicture = elapsed
+            }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        #expect(outcomes.allSatisfy { $0 == .accepted }, "\(Set(outcomes.map { "\($0)" }))")
+        #expect(sender.statistics.audioFramesDropped == 0)
+
+        let odd = [Float](repeating: 0, count: 300)
+        let refusedRate = odd.withUnsafeBufferPointer { sender.push(audio: .float32($0), rate: 44_101, channels: 1, to: .app) }
+        #expect(refusedRate == .refused("a rate of 44101 Hz (8000 to 192000, a common rate)"))
+        let refusedChannels = odd.withUnsafeBufferPointer { sender.push(audio: .float32($0), rate: 48_000, channels: 3, to: .app) }
+        #expect(refusedChannels == .refused("3 channels (1 or 2)"))
+
+        // A second at once: the newest 200 ms stay, the rest is counted.
+        let burst = [Int16](repeating: 100, count: 48_000)
+        let burstOutcome = burst.withUnsafeBufferPointer { sender.push(audio: .int16($0), rate: 48_000, channels: 1, to: .microphone) }
+        #expect(burstOutcome == .accepted)
+        let dropped = sender.statistics.audioFramesDropped
+        #expect(dropped >= 48_000 - 9_600 - 960 && dropped <= 48_000 - 9_600 + 960, "\(dropped) dropped")
+
+        Thread.sleep(forTimeInterval: 0.3)
+        sender.stop()
+        Thread.sleep(forTimeInterval: 0.3)
+        receiver.stop()
+        let app = try decodeAudio(dir.path("sound.mkv"), track: 0)
+        let mic = try decodeAudio(dir.path("sound.mkv"), track: 1)
+        let appHertz = try #require(toneFrequency(Array(app.prefix(48_000 * 3))))
+        let micHertz = try #require(toneFrequency(Array(mic.prefix(48_000 * 3))))
+        #expect(abs(appHertz - 440) < 2, "app \(appHertz) Hz")
+        #expect(abs(micHertz - 1000) < 2, "microphone \(micHertz) Hz")
+        #expect(receiver.statistics.audio.streams == 2)
+    }
+
+    /// A host that stops pushing: its newest picture is sent again every
+    /// `stillRefresh`, and at once (not at the next refresh) when a
+    /// receiver that restarted needs a keyframe.
+    @Test func aHostThatStopsPushingStillHasItsPictureSent() throws {
+        let secret = Array("a quiet host".utf8)
+        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
+        receiving.port = 0
+        receiving.showWindow = false
+        receiving.playAudio = false
+        var first: ScreenReceiver? = try ScreenReceiver(configuration: receiving)
+        first?.start()
+        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
+        sending.port = first?.port ?? 0
+        sending.video = .pushed(VideoSize(width: 320, height: 180))
+        sending.audio = []
+        sending.stillRefresh = .seconds(1)
+        let sender = try ScreenSender(configuration: sending)
+        sender.start()
+        defer { sender.stop() }
+        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+        let picture = frame(width: 320, height: 180, bar: 40)
+        for _ in 0..<5 {
+            _ = picture.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 320 * 4), width: 320, height: 180) }
+            Thread.sleep(forTimeInterval: 1.0 / 30)
+        }
+        Thread.sleep(forTimeInterval: 2.6)
+        let repeated = sender.statistics.framesRepeated
+        #expect(repeated >= 2 && repeated <= 3, "\(repeated) repeated in 2.6 s")
+        let decoded = first?.statistics.framesDecoded ?? 0
+        #expect(decoded >= 5 + repeated - 1, "\(decoded) decoded")
+        first?.stop()
+        first = nil  // its socket closes: the port is free for the next
+
+        // A receiver restarted on the same port: a new session, a keyframe
+        // request, and the picture comes with it, long before a refresh would.
+        receiving.port = sending.port
+        receiving.recordPath = nil
+        let times = Locked<(session: Date?, picture: Date?)>((nil, nil))
+        let second = try ScreenReceiver(configuration: receiving)
+        second.start { event in
+            switch event {
+            case .sessionStarted: times.withLock { if $0.session == nil { $0.session = Date() } }
+            case .firstFrame: times.withLock { if $0.picture == nil { $0.picture = Date() } }
+            default: break
+            }
+        }
+        defer { second.stop() }
+        let deadline = Date().addingTimeInterval(6)
+        while Date() < deadline, times.withLock({ $0.picture }) == nil { Thread.sleep(forTimeInterval: 0.01) }
+        let (session, shown) = times.withLock { $0 }
+        let began = try #require(session, "no new session")
+        let pictured = try #require(shown, "no picture at the restarted receiver")
+        #expect(pictured.timeIntervalSince(began) < 0.4, "picture \(pictured.timeIntervalSince(began)) s after the session")
+    }
+
+    @Test func aSenderWithoutThatStreamRefusesSound() throws {
+        var sending = SenderConfiguration(host: "127.0.0.1", keying: .staticKey(.random(profile: .aes128CmHmacSha1_80)))
+        sending.video = .pushed(VideoSize(width: 320, height: 180))
+        sending.audio = [AudioInput(source: .pushed(.app))]
+        let sender = try ScreenSender(configuration: sending)
+        let samples = [Int16](repeating: 0, count: 960)
+        let outcome = samples.withUnsafeBufferPointer { sender.push(audio: .int16($0), rate: 48_000, channels: 1, to: .microphone) }
+        #expect(outcome == .refused("no audio input is pushed as microphone (configuration.audio)"))
+        let early = samples.withUnsafeBufferPointer { sender.push(audio: .int16($0), rate: 48_000, channels: 1, to: .app) }
+        #expect(early == .notRunning)
+        sending.audio.append(AudioInput(source: .pushed(.app)))
+        #expect(throws: SenderError.self) { try ScreenSender(configuration: sending) }
+    }
+
     @Test func aScreenSenderRefusesPushes() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
         let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
