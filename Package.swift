@@ -174,6 +174,9 @@ let package = Package(
         .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareWire", "ShareX11", "ShareSync", "ShareGovernor",
                                                      "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
+        // Only the public API, as an embedder sees it: ShareSender and ShareReceiver (no @testable, no SPI).
+        .testTarget(name: "EmbeddingTests", dependencies: ["ShareSender", "ShareReceiver", "TestSupport"],
+                    path: "Tests/EmbeddingTests", swiftSettings: strict),
         .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareWire",
                                                          "TestSupport"],
                     path: "Tests/CongestionTests", swiftSettings: strict),

@@ -248,6 +248,15 @@ final class Presenter: @unchecked Sendable {
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
+        if let onPicture = configuration.onPicture {
+            let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
+                                               timestamp: unit.timestamp, clockRate: 90_000) * 1000
+            decoder.withLastPicture { y, yStride, u, uStride, v, vStride, width, height in
+                onPicture(ReceivedPicture(width: width, height: height, y: y, lumaStride: yStride, u: u, uStride: uStride,
+                                          v: v, vStride: vStride, capturedUnixNanoseconds: captured,
+                                          rtpTimestamp: unit.timestamp, isKeyframe: unit.isKeyframe))
+            }
+        }
         if configuration.showWindow {
             do {
                 if window == nil {
@@ -310,6 +319,15 @@ final class Presenter: @unchecked Sendable {
         }
         guard let track = tracks[packet.ssrc] else { return }
         let pcm = track.decode(packet)
+        if let onSound = configuration.onSound, !pcm.isEmpty {
+            // Concealed frames come first, before the packet's own.
+            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                               timestamp: packet.timestamp, clockRate: 48_000) * 1000
+            for (i, frame) in pcm.enumerated() {
+                onSound(ReceivedSound(stream: track.index, samples: frame,
+                                      capturedUnixNanoseconds: captured - Int64(pcm.count - 1 - i) * 20_000_000))
+            }
+        }
         if !playerFailed && !pcm.isEmpty {
             if player == nil {
                 do {

@@ -50,6 +50,13 @@ public struct ReceiverConfiguration: Sendable {
     /// Read the frame stamp (`share scene --stamp`) from every decoded
     /// picture and measure glass-to-glass latency (both ends on one machine).
     public var readStamps = false
+    /// Each decoded picture, lent to the host on the decode thread as soon
+    /// as it is decoded (whether or not a window shows it): for an
+    /// application that draws the picture itself. See `ReceivedPicture`.
+    public var onPicture: (@Sendable (borrowing ReceivedPicture) -> Void)?
+    /// Each 20 ms of decoded sound, per stream, on the decode thread
+    /// (whether or not it is played: `playAudio`). See `ReceivedSound`.
+    public var onSound: (@Sendable (ReceivedSound) -> Void)?
 
     public init(keying: SessionKeying) { self.keying = keying }
 
@@ -228,6 +235,7 @@ public final class ScreenReceiver: @unchecked Sendable {
             }
         }
         socket.enableArrivalTimestamps()
+        port = socket.localPort
         do {
             var sessionConfiguration = ReceiveSession.Configuration(
                 ssrc: UInt32.random(in: 1...UInt32.max), cname: configuration.cname,
@@ -254,7 +262,7 @@ public final class ScreenReceiver: @unchecked Sendable {
     }
 
     /// The UDP port actually bound (useful with port 0).
-    public var port: Int { socket.localPort }
+    public let port: Int
 
     public func start(events: @escaping @Sendable (ReceiverEvent) -> Void = { _ in }) {
         guard shared.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
@@ -299,6 +307,9 @@ public final class ScreenReceiver: @unchecked Sendable {
         shared.running.store(false, ordering: .sequentiallyConsistent)
         queue.wake()
         if remaining.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+            // Both threads are done with the socket: the port is free for
+            // another receiver at once, not when this object goes.
+            socket.close()
             events(.finished(failure.withLock { $0 }))
         }
         group.leave()

@@ -93,10 +93,11 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 /// drops the datagram, counted); receives wait with a timeout.
 public final class UDPSocket: @unchecked Sendable {
     // Safe: the descriptor never changes and the kernel serializes calls on
-    // it; the drop counter is atomic.
+    // it; the drop counter and the closed flag are atomic.
     private let descriptor: Int32
     let family: Int32
     private let drops = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
     /// Datagrams the kernel refused because its buffer was full.
     public var sendDrops: Int { drops.load(ordering: .relaxed) }
 
@@ -139,7 +140,7 @@ public final class UDPSocket: @unchecked Sendable {
         }
         guard status == 0 else {
             let error = errno
-            close(fd)
+            Glibc.close(fd)
             throw TransportError("bind UDP port \(port)", errno: error)
         }
     }
@@ -155,7 +156,13 @@ public final class UDPSocket: @unchecked Sendable {
         guard status == 0 else { throw TransportError("connect to \(peer)", errno: errno) }
     }
 
-    deinit { close(descriptor) }
+    deinit { close() }
+
+    /// Closes the socket now (its port is free again), once all use of it
+    /// has ended; without this, it closes when the last reference goes.
+    public func close() {
+        if !closed.exchange(true, ordering: .sequentiallyConsistent) { _ = Glibc.close(descriptor) }
+    }
 
     /// The local port the socket is bound to.
     public var localPort: Int {

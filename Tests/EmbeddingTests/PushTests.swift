@@ -1,27 +1,9 @@
 import Foundation
-import ShareColor
-import ShareHandshake
 import ShareReceiver
 import ShareSender
-import ShareSync
+import Synchronization
 import TestSupport
 import Testing
-
-/// A BGRA picture: red on the left, blue on the right, a white bar at `bar`.
-private func frame(width: Int, height: Int, bar: Int) -> [UInt8] {
-    var pixels = [UInt8](repeating: 0, count: width * height * 4)
-    for y in 0..<height {
-        for x in 0..<width {
-            let i = (y * width + x) * 4
-            let white = abs(x - bar) < 8
-            pixels[i] = white || x >= width / 2 ? 0xFF : 0
-            pixels[i + 1] = white ? 0xFF : 0
-            pixels[i + 2] = white || x < width / 2 ? 0xFF : 0
-            pixels[i + 3] = 0xFF
-        }
-    }
-    return pixels
-}
 
 /// The last frame of a recording as RGB24, by ffmpeg.
 private func lastFrame(_ path: String, in dir: TemporaryDirectory, width: Int, height: Int) throws -> [UInt8] {
@@ -207,10 +189,10 @@ struct PushTests {
         receiving.port = 0
         receiving.showWindow = false
         receiving.playAudio = false
-        var first: ScreenReceiver? = try ScreenReceiver(configuration: receiving)
-        first?.start()
+        let first = try ScreenReceiver(configuration: receiving)
+        first.start()
         var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = first?.port ?? 0
+        sending.port = first.port
         sending.video = .pushed(VideoSize(width: 320, height: 180))
         sending.audio = []
         sending.stillRefresh = .seconds(1)
@@ -226,16 +208,14 @@ struct PushTests {
         Thread.sleep(forTimeInterval: 2.6)
         let repeated = sender.statistics.framesRepeated
         #expect(repeated >= 2 && repeated <= 3, "\(repeated) repeated in 2.6 s")
-        let decoded = first?.statistics.framesDecoded ?? 0
-        #expect(decoded >= 5 + repeated - 1, "\(decoded) decoded")
-        first?.stop()
-        first = nil  // its socket closes: the port is free for the next
+        #expect(first.statistics.framesDecoded >= 5 + repeated - 1, "\(first.statistics.framesDecoded) decoded")
+        first.stop()  // its port is free again at once
 
         // A receiver restarted on the same port: a new session, a keyframe
         // request, and the picture comes with it, long before a refresh would.
         receiving.port = sending.port
         receiving.recordPath = nil
-        let times = Locked<(session: Date?, picture: Date?)>((nil, nil))
+        let times = Mutex<(session: Date?, picture: Date?)>((nil, nil))
         let second = try ScreenReceiver(configuration: receiving)
         second.start { event in
             switch event {
@@ -269,7 +249,10 @@ struct PushTests {
 
     @Test func aScreenSenderRefusesPushes() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
-        let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.port = freeUDPPort()
+        configuration.display = display.display
+        let sender = try ScreenSender(configuration: configuration)
         let pixels = [UInt8](repeating: 0, count: 64 * 64 * 4)
         let outcome = pixels.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 256), width: 64, height: 64) }
         guard case .refused(let why) = outcome else { Issue.record("\(outcome)"); return }
