@@ -34,6 +34,19 @@ public struct CongestionController: Sendable {
         public var lossFraction: Double
         public var roundTrip: Duration?
         public var usage: BandwidthUsage
+
+        public init(target: Double, delayBased: Double, lossBased: Double, queueDelay: Double?, bottleneck: Double?,
+                    acknowledged: Double?, lossFraction: Double, roundTrip: Duration?, usage: BandwidthUsage) {
+            self.target = target
+            self.delayBased = delayBased
+            self.lossBased = lossBased
+            self.queueDelay = queueDelay
+            self.bottleneck = bottleneck
+            self.acknowledged = acknowledged
+            self.lossFraction = lossFraction
+            self.roundTrip = roundTrip
+            self.usage = usage
+        }
     }
 
     public let configuration: Configuration

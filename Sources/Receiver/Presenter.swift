@@ -56,6 +56,13 @@ final class Presenter: @unchecked Sendable {
     private var lastShownAt: UInt64?
     /// Pictures decoded in this session.
     private var sessionFrames = 0
+    /// What the sender calls its stream, and whether it paused.
+    private var senderTitle: String?
+    private var senderPaused = false
+
+    private var windowTitle: String {
+        "share" + (senderTitle.map { ": \($0)" } ?? "") + (senderPaused ? " (paused by the sender)" : "")
+    }
 
     init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
          events: @escaping @Sendable (ReceiverEvent) -> Void) {
@@ -144,17 +151,22 @@ final class Presenter: @unchecked Sendable {
             events(.senderLeft(reason: reason))
             window?.setTitle("share: the sender ended" + (reason.map { " (\($0))" } ?? ""))
             endSession()
-        case .senderState(.paused):
-            // A pause is not a freeze.
-            lastShownAt = nil
-            window?.setTitle("share: paused by the sender")
-            events(.senderPaused)
-        case .senderState:
-            window?.setTitle("share")
-            events(.senderResumed)
+        case .senderState(let state, let title):
+            if title != senderTitle {
+                senderTitle = title
+                if let title { events(.senderTitled(title)) }
+            }
+            let paused = state == .paused
+            if paused != senderPaused {
+                senderPaused = paused
+                // A pause is not a freeze.
+                if paused { lastShownAt = nil }
+                events(paused ? .senderPaused : .senderResumed)
+            }
+            window?.setTitle(windowTitle)
         case .newSession:
             endSession()
-            window?.setTitle("share")
+            window?.setTitle(windowTitle)
         case .audioLayout(let streams):
             // The tracks the sender said it sends, in its order, before their
             // first packets: the recording need not wait for sound to open.
@@ -197,6 +209,8 @@ final class Presenter: @unchecked Sendable {
         lastShownAt = nil
         waitingForKeyframe = true
         sessionFrames = 0
+        senderTitle = nil
+        senderPaused = false
     }
 
     /// This session's audio streams' channel counts, in track order (the recording's tracks).
@@ -261,6 +275,7 @@ final class Presenter: @unchecked Sendable {
             do {
                 if window == nil {
                     window = try PictureWindow(display: configuration.display, width: picture.width, height: picture.height)
+                    window?.setTitle(windowTitle)
                 }
                 window?.show(decoder)
                 local.framesShown += 1

@@ -95,6 +95,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                 publish(shared)
             }
         }
+        if gate.hasSession { session.goodbye(reason: "receiver stopped", emit: reply) }
         publish(shared)
         return nil
     }
@@ -113,7 +114,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                 queue.push(.goodbye(reason: reason))
                 try? gate.senderLeft()
             case .goodbye: continue
-            case .senderState(let state): queue.push(.senderState(state))
+            case .senderState(let state, let title): queue.push(.senderState(state, title: title))
             case .audioLayout(let streams): queue.push(.audioLayout(streams))
             case .cursor(let overlay): queue.push(.cursor(overlay))
             }

@@ -77,6 +77,9 @@ public enum ReceiverEvent: Sendable {
     case sessionRefused(sender: String?, reason: String)
     /// The first picture of a session was decoded.
     case firstFrame(width: Int, height: Int)
+    /// What the sender calls its stream (`SenderConfiguration.title`), told
+    /// at the start of its session and whenever it changes.
+    case senderTitled(String)
     /// The sender paused (its picture stays on screen), or is live again.
     case senderPaused
     case senderResumed
@@ -264,9 +267,16 @@ public final class ScreenReceiver: @unchecked Sendable {
     /// The UDP port actually bound (useful with port 0).
     public let port: Int
 
-    public func start(events: @escaping @Sendable (ReceiverEvent) -> Void = { _ in }) {
+    /// Starts receiving; `handler` hears the lifecycle (as does every `events` stream).
+    public func start(events handler: @escaping @Sendable (ReceiverEvent) -> Void = { _ in }) {
         guard shared.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else { return }
+        let broadcast = self.broadcast
+        let events: @Sendable (ReceiverEvent) -> Void = { event in
+            handler(event)
+            broadcast.yield(event)
+            if case .finished = event { broadcast.finish() }
+        }
         began.store(monotonicNow(), ordering: .relaxed)
         let granted = socket.receiveBufferSize
         shared.stats.withLock { $0.receiveBufferBytes = granted }
@@ -330,6 +340,12 @@ public final class ScreenReceiver: @unchecked Sendable {
     }
 
     private static let threadKey = DispatchSpecificKey<ObjectIdentifier>()
+    private let broadcast = EventBroadcast<ReceiverEvent>()
+
+    /// The events from now on, as an `AsyncSequence` (each call makes a new
+    /// stream; any number may be read at once, beside `start`'s handler).
+    /// A stream ends after `.finished`; one asked for later ends at once.
+    public var events: AsyncStream<ReceiverEvent> { broadcast.stream() }
     public var error: ReceiverError? { failure.withLock { $0 } }
 
     public var statistics: ReceiverStatistics {

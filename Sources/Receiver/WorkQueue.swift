@@ -13,8 +13,8 @@ enum ReceivedWork: Sendable {
     case goodbye(reason: String?)
     /// Another sender's session began: start over (decoder state, recording file).
     case newSession
-    /// The sender paused or is live again.
-    case senderState(StreamState)
+    /// The sender paused or is live again, or titled its stream.
+    case senderState(StreamState, title: String?)
     /// The sender's audio streams, said before the sound arrives.
     case audioLayout([AudioStreamLayout])
     /// The mouse pointer to draw over the picture (`--cursor metadata`).

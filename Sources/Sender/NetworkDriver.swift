@@ -55,11 +55,17 @@ final class NetworkDriver: @unchecked Sendable {
     private let audioLayout: [AudioStreamLayout]
     /// Ports of their own for audio and RTCP (SFUs, standard receivers): one route per audio stream.
     let routes: MediaRoutes
+    /// What the stream is called (`SenderConfiguration.title`): told with every state.
+    private let title: String?
+    /// Whether a receiver listens, and which estimates the host hears of (feedback thread only).
+    private var presence = ReceiverPresence()
+    private var estimateChanges = EstimateChanges()
 
     init(socket: UDPSocket, routes: MediaRoutes, video: sending SendStream, audio: [LockedStream],
          audioLayout: [AudioStreamLayout], congestion: CongestionController.Configuration, link: SessionLink,
-         adaptive: Bool = true) {
+         adaptive: Bool = true, title: String? = nil) {
         self.socket = socket
+        self.title = title
         self.routes = routes
         self.audioLayout = audioLayout
         self.link = link
@@ -178,7 +184,7 @@ final class NetworkDriver: @unchecked Sendable {
     /// the feedback thread until answered).
     func announce(_ state: StreamState) {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
-        video.withLock { $0.announce(state, now: now) }
+        video.withLock { $0.announce(state, reason: title, now: now) }
     }
 
     // MARK: pacer thread
@@ -284,9 +290,13 @@ final class NetworkDriver: @unchecked Sendable {
             }
             // Reports and repairs just queued leave now when the budget allows.
             if release(at: Clock.monotonic()) != nil { wake.signal() }
+            tell(presence.poll(now: now), context)
             if clock &- lastSample >= Self.sampleInterval {
                 let bytes = pacer.withLock { $0.counters.bytesSent }
                 let estimate = controller.withLock { $0.estimate }
+                if presence.present, let news = estimateChanges.check(estimate, now: now) {
+                    context.emit(.networkEstimate(NetworkEstimate(news)))
+                }
                 if fecAvailable {
                     let group = protection.update(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
                     if group ?? 0 != protectionGroup.load(ordering: .relaxed) {
@@ -330,8 +340,23 @@ final class NetworkDriver: @unchecked Sendable {
                 pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
             })
         }
-        if !feedback.isEmpty { link.heardFeedback(at: clock) }
-        for item in feedback { handle(item, now: now, keyframe: keyframe) }
+        if !feedback.isEmpty {
+            link.heardFeedback(at: clock)
+            tell(presence.heard(at: now), context)
+        }
+        for item in feedback {
+            if case .goodbye(let reason) = item { tell(presence.saidGoodbye(reason: reason), context) }
+            handle(item, now: now, keyframe: keyframe)
+        }
+    }
+
+    /// A receiver joined or left: the host hears of it.
+    private func tell(_ change: ReceiverPresence.Change?, _ context: SenderContext) {
+        switch change {
+        case .joined: context.emit(.receiverJoined)
+        case .left(let reason): context.emit(.receiverLeft(reason: reason))
+        case nil: break
+        }
     }
 
     /// Drains an RTCP socket of its own (at most 64 datagrams a turn): the
@@ -439,5 +464,13 @@ final class LockedStream: Sendable {
 
     func withLock<Result, Failure: Error>(_ body: (inout sending SendStream) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
         try mutex.withLock(body)
+    }
+}
+
+extension NetworkEstimate {
+    init(_ estimate: CongestionController.Estimate) {
+        self.init(targetKbps: estimate.target / 1000, acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
+                  roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 }, lossFraction: estimate.lossFraction,
+                  congested: estimate.usage == .overusing)
     }
 }

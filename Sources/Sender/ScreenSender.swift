@@ -179,7 +179,8 @@ public final class ScreenSender: @unchecked Sendable {
             throw .transport(error.description)
         }
         network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
-                                link: link, adaptive: configuration.congestionControl)
+                                link: link, adaptive: configuration.congestionControl,
+                               title: configuration.title)
         if configuration.cursor == .metadata, let capture {
             capture.pointerSink = { [network] pointer in
                 let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
@@ -212,7 +213,7 @@ public final class ScreenSender: @unchecked Sendable {
         }
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
-                            sessionDescription: description)
+                            title: configuration.title, sessionDescription: description)
     }
 
     deinit {
@@ -259,8 +260,8 @@ public final class ScreenSender: @unchecked Sendable {
         startTime.withLock { $0 = (Clock.monotonic(), ProcessFootprint.cpuTime()) }
         // Everything the workers share is set up before they run: the
         // governor belongs to the encode thread from then on.
-        events(.started(setup))
-        for warning in audioWarnings { events(.warning(warning)) }
+        context.emit(.started(setup))
+        for warning in audioWarnings { context.emit(.warning(warning)) }
         governor?.announceStart(context)
         let (rungName, budgetBytes) = (governor?.current.name ?? "off", governor?.governor.budget.bytes ?? 0)
         context.stats.withLock { s in
@@ -275,9 +276,22 @@ public final class ScreenSender: @unchecked Sendable {
         for (index, channel) in audio.enumerated() {
             spawn("audio") { channel.run(context, index: index, network: network) }
         }
+        // The title goes with every state the receiver is told.
+        if configuration.title != nil { network.announce(.live) }
         // With a static key the streams flow from the start: say now which
         // audio streams come (a handshake's session says it when it is up).
         if case .staticKey = configuration.keying { network.describeAudio() }
+        if let interval = configuration.statisticsInterval?.nanoseconds, interval > 0 {
+            spawn("statistics") { [weak self] in
+                var next = Clock.monotonic() + interval
+                while context.isActive {
+                    Clock.sleep(until: min(next, Clock.monotonic() + 50_000_000))
+                    guard Clock.monotonic() >= next, context.isActive, let self else { continue }
+                    next += interval
+                    context.emit(.statistics(statistics))
+                }
+            }
+        }
         if let startupFailure {
             // The receiver is told why in the BYE, which needs the session's
             // keys: the handshake (a few milliseconds) gets up to a second.
@@ -360,6 +374,22 @@ public final class ScreenSender: @unchecked Sendable {
         finish(with: nil)
         waitUntilFinished()
     }
+
+    /// Ends the stream because of an error of the host's (what a broadcast
+    /// extension's `finishBroadcastWithError` does): the receiver is told
+    /// `message` (in the BYE and the finished state it answers, as
+    /// "error: …"), `finished` reports `.host(message)`, and this returns
+    /// once all is done, like `stop`.
+    public func finish(error message: String) {
+        finish(with: .host(message))
+        waitUntilFinished()
+    }
+
+    /// The events from now on, as an `AsyncSequence` (each call makes a new
+    /// stream; any number may be read at once, beside `start`'s handler).
+    /// A stream ends after `.finished`; one asked for later ends at once.
+    /// A reader that falls behind loses the oldest (256 are kept).
+    public var events: AsyncStream<SenderEvent> { context.broadcast.stream() }
 
     /// Blocks until the sender has finished (after `stop` or an error):
     /// threads ended, BYE sent, `finished` reported. From an event handler

@@ -163,6 +163,12 @@ public struct SenderConfiguration: Sendable {
     /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
     public var audio: [AudioInput] = []
     public var audioPayloadType: UInt8 = 111
+    /// What the stream is called (a window's or an application's name, up
+    /// to 200 bytes): in the setup, and told to the receiver, which shows
+    /// it in its window's title (`ReceiverEvent.senderTitled`).
+    public var title: String?
+    /// How often `SenderEvent.statistics` reports the counters (nil: never).
+    public var statisticsInterval: Duration?
 
     public init(host: String, keying: SessionKeying) {
         self.host = host
@@ -183,18 +189,21 @@ public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomD
     public var fps: Int
     public var bitrateKbps: Int
     public var destination: String
+    /// `SenderConfiguration.title`.
+    public var title: String?
     /// The SDP a third-party receiver (ffmpeg, ffplay, GStreamer, VLC) can
     /// use, with the static key: nil when keys come from a handshake.
     public var sessionDescription: SessionDescription?
 
     public var description: String {
-        "SenderSetup(\(sourceSize) as \(encodedSize) at \(fps) fps, \(bitrateKbps) kbit/s to \(destination))"
+        "SenderSetup(" + (title.map { "\"\($0)\", " } ?? "")
+            + "\(sourceSize) as \(encodedSize) at \(fps) fps, \(bitrateKbps) kbit/s to \(destination))"
     }
 
     public var debugDescription: String { description }
     public var customMirror: Mirror {
         Mirror(self, children: ["sourceSize": sourceSize, "encodedSize": encodedSize, "fps": fps,
-                                "bitrateKbps": bitrateKbps, "destination": destination])
+                                "bitrateKbps": bitrateKbps, "destination": destination, "title": title as Any])
     }
 }
 
@@ -218,6 +227,39 @@ public enum SenderEvent: Sendable {
     case memoryStep(from: String, to: String, footprint: Int, budget: Int)
     /// A second after a step: the footprint it settled at.
     case memorySettled(rung: String, footprint: Int, budget: Int)
+    /// A receiver's feedback began: someone is listening.
+    case receiverJoined
+    /// The receiver said goodbye, or went silent for 3 s (the stream goes
+    /// on, for it to come back or another to join).
+    case receiverLeft(reason: String)
+    /// The congestion controller's view of the path changed (the first
+    /// estimate, then a move of 10% or more, another loss band or delay
+    /// verdict; at most twice a second).
+    case networkEstimate(NetworkEstimate)
+    /// The counters, every `SenderConfiguration.statisticsInterval`.
+    case statistics(SenderStatistics)
+}
+
+/// What the sender believes the path to its receiver carries.
+public struct NetworkEstimate: Sendable, Equatable {
+    /// The rate it sends at now, for everything (video, repairs, audio).
+    public var targetKbps: Double
+    /// What the receiver reported getting, once known.
+    public var acknowledgedKbps: Double?
+    public var roundTripMilliseconds: Double?
+    /// The fraction of packets lost (0-1).
+    public var lossFraction: Double
+    /// Whether queues on the path are growing (the delay detector).
+    public var congested: Bool
+
+    public init(targetKbps: Double, acknowledgedKbps: Double?, roundTripMilliseconds: Double?, lossFraction: Double,
+                congested: Bool) {
+        self.targetKbps = targetKbps
+        self.acknowledgedKbps = acknowledgedKbps
+        self.roundTripMilliseconds = roundTripMilliseconds
+        self.lossFraction = lossFraction
+        self.congested = congested
+    }
 }
 
 /// Why the sender could not start or had to stop.
@@ -231,6 +273,8 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
     case memory(String)
     /// The handshake failed: refused, a changed identity, a different key file.
     case session(String)
+    /// The host ended the stream with this error (`ScreenSender.finish(error:)`).
+    case host(String)
 
     public var description: String {
         switch self {
@@ -242,6 +286,7 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
         case .audio(let m): "audio: \(m)"
         case .memory(let m): "memory: \(m)"
         case .session(let m): "session: \(m)"
+        case .host(let m): m
         }
     }
 }

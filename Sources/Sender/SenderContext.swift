@@ -35,8 +35,13 @@ final class SenderContext: @unchecked Sendable {
         handlers.withLock { $0 = (events, fail) }
     }
 
+    /// The hosts' `AsyncStream`s of events (`ScreenSender.events`).
+    let broadcast = EventBroadcast<SenderEvent>()
+
     func emit(_ event: SenderEvent) {
         handlers.withLock { $0.events }?(event)
+        broadcast.yield(event)
+        if case .finished = event { broadcast.finish() }
     }
 
     /// Ends the run with `error` (the first one wins).

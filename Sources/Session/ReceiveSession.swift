@@ -12,7 +12,9 @@ public enum ReceiveEvent: Sendable {
     case senderReport(ssrc: UInt32, SenderReport)
     case goodbye(ssrc: UInt32, reason: String?)
     /// The sender paused or is live again (told reliably, answered here).
-    case senderState(StreamState)
+    /// The sender paused or is live again, or its stream's title (the
+    /// announcement's text) changed.
+    case senderState(StreamState, title: String?)
     /// The sender's audio streams (said once per session, before the sound).
     case audioLayout([AudioStreamLayout])
     /// The mouse pointer moved or took a new shape (`--cursor metadata`).
@@ -103,6 +105,7 @@ public final class ReceiveSession {
     private var stateSequence: UInt16?
     /// What was last reported of the sender's state and audio layout.
     private var reportedState = StreamState.live
+    private var reportedTitle: String?
     private var reportedAudio: [AudioStreamLayout]?
     private var goodbyeReported = false
 
@@ -147,6 +150,7 @@ public final class ReceiveSession {
         probe = RoundTripProbe()
         stateSequence = nil
         reportedState = .live
+        reportedTitle = nil
         reportedAudio = nil
         goodbyeReported = false
     }
@@ -342,9 +346,10 @@ public final class ReceiveSession {
                         reportedAudio = audio
                         events.append(.audioLayout(audio))
                     }
-                    if announcement.state != reportedState {
+                    if announcement.state != reportedState || announcement.reason != reportedTitle {
                         reportedState = announcement.state
-                        events.append(.senderState(announcement.state))
+                        reportedTitle = announcement.reason
+                        events.append(.senderState(announcement.state, title: announcement.reason))
                     }
                 }
             case .extendedReport(let xr):
@@ -416,6 +421,14 @@ public final class ReceiveSession {
         statistics.plisSent += 1
         sendRTCP([.pictureLoss(PictureLossIndication(senderSSRC: configuration.ssrc, mediaSSRC: ssrc))], emit: emit)
         return true
+    }
+
+    /// RTCP BYE (RFC 3550 §6.6) after an empty receiver report, when the
+    /// receiver stops: the sender knows at once that no one listens.
+    public func goodbye(reason: String, emit: (ArraySlice<UInt8>) -> Void) {
+        guard videoSSRC != nil else { return }
+        sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc)),
+                  .goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
     }
 
     private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {

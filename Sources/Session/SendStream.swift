@@ -15,7 +15,8 @@ public enum SenderFeedback: Sendable, Equatable {
     case receiverReport(fractionLost: Double, roundTrip: Duration?)
     /// RFC 8888 per-packet feedback, for the congestion controller.
     case congestion(CongestionControlFeedback)
-    case goodbye
+    /// The receiver said BYE (it stopped), with its reason.
+    case goodbye(reason: String?)
     /// The receiver answered the state announced last.
     case stateAcknowledged(StreamState)
 }
@@ -290,8 +291,8 @@ public final class SendStream {
                     ])
                     sendRTCP([.extendedReport(echo)], emit: reply)
                 }
-            case .goodbye:
-                feedback.append(.goodbye)
+            case .goodbye(let bye):
+                feedback.append(.goodbye(reason: bye.reason.map { String(decoding: $0, as: UTF8.self) }))
             case .application(let app):
                 if let answer = StateAcknowledgement(app), announcer.received(answer) {
                     feedback.append(.stateAcknowledged(announcer.current.state))

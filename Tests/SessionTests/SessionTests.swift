@@ -73,7 +73,7 @@ final class Link {
             switch event {
             case .videoFrame(let unit): frames.append(unit)
             case .videoLoss(let loss): losses += loss.frames
-            case .senderState(let state): states.append(state)
+            case .senderState(let state, _): states.append(state)
             case .audioLayout(let streams): layouts.append(streams)
             case .goodbye(_, let reason): goodbyes.append(reason)
             default: continue
@@ -236,7 +236,7 @@ struct SessionTests {
         // This copy arrives, but its answer is lost.
         for bytes in link.toReceiver {
             var datagram = PacketBuffer(bytes)
-            for case .senderState(let state) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
+            for case .senderState(let state, _) in link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }) {
                 link.states.append(state)
             }
         }

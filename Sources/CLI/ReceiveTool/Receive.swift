@@ -98,6 +98,7 @@ struct Receive: ParsableCommand {
             switch event {
             case .listening(let port): note("listening on UDP port \(port)")
             case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
+            case .senderTitled(let title): note("the sender calls its stream \"\(title)\"")
             case .senderPaused: note("the sender paused")
             case .senderResumed: note("the sender resumed")
             case .senderLeft(let reason):

@@ -119,6 +119,8 @@ struct Send: ParsableCommand {
                 note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
             case .memorySettled(let rung, let footprint, let budget):
                 note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget at \(rung)")
+            case .receiverLeft(let reason):
+                note("the receiver left: \(reason)")
             default:
                 break
             }
