@@ -149,6 +149,15 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/RelayTool"),
 
+        // Small programs on the public API alone (ShareSender, ShareReceiver),
+        // built by `swift build` and run end to end by `make test`.
+        .executableTarget(name: "minimal-sender", dependencies: ["ShareSender"], path: "examples/minimal-sender",
+                          swiftSettings: strict),
+        .executableTarget(name: "push-frames", dependencies: ["ShareSender"], path: "examples/push-frames",
+                          swiftSettings: strict),
+        .executableTarget(name: "embedded-viewer", dependencies: ["ShareReceiver"], path: "examples/embedded-viewer",
+                          swiftSettings: strict),
+
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
         .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),

@@ -5,7 +5,7 @@ internal import ShareWire
 import Synchronization
 
 /// What became of a picture a host pushed.
-public enum PushOutcome: Sendable, Equatable {
+public enum PushOutcome: Sendable, Hashable {
     /// Converted into a picture for the encoder.
     case accepted
     /// Sooner after the last accepted one than the frame rate asks (the

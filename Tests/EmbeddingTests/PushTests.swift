@@ -5,17 +5,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// The last frame of a recording as RGB24, by ffmpeg.
-private func lastFrame(_ path: String, in dir: TemporaryDirectory, width: Int, height: Int) throws -> [UInt8] {
-    let out = dir.path("last.rgb")
-    let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-update", "1", "-pix_fmt", "rgb24", "-f", "image2",
-                                     "-c:v", "rawvideo", "-y", out])
-    guard decoded.status == 0 else { throw TestEnvironmentError("ffmpeg: \(decoded.stderr)") }
-    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: out)))
-    guard bytes.count == width * height * 3 else { throw TestEnvironmentError("\(bytes.count) bytes") }
-    return bytes
-}
-
 @Suite("A host pushes its own pictures", .serialized)
 struct PushTests {
     /// A producer pushing 120 pictures a second into a 30 fps sender, from a
@@ -92,7 +81,7 @@ struct PushTests {
         sender.stop()
         Thread.sleep(forTimeInterval: 0.3)
         receiver.stop()
-        let last = try lastFrame(dir.path("pushed.mkv"), in: dir, width: 640, height: 360)
+        let last = try lastPictureRGB(dir.path("pushed.mkv"), width: 640, height: 360)
         let centre = (180 * 640 + 320) * 3
         #expect(last[centre] > 200 && last[centre + 1] < 60 && last[centre + 2] > 200, "magenta: \(last[centre..<centre + 3])")
         // Green came before it: the recording holds it too.

@@ -90,3 +90,19 @@ public func recordedFrameSizes(_ path: String) throws -> (sizes: [String], error
     let sizes = result.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") }
     return (sizes, result.status == 0 ? result.stderr : "ffprobe exit \(result.status): \(result.stderr)")
 }
+
+/// The last picture of a recording (or the one picture of an image file)
+/// as RGB24 bytes, by ffmpeg; refused unless it is `width` x `height`.
+public func lastPictureRGB(_ path: String, width: Int, height: Int) throws -> [UInt8] {
+    let out = path + ".last.rgb"
+    defer { try? FileManager.default.removeItem(atPath: out) }
+    let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-update", "1", "-pix_fmt", "rgb24", "-f", "image2",
+                                     "-c:v", "rawvideo", "-y", out])
+    guard decoded.status == 0 else { throw TestEnvironmentError("ffmpeg: \(decoded.stderr)") }
+    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: out)))
+    guard bytes.count == width * height * 3 else {
+        throw TestEnvironmentError("\(path): \(bytes.count) bytes of RGB, not \(width)x\(height)")
+    }
+    return bytes
+}
+

@@ -6,12 +6,13 @@ public enum ShareBinary {
     public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    public static func path() throws -> String {
+    /// The `share` binary, or another of the package's executables (the examples).
+    public static func path(_ product: String = "share") throws -> String {
         for configuration in ["debug", "release"] {
-            let path = packageRoot.appendingPathComponent(".build/\(configuration)/share").path
+            let path = packageRoot.appendingPathComponent(".build/\(configuration)/\(product)").path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        throw TestEnvironmentError("the share binary is not built: run `swift build` (make test does)")
+        throw TestEnvironmentError("\(product) is not built: run `swift build` (make test does)")
     }
 
     /// Starts `share` with `arguments`.

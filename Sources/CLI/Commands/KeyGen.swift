@@ -1,4 +1,5 @@
 public import ArgumentParser
+internal import ShareHandshake
 import ShareSRTP
 
 /// `share keygen`: small enough to run in the dispatcher itself.

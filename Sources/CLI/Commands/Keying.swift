@@ -18,7 +18,7 @@ public enum Keying {
         }
         if let srtpKeyFile { return .staticKey(try KeyFile.read(srtpKeyFile)) }
         if let keyFile {
-            return .handshake(.preSharedKey(try KeyFile.readPreSharedKey(keyFile)), store: nil)
+            return try .keyFile(keyFile)
         }
         let store = IdentityStore.user()
         let identity = try store.identity(name: name)

@@ -1,12 +1,15 @@
-import Foundation
+internal import Foundation
 public import ShareSRTP
 
 /// The `--key-file` format: one line, `[SUITE ]inline:BASE64` or just the
 /// base64 key-salt (SDES inline form, RFC 4568). The file must not be
 /// readable by group or others; keys are never taken on the command line.
 public enum KeyFile {
+    /// Why a key file cannot be used (missing, readable by others, malformed).
     public struct Problem: Error, CustomStringConvertible {
         public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
     public static func read(_ path: String) throws -> SRTPKeyingMaterial {
@@ -84,5 +87,15 @@ public enum KeyFile {
         guard write(fd, bytes, bytes.count) == bytes.count else {
             throw Problem(description: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+extension SessionKeying {
+    /// The keying of `share send --key-file` and `share recv --key-file`: a
+    /// handshake authenticated by the key in the file (`share keygen`
+    /// writes one; mode 0600), so an embedded sender or receiver meets the
+    /// command-line tools with the same file.
+    public static func keyFile(_ path: String) throws -> SessionKeying {
+        .handshake(.preSharedKey(try KeyFile.readPreSharedKey(path)), store: nil)
     }
 }
