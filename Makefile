@@ -16,7 +16,9 @@ SWIFT_FLAGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
-.PHONY: deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture clean
+DOCS_DIR ?= .build/docs
+
+.PHONY: docs deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -34,13 +36,22 @@ build: deps
 	swift build $(SWIFT_FLAGS)
 
 ## test: every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer;
-## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change
+## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change,
+## and `make docs`, so the documentation cannot rot
 CI_FUZZ_SECONDS ?= 20
 test: deps
 	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
 	swift test --skip-build $(SWIFT_FLAGS)
-	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS); fi
+	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS) && $(MAKE) --no-print-directory docs; fi
+
+## docs: DocC for the embeddable sender and receiver (ShareSender, ShareReceiver) into $(DOCS_DIR),
+## warnings as errors, and a check that every public symbol an embedder can reach is documented
+docs: deps
+	swift package --allow-writing-to-directory $(DOCS_DIR) generate-documentation --target ShareSender \
+		--target ShareReceiver --output-path $(DOCS_DIR) --disable-indexing --warnings-as-errors $(SWIFT_FLAGS)
+	swift package dump-symbol-graph --minimum-access-level public $(SWIFT_FLAGS) >/dev/null
+	python3 Tests/Docs/coverage.py "$$(swift build --show-bin-path $(SWIFT_FLAGS))/../symbolgraph"
 
 ## demo: the main job on an embedded default (virtual X display, loopback peer)
 demo: deps

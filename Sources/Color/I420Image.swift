@@ -3,11 +3,14 @@ internal import CYUV
 /// An I420 (YUV 4:2:0 planar) picture in one owned buffer: the Y plane at
 /// full size, then U and V at half width and height (rounded up).
 public struct I420Image: Sendable {
+    /// Pixels across.
     public let width: Int
+    /// Pixels down.
     public let height: Int
     /// Y, U and V planes back to back.
     public private(set) var storage: [UInt8]
 
+    /// A black-green (all zero) picture of `width` x `height`.
     public init(width: Int, height: Int) {
         precondition(width > 0 && height > 0, "an image needs a size")
         self.width = width
@@ -15,8 +18,11 @@ public struct I420Image: Sendable {
         storage = [UInt8](repeating: 0, count: width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2))
     }
 
+    /// Bytes from one Y row to the next (the width).
     public var lumaStride: Int { width }
+    /// Bytes from one U or V row to the next (half the width, rounded up).
     public var chromaStride: Int { (width + 1) / 2 }
+    /// Rows of the U and V planes (half the height, rounded up).
     public var chromaHeight: Int { (height + 1) / 2 }
     var uOffset: Int { width * height }
     var vOffset: Int { uOffset + chromaStride * chromaHeight }

@@ -6,9 +6,13 @@ internal import CYUV
 /// decoders give it), each plane with its own stride in bytes. The pointers
 /// are only read during the call they are given to.
 public enum PixelBuffer {
+    /// 32-bit pixels, bytes blue, green, red, alpha (ignored); rows `stride` bytes apart.
     case bgra(UnsafeRawPointer, stride: Int)
+    /// Planar YUV 4:2:0 (BT.601, limited range): a full-size Y plane and
+    /// half-size U and V planes, each with its own stride.
     case i420(y: UnsafePointer<UInt8>, yStride: Int, u: UnsafePointer<UInt8>, uStride: Int,
               v: UnsafePointer<UInt8>, vStride: Int)
+    /// A full-size Y plane and a half-height plane of interleaved U and V pairs.
     case nv12(y: UnsafePointer<UInt8>, yStride: Int, uv: UnsafePointer<UInt8>, uvStride: Int)
 
     /// Whether each plane's stride holds a row of `width` pixels.

@@ -1,11 +1,16 @@
 /// A rectangle in pixels: of the screen (what to capture, where a window
 /// is), or of a picture (what changed in it).
 public struct Rectangle: Sendable, Equatable, CustomStringConvertible {
+    /// The left edge, in pixels from the picture's left.
     public var x: Int
+    /// The top edge, in pixels from the picture's top.
     public var y: Int
+    /// Pixels across.
     public var width: Int
+    /// Pixels down.
     public var height: Int
 
+    /// The rectangle `width` x `height` whose top left corner is at (`x`, `y`).
     public init(x: Int, y: Int, width: Int, height: Int) {
         self.x = x
         self.y = y

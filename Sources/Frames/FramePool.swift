@@ -7,14 +7,18 @@ internal import Glibc
 /// When a frame was captured: a monotonic instant for pacing and RTP
 /// timestamps, and the wall clock for the capture-time header extension.
 public struct CaptureTime: Sendable, Equatable {
+    /// On the monotonic clock (CLOCK_MONOTONIC), for intervals on this machine.
     public var monotonicNanoseconds: UInt64
+    /// On the wall clock (CLOCK_REALTIME), sent to the receiver (abs-capture-time).
     public var unixNanoseconds: UInt64
 
+    /// The instant read on both clocks.
     public init(monotonicNanoseconds: UInt64, unixNanoseconds: UInt64) {
         self.monotonicNanoseconds = monotonicNanoseconds
         self.unixNanoseconds = unixNanoseconds
     }
 
+    /// Now, on both clocks.
     public static func now() -> CaptureTime {
         var mono = timespec()
         var wall = timespec()

@@ -2,12 +2,17 @@ public import ShareWire
 
 /// A memory budget in bytes, parsed from "50MiB", "32M", "8m", "1G", "1048576".
 public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
+    /// The budget in bytes.
     public var bytes: Int
 
+    /// A budget of `bytes` bytes.
     public init(bytes: Int) { self.bytes = bytes }
 
+    /// 50 MiB: the memory limit of an iOS broadcast upload extension, which this design follows.
     public static let `default` = MemoryBudget(bytes: 50 << 20)
 
+    /// A budget written as a size: a number with an optional unit (b, k, m or
+    /// g, with or without "b"/"ib"; powers of 1024), up to 1 TiB; nil otherwise.
     public init?(_ text: String) {
         let lower = text.lowercased().filter { !$0.isWhitespace }
         let digits = lower.prefix { $0.isNumber || $0 == "." }

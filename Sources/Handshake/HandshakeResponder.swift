@@ -236,8 +236,12 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
 /// A new peer waiting for a person to compare the short authentication
 /// string shown at both ends.
 public struct PeerConfirmationRequest: Sendable, Equatable {
+    /// The handshake asking (to answer the right one).
     public let handshakeID: UInt64
+    /// The name the new peer gives.
     public let peerName: String
+    /// Its identity key's fingerprint.
     public let fingerprint: PeerFingerprint
+    /// The code both ends show, for people to compare.
     public let shortAuthenticationString: String
 }

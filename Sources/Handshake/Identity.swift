@@ -6,9 +6,11 @@ internal import ShareWire
 /// This install's long-term identity: a name and an Ed25519 key pair. Its
 /// description never shows the private key.
 public struct LocalIdentity: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The name this end gives itself (`--name`, else user@host).
     public let name: String
     /// For the identity file only.
     let privateKeyBytes: [UInt8]
+    /// The Ed25519 public key peers remember it by.
     public let publicKey: [UInt8]
 
     /// Wraps a stored private key (32 bytes).
@@ -43,15 +45,20 @@ public struct LocalIdentity: Sendable, CustomStringConvertible, CustomDebugStrin
     public var customMirror: Mirror { Mirror(self, children: ["name": name, "fingerprint": PeerFingerprint(publicKey)]) }
 }
 
+/// Why an identity or the known-peers file cannot be used.
 public struct IdentityError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, for people.
     public var description: String
+    /// An error saying `description`.
     public init(_ description: String) { self.description = description }
 }
 
 /// A short printable form of an identity key: `SHA256:` and the first 12
 /// bytes of its hash in base64, like ssh's fingerprints.
 public struct PeerFingerprint: Sendable, Equatable, CustomStringConvertible {
+    /// The printable form.
     public let description: String
+    /// The fingerprint of an Ed25519 public key.
     public init(_ publicKey: [UInt8]) {
         description = "SHA256:" + Base64.encode(Array(SHA256.hash(data: publicKey).prefix(12)))
     }
@@ -59,15 +66,20 @@ public struct PeerFingerprint: Sendable, Equatable, CustomStringConvertible {
 
 /// The peers this install has met: name → identity key (trust on first use).
 public struct KnownPeers: Sendable, Equatable {
+    /// Each peer's name and identity key.
     public private(set) var keys: [String: [UInt8]]
 
+    /// The peers `keys` names (none by default).
     public init(_ keys: [String: [UInt8]] = [:]) { self.keys = keys }
 
+    /// Whether a peer calling itself `name` with `key` is new, known, or
+    /// known with another key (a changed identity, refused).
     public func trust(name: String, key: [UInt8]) -> PeerTrust {
         guard let remembered = keys[name] else { return .new }
         return KeySchedule.constantTimeEqual(remembered, key) ? .known : .changed(remembered: remembered)
     }
 
+    /// Remembers `key` as `name`'s identity.
     public mutating func remember(name: String, key: [UInt8]) { keys[name] = key }
 }
 
@@ -89,6 +101,7 @@ public enum HandshakeAuthentication: Sendable, CustomStringConvertible, CustomDe
     /// This end's identity and the peers it has met.
     case identity(LocalIdentity, known: KnownPeers)
 
+    /// Which way the handshake is authenticated.
     public var mode: HandshakeMode {
         switch self {
         case .preSharedKey: .preSharedKey
@@ -138,13 +151,17 @@ public struct EstablishedSession: Sendable, CustomStringConvertible {
     public let keys: SRTPSessionKeys
     /// The sender process the session belongs to.
     public let instance: UInt64
+    /// The handshake this session came from.
     public let handshakeID: UInt64
+    /// How it was authenticated.
     public let mode: HandshakeMode
+    /// The name the other end gave.
     public let peerName: String
     /// The peer's identity key (identity mode only).
     public let peerIdentity: [UInt8]?
     /// `.new` when the two people compared the string (or `--accept` took it).
     public let trust: PeerTrust
+    /// The code both ends show, for people to compare (identities).
     public let shortAuthenticationString: String
 
     public var description: String {
@@ -214,6 +231,7 @@ public enum SessionKeying: Sendable, CustomStringConvertible, CustomDebugStringC
 public enum ConfirmationPolicy: Sendable {
     /// Accept it (and remember it): unattended use, `--accept`.
     case acceptNew
+    /// Refuse it: only peers met before (the default without a person to ask).
     case refuseNew
     /// Ask: called on a thread of its own, may block for a person's answer.
     case ask(@Sendable (PeerConfirmationRequest) -> Bool)

@@ -7,8 +7,10 @@ internal import ShareWire
 /// `NAME ed25519 KEY` line per peer), both mode 0600. A file others could
 /// read (the identity) or write (either) is refused.
 public struct IdentityStore: Sendable {
+    /// The directory holding the identity and known_peers files (mode 0700).
     public let directory: String
 
+    /// A store in `directory` (created when first written).
     public init(directory: String) { self.directory = directory }
 
     /// The user's store: `$XDG_CONFIG_HOME/share`, else `$HOME/.config/share`.
@@ -22,6 +24,7 @@ public struct IdentityStore: Sendable {
     }
 
     var identityPath: String { directory + "/identity" }
+    /// The known-peers file's path.
     public var knownPeersPath: String { directory + "/known_peers" }
 
     /// `user@host`, cut to the longest name a handshake carries.
@@ -53,6 +56,7 @@ public struct IdentityStore: Sendable {
         return identity
     }
 
+    /// The peers met so far (none when the file does not exist yet).
     public func knownPeers() throws(IdentityError) -> KnownPeers {
         guard let text = try read(knownPeersPath, secret: false) else { return KnownPeers() }
         var peers = KnownPeers()

@@ -40,12 +40,18 @@ public struct LatencyRecorder: Sendable {
 
 /// Percentiles of a latency distribution, in milliseconds.
 public struct LatencySummary: Sendable, Equatable, Codable {
+    /// How many latencies were measured.
     public var samples: Int
+    /// The median (nil without samples).
     public var p50: Double?
+    /// The 95th percentile.
     public var p95: Double?
+    /// The 99th percentile.
     public var p99: Double?
+    /// The largest.
     public var max: Double?
 
+    /// A summary of these figures (none: no samples).
     public init(samples: Int = 0, p50: Double? = nil, p95: Double? = nil, p99: Double? = nil, max: Double? = nil) {
         self.samples = samples
         self.p50 = p50
@@ -54,6 +60,7 @@ public struct LatencySummary: Sendable, Equatable, Codable {
         self.max = max
     }
 
+    /// "p50 / p95 / p99 ms (p50/p95/p99)" with one decimal, or "no samples".
     public var text: String {
         guard let p50, let p95, let p99 else { return "no samples" }
         return String(format1(p50)) + " / " + format1(p95) + " / " + format1(p99) + " ms (p50/p95/p99)"

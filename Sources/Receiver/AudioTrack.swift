@@ -6,7 +6,9 @@ internal import ShareSync
 
 /// Counters of the audio a receiver got.
 public struct AudioStatistics: Sendable, Codable, Equatable {
+    /// Audio streams received.
     public var streams = 0
+    /// Opus packets received.
     public var packetsReceived = 0
     /// Packets that never arrived (sequence gaps).
     public var packetsLost = 0
@@ -16,10 +18,12 @@ public struct AudioStatistics: Sendable, Codable, Equatable {
     public var framesConcealed = 0
     /// Packets that arrived after their successors and were dropped.
     public var packetsLate = 0
+    /// Opus packets written to the recording.
     public var packetsRecorded = 0
     /// Frames dropped because playback fell more than 200 ms behind.
     public var framesDroppedForPlayback = 0
 
+    /// All counters at zero.
     public init() {}
 
     /// Adds the counts of the streams of another session.

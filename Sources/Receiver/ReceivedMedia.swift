@@ -7,11 +7,15 @@ internal import ShareColor
 /// convert it (`convertToBGRA`) or copy it (`i420Copy`) before returning,
 /// and return quickly: the next picture waits.
 public struct ReceivedPicture: ~Copyable {
+    /// Pixels across.
     public let width: Int
+    /// Pixels down.
     public let height: Int
     /// Bytes from one row to the next in each plane.
     public let lumaStride: Int
+    /// Bytes from one row of the U plane to the next (see `lumaStride`).
     public let uStride: Int
+    /// Bytes from one row of the V plane to the next (see `lumaStride`).
     public let vStride: Int
     private let y: UnsafePointer<UInt8>
     private let u: UnsafePointer<UInt8>

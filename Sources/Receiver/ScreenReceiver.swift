@@ -18,6 +18,7 @@ internal import ShareSync
 
 /// Everything a receiver needs to start.
 public struct ReceiverConfiguration: Sendable {
+    /// The UDP port to listen on (0: any free port; `ScreenReceiver.port` says which).
     public var port: Int = 5004
     /// How the SRTP keys are agreed: a handshake with each sender (a
     /// pre-shared key or identities), or a static SDES key (other tools).
@@ -26,6 +27,7 @@ public struct ReceiverConfiguration: Sendable {
     public var confirmation: ConfirmationPolicy = .refuseNew
     /// Show the picture in a window on this display (nil: $DISPLAY); off when `showWindow` is false.
     public var display: String?
+    /// Whether to show the picture in a window (on `display`).
     public var showWindow = true
     /// Record to this file (.mkv or .mp4) without re-encoding.
     public var recordPath: String?
@@ -42,6 +44,7 @@ public struct ReceiverConfiguration: Sendable {
     public var retransmissionPayloadType: UInt8? = 97
     /// The payload type of the video's FlexFEC repairs (RFC 8627).
     public var fecPayloadType: UInt8? = 98
+    /// The RTCP canonical name (CNAME) of the receiver's reports.
     public var cname = "share-recv"
     /// Play received audio through PulseAudio.
     public var playAudio = true
@@ -58,6 +61,8 @@ public struct ReceiverConfiguration: Sendable {
     /// (whether or not it is played: `playAudio`). See `ReceivedSound`.
     public var onSound: (@Sendable (ReceivedSound) -> Void)?
 
+    /// A receiver on port 5004, keyed as `keying` (a handshake with each
+    /// sender, or one static SDES key).
     public init(keying: SessionKeying) { self.keying = keying }
 
     /// A receiver with one static SDES key (the interop mode).
@@ -66,6 +71,7 @@ public struct ReceiverConfiguration: Sendable {
 
 /// The receiver's lifecycle.
 public enum ReceiverEvent: Sendable {
+    /// The socket is bound: the port listened on.
     case listening(port: Int)
     /// A sender's session began (after a handshake; `renewed`: the same
     /// sender renewed its keys). `code` is the short authentication string
@@ -82,19 +88,27 @@ public enum ReceiverEvent: Sendable {
     case senderTitled(String)
     /// The sender paused (its picture stays on screen), or is live again.
     case senderPaused
+    /// The sender is live again after a pause.
     case senderResumed
     /// The sender said BYE, with its reason if it gave one.
     case senderLeft(reason: String?)
     /// Something degraded without stopping (no sound server for playback).
     case warning(String)
+    /// The receiver stopped: nil after `stop()`, or the error that ended it.
     case finished(ReceiverError?)
 }
 
+/// Why the receiver could not start or had to stop.
 public enum ReceiverError: Error, Sendable, CustomStringConvertible {
+    /// A configuration that cannot work (a recording path without .mkv or .mp4).
     case configuration(String)
+    /// The socket: the port is taken, or the network failed.
     case transport(String)
+    /// libavcodec could not be opened.
     case decoder(String)
+    /// The window could not be shown (no X display).
     case window(String)
+    /// The recording could not be written.
     case recording(String)
 
     public var description: String {
@@ -110,31 +124,49 @@ public enum ReceiverError: Error, Sendable, CustomStringConvertible {
 
 /// Counters and measurements of a receiver.
 public struct ReceiverStatistics: Sendable, Codable, Equatable {
+    /// Seconds since `start`.
     public var elapsedSeconds = 0.0
+    /// UDP datagrams received.
     public var datagrams = 0
+    /// Bytes received.
     public var bytes = 0
+    /// RTP packets that passed SRTP authentication.
     public var rtpPackets = 0
+    /// Video frames rebuilt whole from their packets.
     public var framesAssembled = 0
+    /// Pictures decoded.
     public var framesDecoded = 0
+    /// Pictures shown in the window.
     public var framesShown = 0
+    /// Frames given up on (packets missing past the jitter buffer's wait).
     public var framesLost = 0
     /// Complete frames not decoded while waiting for a keyframe after a loss.
     public var framesSkippedForKeyframe = 0
+    /// Frames the decoder refused.
     public var decodeErrors = 0
+    /// Packets that failed SRTP or SRTCP authentication (dropped).
     public var authenticationFailures = 0
+    /// Packets refused as replays of ones already received.
     public var replays = 0
     /// Sessions begun (one per sender instance) and key renewals.
     public var sessions = 0
+    /// Key renewals within a sender's session (see `sessions`).
     public var sessionRenewals = 0
     /// Media dropped: before any session, or from an address not the session's.
     public var packetsWithoutSession = 0
+    /// Packets from an address that is not the session's (see `packetsWithoutSession`).
     public var packetsFromStrangers = 0
+    /// Handshakes refused: a wrong key, a changed identity, a person's no.
     public var handshakesRefused = 0
     /// Handshakes not answered because too many came at once.
     public var handshakesRateLimited = 0
+    /// Datagrams that were not well-formed RTP, RTCP or handshake messages.
     public var malformed = 0
+    /// Packets that arrived twice (the second dropped).
     public var duplicates = 0
+    /// NACK messages sent to ask for missing packets.
     public var nacksSent = 0
+    /// Packets asked for in them.
     public var nackedPackets = 0
     /// NACKs whose original arrived after all (the path reordered it).
     public var needlessNACKs = 0
@@ -142,19 +174,23 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var repairsReceived = 0
     /// FlexFEC repair packets that arrived, and packets they rebuilt.
     public var fecPacketsReceived = 0
+    /// Packets rebuilt from FlexFEC repairs (see `fecPacketsReceived`).
     public var fecRecovered = 0
     /// RFC 8888 congestion control feedback messages sent.
     public var feedbackReports = 0
+    /// Keyframes asked for (PLI).
     public var keyframeRequests = 0
     /// Round trip to the sender (RFC 3611 RRTR/DLRR), and how long the
     /// jitter buffer waits for a missing packet now.
     public var roundTripMilliseconds: Double?
+    /// How long the jitter buffer waits for a missing packet now (ms).
     public var jitterBufferMilliseconds = 0.0
     /// Frames (and other items) dropped because decoding fell behind.
     public var framesDroppedDecoderBusy = 0
     /// Pictures shown more than the sender's frame spacing + 100 ms after
     /// the previous one, and the time those gaps add up to.
     public var freezes = 0
+    /// The time those freezes add up to, in seconds (see `freezes`).
     public var freezeSeconds = 0.0
     /// The socket receive buffer the kernel granted (bytes).
     public var receiveBufferBytes = 0
@@ -162,11 +198,14 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var timeline: [ReceiverSample] = []
     /// When the timeline's second 0 was (Unix seconds), to line it up with a sender's.
     public var timelineOriginUnix = 0.0
+    /// Video frames written to the recording.
     public var framesRecorded = 0
     /// When the first picture was decoded (Unix seconds): with the time a
     /// sender was started, the time to first picture.
     public var firstPictureUnix: Double?
+    /// The last decoded picture's width.
     public var width = 0
+    /// The last decoded picture's height.
     public var height = 0
     /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
     public var captureToDisplay = LatencySummary()
@@ -175,23 +214,34 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var glassToGlass = LatencySummary()
     /// Pictures whose stamp was new, the same as the previous picture's, or unreadable.
     public var stampsNew = 0
+    /// Pictures whose stamp was the previous picture's (see `stampsNew`).
     public var stampsRepeated = 0
+    /// Pictures with no readable stamp (see `stampsNew`).
     public var stampsUnreadable = 0
+    /// The sound received, over every audio stream.
     public var audio = AudioStatistics()
 
+    /// All counters at zero.
     public init() {}
 
+    /// Pictures decoded per second over the run.
     public var fps: Double { elapsedSeconds > 0 ? Double(framesDecoded) / elapsedSeconds : 0 }
+    /// What arrived per second over the run, in kbit/s.
     public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytes) * 8 / elapsedSeconds / 1000 : 0 }
 }
 
 /// The receiver's counts at one moment of the run (seconds since it started).
 public struct ReceiverSample: Sendable, Codable, Equatable {
+    /// Seconds since the receiver started.
     public var seconds: Double
+    /// Pictures decoded so far.
     public var framesDecoded: Int
+    /// Freeze time so far, in seconds.
     public var freezeSeconds: Double
+    /// Frames lost so far.
     public var framesLost: Int
 
+    /// A sample at `seconds`.
     public init(seconds: Double, framesDecoded: Int, freezeSeconds: Double, framesLost: Int) {
         self.seconds = seconds
         self.framesDecoded = framesDecoded
@@ -207,6 +257,7 @@ public struct ReceiverSample: Sendable, Codable, Equatable {
 public final class ScreenReceiver: @unchecked Sendable {
     // Safe: the socket, session and decoder are handed to the two threads at
     // start and used by one thread each; shared state is atomic or locked.
+    /// The configuration it was made with.
     public let configuration: ReceiverConfiguration
     private let socket: UDPSocket
     private let session: ReceiveSession
@@ -221,6 +272,9 @@ public final class ScreenReceiver: @unchecked Sendable {
     /// Bytes asked for the socket's receive buffer.
     static let receiveBuffer = 4 << 20
 
+    /// Makes a receiver: binds the port (IPv6 and IPv4 on one socket where
+    /// the kernel allows) and opens the decoder. Nothing is received before
+    /// `start`.
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
         if let path = configuration.recordPath, Recorder.Container(path: path) == nil {
@@ -346,8 +400,10 @@ public final class ScreenReceiver: @unchecked Sendable {
     /// stream; any number may be read at once, beside `start`'s handler).
     /// A stream ends after `.finished`; one asked for later ends at once.
     public var events: AsyncStream<ReceiverEvent> { broadcast.stream() }
+    /// The error that ended the receiver, if one did.
     public var error: ReceiverError? { failure.withLock { $0 } }
 
+    /// A snapshot of the counters.
     public var statistics: ReceiverStatistics {
         let start = began.load(ordering: .relaxed)
         return shared.stats.withLock { s in

@@ -1,6 +1,7 @@
 /// An SRTP failure. `kind` is what callers act on; `libraryStatus` keeps
 /// libsrtp2's raw `srtp_err_status_t` where it came from the library.
 public struct SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What went wrong, as callers act on it.
     public enum Kind: Sendable, Equatable {
         /// The authentication tag did not verify: forged, corrupted or wrong key.
         case authenticationFailed
@@ -18,10 +19,14 @@ public struct SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
         case library
     }
 
+    /// What went wrong.
     public var kind: Kind
+    /// libsrtp2's `srtp_err_status_t`, when the failure came from the library.
     public var libraryStatus: Int32?
+    /// More about it, for messages.
     public var detail: String
 
+    /// An error of `kind`.
     public init(_ kind: Kind, libraryStatus: Int32? = nil, detail: String = "") {
         self.kind = kind
         self.libraryStatus = libraryStatus

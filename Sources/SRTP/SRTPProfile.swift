@@ -4,8 +4,11 @@ internal import ShareWire
 /// The SRTP protection profiles `share` speaks (RFC 4568 §6.2 crypto-suite
 /// names; RFC 7714 for GCM).
 public enum SRTPProfile: String, CaseIterable, Sendable {
+    /// AES-128 in counter mode with an 80-bit HMAC-SHA1 tag (RFC 3711's default; WebRTC's and Janus's).
     case aes128CmHmacSha1_80 = "AES_CM_128_HMAC_SHA1_80"
+    /// AES-128 in counter mode with a 32-bit HMAC-SHA1 tag (smaller packets, weaker authentication).
     case aes128CmHmacSha1_32 = "AES_CM_128_HMAC_SHA1_32"
+    /// AES-128 in GCM (RFC 7714): authenticated encryption in one pass.
     case aeadAes128Gcm = "AEAD_AES_128_GCM"
 
     /// Master key length in bytes.
@@ -55,6 +58,7 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
 public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
+    /// The protection profile the key is for.
     public let profile: SRTPProfile
     /// Key followed by salt (package-wide: a key file's secret is a handshake's pre-shared key).
     package let bytes: [UInt8]
@@ -99,9 +103,12 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
 /// expects the other end to have protected with. A handshake derives one per
 /// direction; the interop mode (a static SDES key) uses one for both.
 public struct SRTPSessionKeys: Sendable, Equatable, CustomStringConvertible {
+    /// The key this end protects with.
     public let outbound: SRTPKeyingMaterial
+    /// The key this end verifies and decrypts with.
     public let inbound: SRTPKeyingMaterial
 
+    /// Keys for each direction (of one profile).
     public init(outbound: SRTPKeyingMaterial, inbound: SRTPKeyingMaterial) {
         self.outbound = outbound
         self.inbound = inbound
@@ -112,6 +119,7 @@ public struct SRTPSessionKeys: Sendable, Equatable, CustomStringConvertible {
         SRTPSessionKeys(outbound: keying, inbound: keying)
     }
 
+    /// The profile of both keys.
     public var profile: SRTPProfile { outbound.profile }
     public var description: String { "SRTPSessionKeys(\(outbound.profile.rawValue), keys redacted)" }
 }

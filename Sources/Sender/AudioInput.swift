@@ -6,6 +6,7 @@ internal import Glibc
 
 /// One audio stream the sender sends: where it comes from and how it is coded.
 public struct AudioInput: Sendable, Equatable {
+    /// Where the sound comes from.
     public enum Source: Sendable, Equatable {
         /// The monitor of the default sink: the sound of what is on screen.
         case system
@@ -21,11 +22,15 @@ public struct AudioInput: Sendable, Equatable {
         case pushed(PushedAudio)
     }
 
+    /// Where the sound comes from.
     public var source: Source
+    /// 1 (mono) or 2 (stereo); the default is mono for a microphone, stereo otherwise.
     public var channels: Int
     /// Opus bitrate in bit/s.
     public var bitrate: Int
 
+    /// An input from `source`; voice (a microphone) defaults to mono at
+    /// 32 kbit/s, anything else to stereo at 96 kbit/s.
     public init(source: Source, channels: Int? = nil, bitrate: Int? = nil) {
         self.source = source
         let voice = source == .microphone || source == .pushed(.microphone)
@@ -35,6 +40,7 @@ public struct AudioInput: Sendable, Equatable {
 
     var isVoice: Bool { source == .microphone || source == .pushed(.microphone) }
 
+    /// How the input is named in messages ("system audio", "pushed microphone").
     public var label: String {
         switch source {
         case .system: "system audio"

@@ -5,11 +5,11 @@ internal import Glibc
 
 /// The process's memory as iOS counts a footprint: dirty memory, i.e.
 /// `RssAnon + RssShmem` of /proc/self/status, with total RSS beside it.
-public struct ProcessFootprint: Sendable, Equatable, Codable {
-    public var footprintBytes: Int
-    public var residentBytes: Int
+struct ProcessFootprint: Sendable, Equatable, Codable {
+    var footprintBytes: Int
+    var residentBytes: Int
 
-    public static func current() -> ProcessFootprint {
+    static func current() -> ProcessFootprint {
         guard let file = fopen("/proc/self/status", "r") else { return ProcessFootprint(footprintBytes: 0, residentBytes: 0) }
         defer { fclose(file) }
         var anon = 0
@@ -27,7 +27,7 @@ public struct ProcessFootprint: Sendable, Equatable, Codable {
     }
 
     /// CPU time (user + system) the process has used so far.
-    public static func cpuTime() -> Duration {
+    static func cpuTime() -> Duration {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let micros = (Int64(usage.ru_utime.tv_sec) + Int64(usage.ru_stime.tv_sec)) * 1_000_000

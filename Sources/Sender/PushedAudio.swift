@@ -18,7 +18,9 @@ public enum PushedAudio: String, Sendable, CaseIterable {
 /// Interleaved PCM a host pushes (`ScreenSender.push(audio:…)`), read only
 /// while the push runs: 16-bit integers, or 32-bit floats in -1…1.
 public enum AudioSamples {
+    /// Signed 16-bit samples, interleaved.
     case int16(UnsafeBufferPointer<Int16>)
+    /// 32-bit floating-point samples in -1…1 (clipped beyond), interleaved.
     case float32(UnsafeBufferPointer<Float>)
 
     var count: Int {

@@ -24,7 +24,9 @@ internal import ShareSync
 public final class ScreenSender: @unchecked Sendable {
     // Safe: the parts own their state (see each); `startupFailure` and the
     // governor's start are read on the calling thread before threads start.
+    /// The configuration it was made with.
     public let configuration: SenderConfiguration
+    /// What it settled on: sizes, rate, bitrate, destination, title.
     public let setup: SenderSetup
 
     private let context = SenderContext()
@@ -50,6 +52,11 @@ public final class ScreenSender: @unchecked Sendable {
     /// Audio inputs that could not start (video goes on without them).
     public let audioWarnings: [String]
 
+    /// Makes a sender: opens the display (or prepares for pushed pictures),
+    /// the encoder, the audio inputs and the socket, and chooses the memory
+    /// governor's starting rung. Nothing is sent before `start`. Throws when
+    /// the configuration cannot work (the error says which part and why); an
+    /// audio input that cannot start is only a warning (`audioWarnings`).
     public init(configuration: SenderConfiguration) throws(SenderError) {
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
@@ -361,6 +368,7 @@ public final class ScreenSender: @unchecked Sendable {
         }
     }
 
+    /// Captures again after `pause`; the next picture is a keyframe.
     public func resume() {
         if context.transition(from: .paused, to: .running) {
             network.announce(.live)

@@ -8,9 +8,12 @@ public import ShareLatency
 
 /// A picture size.
 public struct VideoSize: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Pixels across.
     public var width: Int
+    /// Pixels down.
     public var height: Int
 
+    /// A size of `width` x `height` pixels.
     public init(width: Int, height: Int) {
         self.width = width
         self.height = height
@@ -72,6 +75,7 @@ public struct SenderConfiguration: Sendable {
         size.width * size.height * fps <= 1920 * 1080 * 30 ? 1 : 0
     }
 
+    /// The receiver's host name or address (IPv4 or IPv6).
     public var host: String
     /// The receiver's port: video RTP, and everything else unless the ports
     /// below say otherwise (what `share recv` takes).
@@ -96,6 +100,8 @@ public struct SenderConfiguration: Sendable {
     public var cursor: CursorMode = .embed
     /// The screen (default), or pictures the host pushes.
     public var video: VideoInput = .screen
+    /// Pictures per second, 1-120 (the memory governor and the quality ladder
+    /// may capture fewer; the encoder's rate stays this).
     public var fps: Int = 30
     /// Target bitrate; nil sizes it to the resolution.
     public var bitrateKbps: Int?
@@ -115,10 +121,12 @@ public struct SenderConfiguration: Sendable {
     /// Retransmissions on their own SSRC (RFC 4588 RTX, payload type
     /// `retransmissionPayloadType`); off resends the original packets.
     public var retransmissionStream = true
+    /// The payload type of the video's retransmissions (RFC 4588 RTX).
     public var retransmissionPayloadType: UInt8 = 97
     /// FlexFEC (RFC 8627) on its own SSRC, sent when the round trip makes
     /// NACK repairs too slow and packets are being lost.
     public var forwardErrorCorrection = true
+    /// The payload type of the video's FlexFEC repairs (RFC 8627).
     public var fecPayloadType: UInt8 = 98
     /// Scale the picture to this size before encoding; nil keeps the screen's size.
     public var size: VideoSize?
@@ -145,7 +153,9 @@ public struct SenderConfiguration: Sendable {
     /// the stream is alive. A keyframe request always gets a fresh picture.
     /// nil captures every frame regardless.
     public var stillRefresh: Duration? = .seconds(1)
+    /// The RTCP canonical name (CNAME) the streams carry.
     public var cname: String = "share"
+    /// The RTP payload type of the H.264 video.
     public var payloadType: UInt8 = 96
     /// The memory budget the governor keeps the sender under; nil turns
     /// the governor off.
@@ -162,6 +172,7 @@ public struct SenderConfiguration: Sendable {
     @_spi(Testing) public var simulatedEncodeDelay: Duration = .zero
     /// Audio streams, each sent as its own Opus stream (its own SSRC), not mixed.
     public var audio: [AudioInput] = []
+    /// The RTP payload type of every Opus stream.
     public var audioPayloadType: UInt8 = 111
     /// What the stream is called (a window's or an application's name, up
     /// to 200 bytes): in the setup, and told to the receiver, which shows
@@ -170,6 +181,9 @@ public struct SenderConfiguration: Sendable {
     /// How often `SenderEvent.statistics` reports the counters (nil: never).
     public var statisticsInterval: Duration?
 
+    /// A sender to `host` (port 5004), keyed as `keying`: a handshake (a
+    /// pre-shared key, `SessionKeying.keyFile(_:)`, or identities) or a static
+    /// SDES key for other tools.
     public init(host: String, keying: SessionKeying) {
         self.host = host
         self.keying = keying
@@ -184,10 +198,15 @@ public struct SenderConfiguration: Sendable {
 /// What the host learns when the sender starts (ReplayKit's setup info).
 /// Its description never shows a key (the SDP's `a=crypto` is redacted).
 public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The captured (or pushed) picture's size.
     public var sourceSize: VideoSize
+    /// The size it is encoded at (smaller when `size` or the memory budget says so).
     public var encodedSize: VideoSize
+    /// The configured frame rate.
     public var fps: Int
+    /// The encoder's starting bitrate (kbit/s).
     public var bitrateKbps: Int
+    /// Where the streams go (address and port).
     public var destination: String
     /// `SenderConfiguration.title`.
     public var title: String?
@@ -209,6 +228,7 @@ public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomD
 
 /// The sender's lifecycle, as the host sees it.
 public enum SenderEvent: Sendable {
+    /// `start` was called: the setup it runs with.
     case started(SenderSetup)
     /// The handshake waits for the receiver to confirm: both screens show
     /// `code`, and the people compare them (identities, first meeting).
@@ -216,7 +236,9 @@ public enum SenderEvent: Sendable {
     /// A session is up (again, after a receiver restart): media flows.
     /// `firstMeeting`: the receiver was not known before and is remembered now.
     case connected(receiver: String, code: String, firstMeeting: Bool)
+    /// `pause()` took effect: nothing is captured, the stream stays open.
     case paused
+    /// `resume()` took effect.
     case resumed
     /// The sender stopped: nil after `stop()`, or the error that ended it.
     case finished(SenderError?)
@@ -246,12 +268,14 @@ public struct NetworkEstimate: Sendable, Equatable {
     public var targetKbps: Double
     /// What the receiver reported getting, once known.
     public var acknowledgedKbps: Double?
+    /// The round trip to the receiver, once measured.
     public var roundTripMilliseconds: Double?
     /// The fraction of packets lost (0-1).
     public var lossFraction: Double
     /// Whether queues on the path are growing (the delay detector).
     public var congested: Bool
 
+    /// An estimate with these figures.
     public init(targetKbps: Double, acknowledgedKbps: Double?, roundTripMilliseconds: Double?, lossFraction: Double,
                 congested: Bool) {
         self.targetKbps = targetKbps
@@ -264,12 +288,19 @@ public struct NetworkEstimate: Sendable, Equatable {
 
 /// Why the sender could not start or had to stop.
 public enum SenderError: Error, Sendable, CustomStringConvertible {
+    /// A configuration field out of its range, or fields that do not fit together.
     case configuration(String)
+    /// The X display, the window or the monitor could not be captured.
     case capture(String)
+    /// x264 refused the settings or failed.
     case encoder(String)
+    /// The network: the host cannot be resolved, a socket failed.
     case transport(String)
+    /// libsrtp2 refused a key or failed to protect a packet.
     case encryption(String)
+    /// An audio input could not start (the video goes on without it).
     case audio(String)
+    /// The memory budget cannot be met even on the cheapest rung.
     case memory(String)
     /// The handshake failed: refused, a changed identity, a different key file.
     case session(String)
@@ -293,7 +324,9 @@ public enum SenderError: Error, Sendable, CustomStringConvertible {
 
 /// Counters and measurements of a running or finished sender.
 public struct SenderStatistics: Sendable, Codable, Equatable {
+    /// Seconds since `start`.
     public var elapsedSeconds = 0.0
+    /// Pictures captured from the screen, or pushed pictures accepted.
     public var framesCaptured = 0
     /// Capture ticks skipped because nothing on screen had changed.
     public var framesUnchanged = 0
@@ -303,6 +336,7 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// because nothing in them had changed (a small change, the pointer
     /// moving, costs its bands, not the screen).
     public var bandsGrabbed = 0
+    /// Bands kept from the picture before, unchanged (see `bandsGrabbed`).
     public var bandsKept = 0
     /// Bytes capture holds: the frame pool's pictures and the band buffers.
     public var captureBytes = 0
@@ -313,17 +347,24 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var framesDroppedTooSoon = 0
     /// Frames captured but replaced by a newer one before the encoder got to them.
     public var framesDroppedEncoderBusy = 0
+    /// Pictures encoded (and sent, once a session is up).
     public var framesEncoded = 0
+    /// Keyframes (IDR pictures) among them.
     public var keyframes = 0
+    /// Video RTP packets sent (repairs not counted).
     public var packetsSent = 0
     /// Opus packets sent, over every audio stream.
     public var audioPacketsSent = 0
+    /// Audio streams being sent.
     public var audioStreams = 0
     /// Pushed sound dropped (in 48 kHz sample frames) because the host
     /// pushed more than 200 ms ahead of what was sent.
     public var audioFramesDropped = 0
+    /// Bytes of video RTP sent.
     public var bytesSent = 0
+    /// Video packets sent again for a receiver's NACK.
     public var packetsRetransmitted = 0
+    /// Keyframes asked for by receivers (PLI or FIR).
     public var keyframeRequests = 0
     /// Receivers whose first report brought a keyframe (they joined mid-stream).
     public var receiversJoined = 0
@@ -331,33 +372,46 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// refused for coming too soon, plain RTCP that asked nothing of the
     /// stream (REMB, reports), and datagrams that were not RTCP.
     public var plainKeyframeRequests = 0
+    /// Plain keyframe requests refused for coming too soon after the last (see `plainKeyframeRequests`).
     public var plainRequestsLimited = 0
+    /// Plain RTCP that asked nothing of the stream (see `plainKeyframeRequests`).
     public var plainRTCPIgnored = 0
+    /// Datagrams on the RTCP port that were not RTCP (see `plainKeyframeRequests`).
     public var controlPortRefused = 0
     /// Datagrams from the receiver's address refused: not RTCP, or failed SRTCP authentication.
     public var rtcpRejected = 0
     /// Sessions established (1, plus one per receiver restart or renewal),
     /// and how long the first handshake took from `start`.
     public var sessions = 0
+    /// How long the first handshake took from `start` (nil before, or with a static key).
     public var handshakeMilliseconds: Double?
     /// Frames encoded before a session was up (not sent).
     public var framesBeforeSession = 0
+    /// Datagrams the kernel refused because its send buffer was full.
     public var sendDrops = 0
+    /// CPU time the whole process used since `start`, in seconds.
     public var cpuSeconds = 0.0
+    /// The process's footprint now (dirty memory: anonymous and shared resident pages), as iOS counts it.
     public var footprintBytes = 0
     /// The highest footprint seen: sampled after every frame (when the
     /// governor runs) and at each read of the statistics.
     public var peakFootprintBytes = 0
+    /// The process's resident memory now (RSS, clean pages included).
     public var residentBytes = 0
+    /// The highest resident memory seen.
     public var peakResidentBytes = 0
+    /// The round trip to the receiver, once measured (ms).
     public var roundTripMilliseconds: Double?
     /// What the governor last measured against its budget (the process's
     /// footprint, or the sender's own account: `memoryAccounting`).
     public var memoryAccountedBytes = 0
     /// The governor's current rung and budget, and how often it moved.
     public var memoryRung = "full"
+    /// The governor's budget in bytes (0: no governor).
     public var memoryBudgetBytes = 0
+    /// How often the governor moved from one rung to another.
     public var memorySteps = 0
+    /// The fraction of video packets lost (0-1) in the receiver's last report.
     public var receiverLossFraction = 0.0
     /// Capture instant to the frame's last packet handed to the kernel.
     public var captureToSend: LatencySummary = LatencySummary(samples: 0)
@@ -366,14 +420,21 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// The congestion controller: its target for all we send, what the
     /// receiver acknowledged, the loss it saw and the delay detector's verdict.
     public var targetKbps = 0.0
+    /// What the receiver reported getting (kbit/s), once known.
     public var acknowledgedKbps: Double?
+    /// The loss (0-1) the congestion controller sees in the receiver's per-packet feedback.
     public var feedbackLossFraction = 0.0
+    /// The delay detector's verdict on the path's queues: normal, overusing or underusing.
     public var delaySignal = "normal"
+    /// Congestion-control feedback reports received (RFC 8888).
     public var feedbackReports = 0
     /// The encoder's bitrate, frame rate and picture now.
     public var encoderKbps = 0
+    /// The frame rate pictures are captured and encoded at now (the governor and the quality ladder lower it).
     public var encodedFPS = 0
+    /// The width pictures are encoded at now.
     public var encodedWidth = 0
+    /// The height pictures are encoded at now.
     public var encodedHeight = 0
     /// Steps of the quality ladder (rate and size for bandwidth).
     public var qualitySteps = 0
@@ -381,40 +442,54 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var retransmissionsSuppressed = 0
     /// FlexFEC repair packets sent, and media packets per repair now (0: off).
     public var fecPackets = 0
+    /// Media packets per FlexFEC repair now (0: no FEC).
     public var protectionGroup = 0
     /// Packets the pacer dropped (waited too long, or its queue was full).
     public var pacerDrops = 0
+    /// How long a packet waits in the pacer now, in milliseconds.
     public var pacerQueueMilliseconds = 0.0
     /// Four times a second for the last five minutes: the target and what actually left.
     public var rateTimeline: [RateSample] = []
     /// When the timeline's second 0 was (Unix seconds), to line it up with a receiver's.
     public var timelineOriginUnix = 0.0
 
+    /// All counters at zero.
     public init() {}
 
+    /// Pictures encoded per second over the run.
     public var fps: Double { elapsedSeconds > 0 ? Double(framesEncoded) / elapsedSeconds : 0 }
+    /// Video bitrate over the run, in kbit/s.
     public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytesSent) * 8 / elapsedSeconds / 1000 : 0 }
+    /// CPU milliseconds per encoded picture over the run (the whole process).
     public var cpuMillisecondsPerFrame: Double { framesEncoded > 0 ? cpuSeconds * 1000 / Double(framesEncoded) : 0 }
 }
 
 /// The sender's rate at one moment of the run, and why.
 public struct RateSample: Sendable, Codable, Equatable {
+    /// Seconds since the sender started.
     public var seconds: Double
     /// The congestion controller's target, and its delay- and loss-based parts.
     public var targetKbps: Double
+    /// The delay-based estimate's part of the target (kbit/s).
     public var delayBasedKbps: Double
+    /// The loss-based estimate's part of the target (kbit/s).
     public var lossBasedKbps: Double
     /// What the receiver reported getting.
     public var acknowledgedKbps: Double?
     /// What left in the last interval (media, repairs, audio, RTCP).
     public var sentKbps: Double
+    /// The encoder's bitrate (kbit/s).
     public var encoderKbps: Int
+    /// How long packets wait in queues on the path, once known (ms).
     public var queueDelayMilliseconds: Double?
+    /// The fraction of packets lost (0-1).
     public var lossFraction: Double
+    /// The round trip to the receiver, once measured (ms).
     public var roundTripMilliseconds: Double?
     /// Frames encoded so far.
     public var framesEncoded = 0
 
+    /// A sample of the rate at `seconds`.
     public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,
                 acknowledgedKbps: Double?, sentKbps: Double,
                 encoderKbps: Int, queueDelayMilliseconds: Double?, lossFraction: Double, roundTripMilliseconds: Double?) {

@@ -1,9 +1,14 @@
 /// Why an SDP could not be used.
 public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// There is no m=video or m=audio section.
     case noMediaSection
+    /// A line that is not `type=value`, or a value that does not parse.
     case malformedLine(String)
+    /// A codec share does not receive (it takes H264 and opus).
     case unsupportedCodec(String)
+    /// No a=crypto line: share only receives SRTP.
     case missingCrypto
+    /// An a=crypto line with an unknown suite or an unusable key.
     case badCrypto(String)
 
     public var description: String {
@@ -19,16 +24,27 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// One m= section of an SDP (RFC 8866) as far as RTP/SAVP streaming needs.
 public struct MediaDescription: Sendable, Equatable {
-    public enum Kind: String, Sendable { case video, audio }
+    /// Which medium an m= section describes.
+    public enum Kind: String, Sendable {
+        /// An m=video section.
+        case video
+        /// An m=audio section.
+        case audio
+    }
 
+    /// Video or audio.
     public var kind: Kind
+    /// The port the medium is sent to.
     public var port: Int
     /// RTP/SAVP, or RTP/AVP for an unencrypted description.
     public var transport: String
+    /// The RTP payload type.
     public var payloadType: UInt8
     /// Encoding name as in a=rtpmap (H264, opus).
     public var codec: String
+    /// The RTP clock rate (90000 for video, 48000 for Opus).
     public var clockRate: Int
+    /// Audio channels (Opus: always 2 in the SDP, RFC 7587).
     public var channels: Int?
     /// a=fmtp parameters in order.
     public var formatParameters: [(String, String)]
@@ -36,6 +52,7 @@ public struct MediaDescription: Sendable, Equatable {
     public var crypto: (suite: String, keySalt: String)?
     /// a=extmap: id → URI.
     public var extensions: [(id: Int, uri: String)]
+    /// Whether RTCP shares the media port (a=rtcp-mux).
     public var rtcpMux: Bool
     /// a=rtcp (RFC 3605): RTCP on a port of its own rather than RTP's + 1
     /// (and not muxed).
@@ -52,6 +69,7 @@ public struct MediaDescription: Sendable, Equatable {
     /// NACK, PLI, FIR and congestion control feedback. Written, not parsed.
     public var feedback: [String] = []
 
+    /// A media section with these fields.
     public init(kind: Kind, port: Int, transport: String = "RTP/SAVP", payloadType: UInt8, codec: String,
                 clockRate: Int, channels: Int? = nil, formatParameters: [(String, String)] = [],
                 crypto: (suite: String, keySalt: String)? = nil, extensions: [(id: Int, uri: String)] = [],
@@ -70,6 +88,7 @@ public struct MediaDescription: Sendable, Equatable {
         self.source = source
     }
 
+    /// The value of the a=fmtp parameter `name`, if present.
     public func parameter(_ name: String) -> String? {
         formatParameters.first { $0.0.lowercased() == name.lowercased() }?.1
     }
@@ -99,18 +118,23 @@ public struct MediaDescription: Sendable, Equatable {
 
 /// A session description: the connection address and the media sections.
 public struct SessionDescription: Sendable, Equatable {
+    /// The session's name (s=).
     public var sessionName: String
     /// c= address of the session (where the media goes).
     public var connectionAddress: String
+    /// The m= sections, in order.
     public var media: [MediaDescription]
 
+    /// A description with these fields.
     public init(sessionName: String = "share", connectionAddress: String, media: [MediaDescription]) {
         self.sessionName = sessionName
         self.connectionAddress = connectionAddress
         self.media = media
     }
 
+    /// The first video section.
     public var video: MediaDescription? { media.first { $0.kind == .video } }
+    /// The audio sections, in order.
     public var audio: [MediaDescription] { media.filter { $0.kind == .audio } }
 
     /// The SDP text, CRLF line endings (RFC 8866 §5).
