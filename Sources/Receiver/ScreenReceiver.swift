@@ -254,15 +254,18 @@ public struct ReceiverSample: Sendable, Codable, Equatable {
 /// through the jitter buffer and answers with RTCP (reports, NACK, PLI,
 /// congestion feedback); a decode thread, fed through a bounded queue,
 /// decodes, shows, plays and records.
-public final class ScreenReceiver: @unchecked Sendable {
-    // Safe: the socket, session and decoder are handed to the two threads at
-    // start and used by one thread each; shared state is atomic or locked.
+public final class ScreenReceiver: Sendable {
     /// The configuration it was made with.
     public let configuration: ReceiverConfiguration
     private let socket: UDPSocket
-    private let session: ReceiveSession
-    private let gate: SessionGate
-    private let decoder: H264Decoder
+    /// The session (with its gate) and the decoder, until `start` hands them
+    /// to the network and decode threads, each used by one thread from then on.
+    private let parts: Locked<Parts?>
+    private struct Parts {
+        let session: ReceiveSession
+        let gate: SessionGate
+        let decoder: H264Decoder
+    }
     private let shared = ReceiverShared()
     private let failure = Locked<ReceiverError?>(nil)
     private let group = DispatchGroup()
@@ -293,6 +296,8 @@ public final class ScreenReceiver: @unchecked Sendable {
         }
         socket.enableArrivalTimestamps()
         port = socket.localPort
+        let session: ReceiveSession
+        let decoder: H264Decoder
         do {
             var sessionConfiguration = ReceiveSession.Configuration(
                 ssrc: UInt32.random(in: 1...UInt32.max), cname: configuration.cname,
@@ -310,20 +315,23 @@ public final class ScreenReceiver: @unchecked Sendable {
         } catch {
             throw .configuration(error.description)
         }
-        gate = SessionGate(session: session, keying: configuration.keying)
         do {
             decoder = try H264Decoder(parameterSets: configuration.parameterSets)
         } catch {
             throw .decoder(error.description)
         }
+        parts = Locked(Parts(session: session, gate: SessionGate(session: session, keying: configuration.keying),
+                             decoder: decoder))
     }
 
     /// The UDP port actually bound (useful with port 0).
     public let port: Int
 
     /// Starts receiving; `handler` hears the lifecycle (as does every `events` stream).
+    /// A receiver starts once: after `stop`, make another.
     public func start(events handler: @escaping @Sendable (ReceiverEvent) -> Void = { _ in }) {
-        guard shared.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+        guard let parts = parts.withLock({ $0.take() }),
+              shared.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else { return }
         let broadcast = self.broadcast
         let events: @Sendable (ReceiverEvent) -> Void = { event in
@@ -335,9 +343,9 @@ public final class ScreenReceiver: @unchecked Sendable {
         let granted = socket.receiveBufferSize
         shared.stats.withLock { $0.receiveBufferBytes = granted }
         let queue = WorkQueue()
-        let network = ReceiverNetworkLoop(socket: socket, session: session, gate: gate, queue: queue,
+        let network = ReceiverNetworkLoop(socket: socket, session: parts.session, gate: parts.gate, queue: queue,
                                           confirmation: configuration.confirmation, events: events)
-        let presenter = Presenter(configuration: configuration, decoder: decoder, queue: queue, network: network,
+        let presenter = Presenter(configuration: configuration, decoder: parts.decoder, queue: queue, network: network,
                                   events: events)
         let shared = self.shared
         events(.listening(port: port))

@@ -7,7 +7,10 @@ internal import ShareSync
 /// The memory governor as the encode thread drives it: samples the
 /// footprint after each frame, reports steps and their settled footprint
 /// as events, and says which rung to run at.
-final class GovernorControl {
+final class GovernorControl: @unchecked Sendable {
+    // Safe: the governor, `settling` and `historyBytes` are set up on the
+    // calling thread before the threads start and belong to the encode
+    // thread from then on; what other threads touch is atomic.
     enum Outcome {
         case stay
         case step(MemoryRung)

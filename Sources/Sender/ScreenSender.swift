@@ -21,9 +21,9 @@ internal import ShareSync
 /// and the quality ladder), the network driver (a pacer thread and a
 /// feedback thread with the congestion controller) and one thread per audio
 /// stream. The host drives it with `start`, `pause`, `resume` and `stop`.
-public final class ScreenSender: @unchecked Sendable {
-    // Safe: the parts own their state (see each); `startupFailure` and the
-    // governor's start are read on the calling thread before threads start.
+public final class ScreenSender: Sendable {
+    // Each part owns its state and says how its threads share it; the
+    // governor's start is read on the calling thread before threads start.
     /// The configuration it was made with.
     public let configuration: SenderConfiguration
     /// What it settled on: sizes, rate, bitrate, destination, title.
@@ -38,7 +38,8 @@ public final class ScreenSender: @unchecked Sendable {
     private let network: NetworkDriver
     private let governor: GovernorControl?
     private let audio: [AudioChannel]
-    private var startupFailure: SenderError?
+    /// A budget no rung fits: the sender starts, tells the receiver why, and ends.
+    private let startupFailure: SenderError?
     private let group = DispatchGroup()
     /// The finishing work (BYE, final statistics, `.finished`) still to run.
     private let finishing = DispatchGroup()
@@ -93,6 +94,7 @@ public final class ScreenSender: @unchecked Sendable {
         let baseBitrate = configuration.bitrateKbps
             ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
         var governor: GovernorControl?
+        var startupFailure: SenderError?
         if let budget = configuration.memoryBudget {
             // What does not change with the rung. The whole process: the
             // runtime and libraries (about 8 MiB measured) and the band
@@ -114,6 +116,7 @@ public final class ScreenSender: @unchecked Sendable {
             governor = GovernorControl(governor: start, accounting: configuration.memoryAccounting)
         }
         self.governor = governor
+        self.startupFailure = startupFailure
         let startRung = governor?.current
         let fps = startRung?.fps ?? configuration.fps
         let encoded = startRung.map { EncodePipeline.size(base, height: $0.height) } ?? base
