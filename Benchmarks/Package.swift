@@ -37,6 +37,16 @@ let package = Package(
             path: "Benchmarks/StageBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // A host pushing into a running sender (the embeddable sender's promise: a push never waits).
+        .executableTarget(
+            name: "EmbeddingBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ShareSender", package: "share"),
+            ],
+            path: "Benchmarks/EmbeddingBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // The session handshake's cost at each end (`share` is told apart by it at startup).
         .executableTarget(
             name: "HandshakeBenchmarks",
