@@ -18,6 +18,20 @@ public struct I420Image: Sendable {
         storage = [UInt8](repeating: 0, count: width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2))
     }
 
+    /// A copy of planes held elsewhere (a decoder's), each with its own stride.
+    package init(copying y: UnsafePointer<UInt8>, yStride: Int, u: UnsafePointer<UInt8>, uStride: Int,
+                 v: UnsafePointer<UInt8>, vStride: Int, width: Int, height: Int) {
+        self.init(width: width, height: height)
+        let (chromaWidth, chromaRows, stride) = ((width + 1) / 2, (height + 1) / 2, chromaStride)
+        withMutablePlanes { dy, du, dv in
+            for row in 0..<height { (dy + row * width).update(from: y + row * yStride, count: width) }
+            for row in 0..<chromaRows {
+                (du + row * stride).update(from: u + row * uStride, count: chromaWidth)
+                (dv + row * stride).update(from: v + row * vStride, count: chromaWidth)
+            }
+        }
+    }
+
     /// Bytes from one Y row to the next (the width).
     public var lumaStride: Int { width }
     /// Bytes from one U or V row to the next (half the width, rounded up).

@@ -105,16 +105,7 @@ public final class H264Decoder {
     /// The last decoded picture as an owned I420 image (tests, probes).
     public func lastPicture() -> I420Image? {
         withLastPicture { y, ys, u, us, v, vs, width, height in
-            var image = I420Image(width: width, height: height)
-            let (cw, ch, cs) = ((width + 1) / 2, (height + 1) / 2, image.chromaStride)
-            image.withMutablePlanes { dy, du, dv in
-                for row in 0..<height { (dy + row * width).update(from: y + row * ys, count: width) }
-                for row in 0..<ch {
-                    (du + row * cs).update(from: u + row * us, count: cw)
-                    (dv + row * cs).update(from: v + row * vs, count: cw)
-                }
-            }
-            return image
+            I420Image(copying: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width, height: height)
         }
     }
 }

@@ -79,18 +79,7 @@ public struct ReceivedPicture: ~Copyable {
 
     /// An owned copy of the planes, to keep after the call (allocates).
     public func i420Copy() -> I420Image {
-        var image = I420Image(width: width, height: height)
-        let (chromaWidth, chromaRows, stride) = ((width + 1) / 2, (height + 1) / 2, image.chromaStride)
-        let (width, height, y, u, v) = (width, height, y, u, v)
-        let (lumaStride, uStride, vStride) = (lumaStride, uStride, vStride)
-        image.withMutablePlanes { dy, du, dv in
-            for row in 0..<height { (dy + row * width).update(from: y + row * lumaStride, count: width) }
-            for row in 0..<chromaRows {
-                (du + row * stride).update(from: u + row * uStride, count: chromaWidth)
-                (dv + row * stride).update(from: v + row * vStride, count: chromaWidth)
-            }
-        }
-        return image
+        I420Image(copying: y, yStride: lumaStride, u: u, uStride: uStride, v: v, vStride: vStride, width: width, height: height)
     }
 }
 

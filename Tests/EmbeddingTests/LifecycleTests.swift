@@ -53,18 +53,13 @@ struct LifecycleTests {
     /// finish with the host's error that the receiver is told: all as
     /// `AsyncSequence`s of events.
     @Test func aStreamFromStartToAnErrorTheReceiverIsTold() async throws {
-        let secret = Array("lifecycle".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
+        let secret = "lifecycle"
+        var receiving = headlessReceiver(secret)
         let first = try ScreenReceiver(configuration: receiving)
         let firstEvents = first.events
         first.start()
 
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = first.port
-        sending.video = .pushed(VideoSize(width: 320, height: 180))
+        var sending = pushingSender(secret, port: first.port, width: 320, height: 180)
         sending.title = "Quarterly review"
         sending.statisticsInterval = .milliseconds(500)
         let sender = try ScreenSender(configuration: sending)

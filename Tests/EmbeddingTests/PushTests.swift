@@ -14,20 +14,13 @@ struct PushTests {
     /// pictures of another size, scaled to the encoded size.
     @Test func pushedPicturesAreSentAndTheRestCounted() throws {
         let dir = try TemporaryDirectory()
-        let secret = Array("pushed pictures".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
-        receiving.recordPath = dir.path("pushed.mkv")
+        let secret = "pushed pictures"
+        var receiving = headlessReceiver(secret, recordPath: dir.path("pushed.mkv"))
         let receiver = try ScreenReceiver(configuration: receiving)
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = receiver.port
-        sending.video = .pushed(VideoSize(width: 640, height: 360))
-        sending.audio = []
+        var sending = pushingSender(secret, port: receiver.port, width: 640, height: 360)
         let sender = try ScreenSender(configuration: sending)
         let early = frame(width: 640, height: 360, bar: 0)
         let notYet = early.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 640 * 4), width: 640, height: 360) }
@@ -94,20 +87,13 @@ struct PushTests {
     /// refused with why; a burst of a second is cut to the newest 200 ms.
     @Test func pushedSoundArrivesAsTwoStreams() throws {
         let dir = try TemporaryDirectory()
-        let secret = Array("pushed sound".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
-        receiving.recordPath = dir.path("sound.mkv")
+        let secret = "pushed sound"
+        var receiving = headlessReceiver(secret, recordPath: dir.path("sound.mkv"))
         let receiver = try ScreenReceiver(configuration: receiving)
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = receiver.port
-        sending.video = .pushed(VideoSize(width: 320, height: 180))
-        sending.audio = [AudioInput(source: .pushed(.app)), AudioInput(source: .pushed(.microphone))]
+        var sending = pushingSender(secret, port: receiver.port, width: 320, height: 180, audio: [AudioInput(source: .pushed(.app)), AudioInput(source: .pushed(.microphone))])
         let sender = try ScreenSender(configuration: sending)
         #expect(sender.audioWarnings.isEmpty, "\(sender.audioWarnings)")
         sender.start()
@@ -173,17 +159,11 @@ struct PushTests {
     /// `stillRefresh`, and at once (not at the next refresh) when a
     /// receiver that restarted needs a keyframe.
     @Test func aHostThatStopsPushingStillHasItsPictureSent() throws {
-        let secret = Array("a quiet host".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
+        let secret = "a quiet host"
+        var receiving = headlessReceiver(secret)
         let first = try ScreenReceiver(configuration: receiving)
         first.start()
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = first.port
-        sending.video = .pushed(VideoSize(width: 320, height: 180))
-        sending.audio = []
+        var sending = pushingSender(secret, port: first.port, width: 320, height: 180)
         sending.stillRefresh = .seconds(1)
         let sender = try ScreenSender(configuration: sending)
         sender.start()

@@ -22,11 +22,8 @@ struct ReceiverDeliveryTests {
             var streams: Set<Int> = []
         }
         let seen = Mutex(Seen())
-        let secret = Array("host draws".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
+        let secret = "host draws"
+        var receiving = headlessReceiver(secret)
         receiving.onPicture = { picture in
             let pixels = picture.bgra()
             let width = picture.width
@@ -58,10 +55,7 @@ struct ReceiverDeliveryTests {
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = receiver.port
-        sending.video = .pushed(VideoSize(width: 320, height: 240))
-        sending.audio = [AudioInput(source: .pushed(.app))]
+        var sending = pushingSender(secret, port: receiver.port, width: 320, height: 240, audio: [AudioInput(source: .pushed(.app))])
         let sender = try ScreenSender(configuration: sending)
         sender.start()
         defer { sender.stop() }
