@@ -11,11 +11,11 @@ public struct ReceivedPicture: ~Copyable {
     public let width: Int
     /// Pixels down.
     public let height: Int
-    /// Bytes from one row to the next in each plane.
+    /// Bytes from one row of the Y plane to the next.
     public let lumaStride: Int
-    /// Bytes from one row of the U plane to the next (see `lumaStride`).
+    /// Bytes from one row of the U plane to the next.
     public let uStride: Int
-    /// Bytes from one row of the V plane to the next (see `lumaStride`).
+    /// Bytes from one row of the V plane to the next.
     public let vStride: Int
     private let y: UnsafePointer<UInt8>
     private let u: UnsafePointer<UInt8>

@@ -15,10 +15,14 @@ final class AudioChannel: @unchecked Sendable {
     let encoder: OpusEncoder
     let timestampBase = UInt32.random(in: 0...UInt32.max)
     let ssrc: UInt32
+    /// The host's pushed stream, when this channel sends one (fixed at
+    /// init: the host's pushes reach it without touching the reader).
+    let pushed: PushedAudioBuffer?
 
     init(input: AudioInput) throws(SenderError) {
         self.input = input
         reader = try AudioReader(input)
+        pushed = reader.pushed
         do {
             encoder = try OpusEncoder(channels: reader.channels, content: input.isVoice ? .voice : .music,
                                       bitrate: input.bitrate)
@@ -56,7 +60,7 @@ final class AudioChannel: @unchecked Sendable {
             // A host that stopped pushing for a while: its RTP clock moves on
             // by the silence, so the receiver keeps sound and picture in step.
             let at = frame.captured.monotonicNanoseconds
-            if reader.pushed != nil, let expected, at > expected + 60_000_000 {
+            if pushed != nil, let expected, at > expected + 60_000_000 {
                 samples &+= UInt32(truncatingIfNeeded: (at - expected) / 1_000_000_000 * UInt64(OpusFormat.sampleRate)
                                    + (at - expected) % 1_000_000_000 * UInt64(OpusFormat.sampleRate) / 1_000_000_000)
             }

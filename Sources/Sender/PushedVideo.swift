@@ -100,8 +100,9 @@ final class PushedVideo: @unchecked Sendable {
 
     /// A host that stopped pushing (its content is still): the newest
     /// picture again, marked unchanged (x264 skips every macroblock, a few
-    /// dozen bytes), once `stillRefresh` passed since the last one — or one
-    /// frame interval, when a receiver asked for a keyframe — so a receiver
+    /// dozen bytes), once `stillRefresh` passed since the last one — or two
+    /// frame intervals, when a receiver asked for a keyframe (a host still
+    /// pushing brings that picture itself) — so a receiver
     /// that joins or lost packets gets a picture without waiting for the
     /// host. Called by the encode thread when it found no picture; a push
     /// under way makes it return (that push brings a picture).
@@ -111,7 +112,7 @@ final class PushedVideo: @unchecked Sendable {
         defer { pushing.store(false, ordering: .releasing) }
         let now = Clock.monotonic()
         let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
-        let wanted = context.keyframeRequested.load(ordering: .relaxed) ? interval : stillRefresh
+        let wanted = context.keyframeRequested.load(ordering: .relaxed) ? 2 * interval : stillRefresh
         guard let wanted, now &- lastAccepted >= wanted, let pool, let source = lastSource else { return }
         sequence += 1
         guard var lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: source.width,

@@ -346,7 +346,7 @@ public final class ScreenSender: Sendable {
     /// is when the first sample was made (default: the last one was made now).
     public func push(audio samples: AudioSamples, rate: Int, channels: Int, to stream: PushedAudio,
                      time: CaptureTime? = nil) -> PushOutcome {
-        guard let buffer = audio.lazy.compactMap(\.reader.pushed).first(where: { $0.kind == stream }) else {
+        guard let buffer = audio.lazy.compactMap(\.pushed).first(where: { $0.kind == stream }) else {
             return .refused("no audio input is pushed as \(stream) (configuration.audio)")
         }
         guard context.isRunning else { return .notRunning }
@@ -461,7 +461,7 @@ public final class ScreenSender: Sendable {
         let drops = network.socket.sendDrops
         let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
         let audioCount = audio.count
-        let audioDropped = audio.reduce(0) { $0 + ($1.reader.pushed?.droppedFrames.load(ordering: .relaxed) ?? 0) }
+        let audioDropped = audio.reduce(0) { $0 + ($1.pushed?.droppedFrames.load(ordering: .relaxed) ?? 0) }
         let driver = network.snapshot()
         let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
         context.stats.withLock { s in
