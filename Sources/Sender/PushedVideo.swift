@@ -107,9 +107,10 @@ final class PushedVideo: @unchecked Sendable {
     /// host. Called by the encode thread when it found no picture; a push
     /// under way makes it return (that push brings a picture).
     func repeatNewest(_ context: SenderContext, stillRefresh: UInt64?) {
-        guard context.isRunning, lastAccepted != 0 else { return }
-        guard pushing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        guard context.isRunning,
+              pushing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { pushing.store(false, ordering: .releasing) }
+        guard lastAccepted != 0 else { return }
         let now = Clock.monotonic()
         let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
         let wanted = context.keyframeRequested.load(ordering: .relaxed) ? 2 * interval : stillRefresh
