@@ -66,7 +66,7 @@ demo-fanout: deps
 
 ## tsan: the sender and receiver library tests (capture, encode, network, audio and decode threads,
 ## lifecycle from event handlers) under ThreadSanitizer in a separate build; any report fails the run
-TSAN_FILTER ?= SenderTests
+TSAN_FILTER ?= SenderTests|EmbeddingTests
 tsan: deps
 	swift build --build-tests --sanitize=thread --scratch-path .build/tsan $(SWIFT_FLAGS)
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_EXTRA)" \
