@@ -20,6 +20,11 @@ Cases (each on its own virtual display):
                 and encoded without telling x264 what did not change
   1080p-pointer-metadata  the same with `--cursor metadata`: the pointer is
                 sent apart (RTCP APP), the still screen is not grabbed again
+  720p-still    a still 1280x720 screen, no sound (the reference for the next)
+  720p-still-system-audio  the same, sending system audio (`--audio system`):
+                a PulseAudio daemon of its own with a null sink and a sine
+                playing into it; the difference to 720p-still is what sound
+                costs the sender
 
     make bench-capture
     python3 Benchmarks/capture.py --seconds 20 --cases 4k-moving,1080p-moving
@@ -45,7 +50,31 @@ CASES = {
                                send=["--cursor", "embed", "--every-frame"]),
     "1080p-pointer-metadata": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
                                    send=["--cursor", "metadata"]),
+    "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
+    "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
 }
+
+
+def start_sound(work):
+    """A PulseAudio daemon of its own (null sink `bench`, the default; a sine playing into it), and its environment."""
+    directory = tempfile.mkdtemp(dir=work)
+    socket_path = os.path.join(directory, "native")
+    env = dict(os.environ, PULSE_SERVER=f"unix:{socket_path}", HOME=directory, XDG_RUNTIME_DIR=directory)
+    daemon = subprocess.Popen(["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
+                               "--load=module-null-sink sink_name=bench rate=48000",
+                               f"--load=module-native-protocol-unix socket={socket_path} auth-anonymous=1"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.exists(socket_path):
+            break
+        time.sleep(0.05)
+    else:
+        stop(daemon)
+        raise SystemExit("capture: pulseaudio did not start")
+    time.sleep(0.2)
+    subprocess.run(["pactl", "load-module", "module-sine", "sink=bench", "frequency=440"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return daemon, env
 
 
 def run_case(name, case, args, key, work):
@@ -54,14 +83,16 @@ def run_case(name, case, args, key, work):
     sink.bind(("127.0.0.1", 0))
     sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
     port = sink.getsockname()[1]
+    sound, env = start_sound(work) if case.get("sound") else (None, None)
     scene = subprocess.Popen([os.path.join(args.bin, "share-send"), "scene", "--display", display] + case["scene"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     stats = os.path.join(work, f"{name}.json")
     sender = subprocess.Popen([os.path.join(args.bin, "share-send"), "send", "127.0.0.1", "--port", str(port),
-                               "--display", display, "--srtp-key-file", key["file"], "--audio", "none",
-                               "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats] + case["send"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               "--display", display, "--srtp-key-file", key["file"],
+                               "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats]
+                              + (["--audio", "none"] if "--audio" not in case["send"] else []) + case["send"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         time.sleep(args.warmup)
         first = sample(sender.pid)
@@ -82,6 +113,7 @@ def run_case(name, case, args, key, work):
         stop(sender)
         stop(scene)
         stop(xvfb)
+        stop(sound)
         sink.close()
     if first is None or last is None:
         raise SystemExit(f"capture: {name}: the sender ended early")
@@ -98,6 +130,7 @@ def run_case(name, case, args, key, work):
         "cpuMsPerFrame": 1000 * cpu / measured_frames if measured_frames >= 1 else None,
         "peakFootprintMiB": max(peak, s.get("peakFootprintBytes", 0)) / 2**20, "peakRssMiB": hwm / 2**20,
         "framesEncoded": frames, "bandsGrabbed": s.get("bandsGrabbed"), "bandsKept": s.get("bandsKept"),
+        "audioPackets": s.get("audioPacketsSent", 0),
         "summary": output.strip().splitlines()[-12:],
     }
 

@@ -27,94 +27,118 @@ private final class Pusher: Sendable {
     }
 }
 
-/// Every event of a stream until it ends (it buffers what came meanwhile),
-/// or what came within `seconds` if it does not end.
-private func collect<Event: Sendable>(_ stream: AsyncStream<Event>, seconds: Double = 3) async -> (events: [Event], ended: Bool) {
-    await withTaskGroup(of: ([Event], Bool)?.self) { group in
-        group.addTask {
-            var events: [Event] = []
-            for await event in stream { events.append(event) }
-            return (events, true)
+/// Events as a handler hears them, in order.
+private final class Heard<Event: Sendable>: Sendable {
+    private let events = Mutex<[Event]>([])
+    func add(_ event: Event) { events.withLock { $0.append(event) } }
+    var all: [Event] { events.withLock { $0 } }
+    /// Each event's case name ("started", "receiverLeft"…).
+    var names: [String] { all.map { String("\($0)".prefix { $0 != "(" }) } }
+    func waitFor(_ name: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if names.contains(name) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
         }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first.map { ($0.0, $0.1) } ?? ([], false)
+        return false
     }
+}
+
+/// Every event of a stream until it ends (it buffers what came meanwhile).
+private func collect<Event: Sendable>(_ stream: AsyncStream<Event>) async -> [Event] {
+    var events: [Event] = []
+    for await event in stream { events.append(event) }
+    return events
 }
 
 @Suite("The lifecycle an embedder sees", .serialized)
 struct LifecycleTests {
     /// A titled stream, paused and resumed, a receiver that leaves and
     /// another that joins, periodic statistics and network estimates, then a
-    /// finish with the host's error that the receiver is told: all as
-    /// `AsyncSequence`s of events.
-    @Test func aStreamFromStartToAnErrorTheReceiverIsTold() async throws {
+    /// finish with the host's error that the receiver is told.
+    @Test func aStreamFromStartToAnErrorTheReceiverIsTold() throws {
         let secret = "lifecycle"
         var receiving = headlessReceiver(secret)
         let first = try ScreenReceiver(configuration: receiving)
-        let firstEvents = first.events
-        first.start()
+        let heard = Heard<ReceiverEvent>()
+        first.start { heard.add($0) }
 
         var sending = pushingSender(secret, port: first.port, width: 320, height: 180)
         sending.title = "Quarterly review"
-        sending.statisticsInterval = .milliseconds(500)
+        sending.statisticsInterval = .milliseconds(250)
         let sender = try ScreenSender(configuration: sending)
         #expect(sender.setup.title == "Quarterly review")
-        let senderEvents = sender.events
-        sender.start()
+        let sent = Heard<SenderEvent>()
+        sender.start { sent.add($0) }
         let pusher = Pusher(sender, width: 320, height: 180)
-        try await Task.sleep(for: .seconds(1.5))
+        #expect(sent.waitFor("receiverJoined", seconds: 5))
+        Thread.sleep(forTimeInterval: 1)
         sender.pause()
-        try await Task.sleep(for: .seconds(0.4))
+        #expect(heard.waitFor("senderPaused", seconds: 3))
         sender.resume()
-        try await Task.sleep(for: .seconds(0.6))
+        #expect(heard.waitFor("senderResumed", seconds: 3))
+        Thread.sleep(forTimeInterval: 0.5)
         first.stop()
-        let (heardEvents, firstEnded) = await collect(firstEvents)
-        #expect(firstEnded, "the first receiver's events end with it")
-        try await Task.sleep(for: .seconds(0.3))
+        #expect(sent.waitFor("receiverLeft", seconds: 3))
 
         receiving.port = sending.port
         let second = try ScreenReceiver(configuration: receiving)
-        let secondEvents = second.events
-        let pictured = Atomic<Bool>(false)
-        second.start { event in if case .firstFrame = event { pictured.store(true, ordering: .relaxed) } }
-        let deadline = Date().addingTimeInterval(8)
-        while Date() < deadline, !pictured.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(50)) }
+        let told = Heard<ReceiverEvent>()
+        second.start { told.add($0) }
+        defer { second.stop() }
+        #expect(told.waitFor("firstFrame", seconds: 10), "\(told.names)")
         sender.finish(error: "the game crashed")
         pusher.stop()
-        let (sentEvents, senderEnded) = await collect(senderEvents)
-        #expect(senderEnded, "the sender's events end with .finished")
-        try await Task.sleep(for: .seconds(0.3))
-        second.stop()
-        let (toldEvents, _) = await collect(secondEvents)
+        #expect(told.waitFor("senderLeft", seconds: 3))
 
-        let sent = sentEvents.map { "\($0)" }
-        func count(_ prefix: String) -> Int { sent.filter { $0.hasPrefix(prefix) }.count }
-        #expect(count("started") == 1 && sent.first?.contains("Quarterly review") == true, "\(sent.first ?? "")")
-        #expect(count("connected") == 2, "two sessions: \(sent)")
-        #expect(count("receiverJoined") == 2 && count("receiverLeft") == 1, "\(sent)")
-        #expect(sent.contains { $0.hasPrefix("receiverLeft") && $0.contains("said goodbye") }, "\(sent)")
-        #expect(count("paused") == 1 && count("resumed") == 1)
-        #expect(count("networkEstimate") >= 1, "\(sent)")
+        let names = sent.names
+        func count(_ name: String) -> Int { names.filter { $0 == name }.count }
+        #expect(names.first == "started" && "\(sent.all[0])".contains("Quarterly review"), "\(names)")
+        #expect(count("connected") == 2, "two sessions: \(names)")
+        #expect(count("receiverJoined") == 2 && count("receiverLeft") == 1, "\(names)")
+        #expect(sent.all.contains { if case .receiverLeft(let why) = $0 { why.contains("said goodbye") } else { false } })
+        #expect(count("paused") == 1 && count("resumed") == 1, "\(names)")
+        #expect(count("networkEstimate") >= 1, "\(names)")
         #expect(count("statistics") >= 4, "\(count("statistics")) statistics events")
-        guard case .finished(.host(let why)) = sentEvents.last else {
-            Issue.record("the last event: \(sent.last ?? "none")")
+        guard case .finished(.host(let why)) = sent.all.last else {
+            Issue.record("the last event: \(names.last ?? "none")")
             return
         }
         #expect(why == "the game crashed")
         #expect(sender.error.map { "\($0)" } == "the game crashed")
-        // A stream asked for after the end ends at once.
-        #expect(await collect(sender.events, seconds: 1).ended)
 
-        let heard = heardEvents.map { "\($0)" }
-        #expect(heard.contains("senderTitled(\"Quarterly review\")"), "\(heard)")
-        #expect(heard.contains("senderPaused") && heard.contains("senderResumed"), "\(heard)")
-        let told = toldEvents.map { "\($0)" }
-        #expect(told.contains("senderTitled(\"Quarterly review\")"), "\(told)")
-        #expect(told.contains("senderLeft(reason: Optional(\"error: the game crashed\"))"), "\(told)")
+        #expect(heard.all.contains { if case .senderTitled("Quarterly review") = $0 { true } else { false } }, "\(heard.names)")
+        #expect(heard.names.last == "finished")
+        #expect(told.all.contains { if case .senderTitled("Quarterly review") = $0 { true } else { false } }, "\(told.names)")
+        #expect(told.all.contains { if case .senderLeft(reason: "error: the game crashed") = $0 { true } else { false } },
+                "\(told.names)")
+    }
+
+    /// The same events as `AsyncSequence`s: each stream made before the
+    /// start holds every event the handler heard, in order, and ends after
+    /// `.finished`; a stream asked for after the end ends at once.
+    @Test func eventsAreAlsoAsyncSequences() async throws {
+        let secret = "streams"
+        let receiver = try ScreenReceiver(configuration: headlessReceiver(secret))
+        let receiverStream = receiver.events
+        let heard = Heard<ReceiverEvent>()
+        receiver.start { heard.add($0) }
+        let sender = try ScreenSender(configuration: pushingSender(secret, port: receiver.port, width: 320, height: 180))
+        let senderStream = sender.events
+        let sent = Heard<SenderEvent>()
+        sender.start { sent.add($0) }
+        let pusher = Pusher(sender, width: 320, height: 180)
+        #expect(heard.waitFor("firstFrame", seconds: 10))
+        sender.pause()
+        #expect(heard.waitFor("senderPaused", seconds: 3))
+        sender.stop()
+        pusher.stop()
+        receiver.stop()
+        let streamed = await collect(senderStream).map { String("\($0)".prefix { $0 != "(" }) }
+        #expect(streamed == sent.names && streamed.last == "finished", "\(streamed) / \(sent.names)")
+        let received = await collect(receiverStream).map { String("\($0)".prefix { $0 != "(" }) }
+        #expect(received == heard.names && received.last == "finished", "\(received) / \(heard.names)")
+        #expect(await collect(sender.events).isEmpty)
+        #expect(await collect(receiver.events).isEmpty)
     }
 }
