@@ -74,7 +74,6 @@ final class AudioReader {
     private var frames = 0
     /// The default sink's latency, refreshed every 0.5 s for monitor sources.
     private var sinkLatency: UInt64 = 0
-    private var sinkProbe: SinkLatencyProbe?
     /// Pulse sources' instants, smoothed (server reads and sink latency jitter).
     private var timeline = CaptureTimeline(frameNanoseconds: 20_000_000)
     let channels: Int
@@ -138,8 +137,7 @@ final class AudioReader {
                 // therefore capped at 200 ms: exact for low-latency players,
                 // steady for the others.
                 if frames % 25 == 0 {
-                    if sinkProbe?.isConnected != true { sinkProbe = SinkLatencyProbe() }
-                    sinkLatency = min(sinkProbe?.latencyMicroseconds() ?? 0, 200_000) * 1000
+                    sinkLatency = min(capture.sinkLatencyMicroseconds() ?? 0, 200_000) * 1000
                 }
                 captured = captured.plus(nanoseconds: sinkLatency)
             }
