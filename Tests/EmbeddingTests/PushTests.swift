@@ -15,12 +15,12 @@ struct PushTests {
     @Test func pushedPicturesAreSentAndTheRestCounted() throws {
         let dir = try TemporaryDirectory()
         let secret = "pushed pictures"
-        var receiving = headlessReceiver(secret, recordPath: dir.path("pushed.mkv"))
+        let receiving = headlessReceiver(secret, recordPath: dir.path("pushed.mkv"))
         let receiver = try ScreenReceiver(configuration: receiving)
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = pushingSender(secret, port: receiver.port, width: 640, height: 360)
+        let sending = pushingSender(secret, port: receiver.port, width: 640, height: 360)
         let sender = try ScreenSender(configuration: sending)
         let early = frame(width: 640, height: 360, bar: 0)
         let notYet = early.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 640 * 4), width: 640, height: 360) }
@@ -88,12 +88,12 @@ struct PushTests {
     @Test func pushedSoundArrivesAsTwoStreams() throws {
         let dir = try TemporaryDirectory()
         let secret = "pushed sound"
-        var receiving = headlessReceiver(secret, recordPath: dir.path("sound.mkv"))
+        let receiving = headlessReceiver(secret, recordPath: dir.path("sound.mkv"))
         let receiver = try ScreenReceiver(configuration: receiving)
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = pushingSender(secret, port: receiver.port, width: 320, height: 180, audio: [AudioInput(source: .pushed(.app)), AudioInput(source: .pushed(.microphone))])
+        let sending = pushingSender(secret, port: receiver.port, width: 320, height: 180, audio: [AudioInput(source: .pushed(.app)), AudioInput(source: .pushed(.microphone))])
         let sender = try ScreenSender(configuration: sending)
         #expect(sender.audioWarnings.isEmpty, "\(sender.audioWarnings)")
         sender.start()

@@ -55,7 +55,7 @@ struct ReceiverDeliveryTests {
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = pushingSender(secret, port: receiver.port, width: 320, height: 240, audio: [AudioInput(source: .pushed(.app))])
+        let sending = pushingSender(secret, port: receiver.port, width: 320, height: 240, audio: [AudioInput(source: .pushed(.app))])
         let sender = try ScreenSender(configuration: sending)
         sender.start()
         defer { sender.stop() }
