@@ -165,7 +165,10 @@ final class EncodePipeline: @unchecked Sendable {
             captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
             encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
             frames += 1
-            let summarize = frames % 15 == 1 || frames < 15
+            // Percentiles sort every sample: once a second (and at the end),
+            // not per frame, and never under the statistics' lock.
+            let summaries = frames % max(1, chosenFPS) == 1 || frames < 15
+                ? (captureToSend.summary, encodeTime.summary) : nil
             let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
             context.stats.withLock { s in
                 s.framesEncoded += 1
@@ -174,17 +177,18 @@ final class EncodePipeline: @unchecked Sendable {
                 s.encodedFPS = fps
                 s.encodedWidth = width
                 s.encodedHeight = height
-                if summarize {
-                    s.captureToSend = captureToSend.summary
-                    s.encodeMilliseconds = encodeTime.summary
+                if let summaries {
+                    s.captureToSend = summaries.0
+                    s.encodeMilliseconds = summaries.1
                 }
             }
             // Counted first: a frame sent is a frame counted, even the last.
             guard adapt(context) else { return }
         }
+        let summaries = (captureToSend.summary, encodeTime.summary)
         context.stats.withLock { s in
-            s.captureToSend = captureToSend.summary
-            s.encodeMilliseconds = encodeTime.summary
+            s.captureToSend = summaries.0
+            s.encodeMilliseconds = summaries.1
         }
     }
 

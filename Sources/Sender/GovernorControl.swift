@@ -24,6 +24,8 @@ final class GovernorControl: @unchecked Sendable {
     /// The retransmission histories' bytes as filled now (set before the
     /// threads start; read by the encode thread).
     var historyBytes: () -> Int = { 0 }
+    /// The footprint, sampled after every frame (encode thread).
+    private let footprint = FootprintReader()
     /// The last measure (read by the statistics on any thread: atomic).
     let accounted = Atomic<Int>(0)
     /// A budget the host asked for, applied at the next sample (0: none).
@@ -46,7 +48,7 @@ final class GovernorControl: @unchecked Sendable {
     func measure() -> Int {
         switch accounting {
         case .process:
-            return ProcessFootprint.current().footprintBytes
+            return footprint.sample().footprintBytes
         case .sender:
             let rung = governor.current
             return ownFixedBytes + governor.account.variableBytes(rung) - rung.historyPackets * MemoryAccount.bytesPerHistoryPacket
@@ -67,7 +69,7 @@ final class GovernorControl: @unchecked Sendable {
     }
 
     func observe(_ context: SenderContext) -> Outcome {
-        let process = ProcessFootprint.current().footprintBytes
+        let process = footprint.sample().footprintBytes
         // Only this thread writes the peak (of the process, whatever the accounting).
         if process > context.peakFootprint.load(ordering: .relaxed) {
             context.peakFootprint.store(process, ordering: .relaxed)
