@@ -19,8 +19,9 @@ struct ExamplesTests {
     }
 
     /// push-frames renders its own pictures and a 440 Hz tone at 44.1 kHz
-    /// and pushes them; `share recv` records: the squares at their places,
-    /// the ball moving, the tone at its pitch, the stream's title told.
+    /// and pushes them until Ctrl-C; `share recv` records: the squares at
+    /// their places, the ball moving, the tone at its pitch, the stream's
+    /// title told, and its end (the interrupted example says BYE).
     @Test func pushFramesIsReceivedWithItsPictureAndTone() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
@@ -29,12 +30,15 @@ struct ExamplesTests {
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
                                               "--record", recording, "--duration", "7"])
         usleep(300_000)
-        let pusher = try ChildProcess(try ShareBinary.path("push-frames"), ["127.0.0.1:\(port)", key, "4"])
+        let pusher = try ChildProcess(try ShareBinary.path("push-frames"), ["127.0.0.1:\(port)", key])
+        usleep(4_000_000)
+        kill(pusher.pid, SIGINT)
         let pushed = pusher.wait(timeout: 20)
         #expect(pushed.status == 0, "\(pushed.output)")
         #expect(pushed.output.contains("sent ") && !pushed.output.contains("sent 0 frames"), "\(pushed.output)")
         let received = receiver.wait(timeout: 20)
         #expect(received.output.contains("the sender calls its stream \"push-frames\""), "\(received.output)")
+        #expect(received.output.contains("the sender ended the stream: sender stopped"), "\(received.output)")
         let (sizes, errors) = try recordedFrameSizes(recording)
         #expect(errors.isEmpty, "\(errors)")
         #expect(sizes.count >= 100 && Set(sizes) == ["640x360"], "\(sizes.count) frames: \(Set(sizes))")

@@ -1,6 +1,7 @@
 // A receiver that draws nothing itself: it takes the decoded pictures and
 // writes one PNG a second (picture-1.png, picture-2.png, …), as an
-// application that shows the picture its own way would take them:
+// application that shows the picture its own way would take them, for
+// SECONDS or until Ctrl-C:
 //     embedded-viewer PORT KEY-FILE OUT-DIRECTORY [SECONDS]
 import Foundation
 import ShareReceiver
@@ -56,7 +57,12 @@ do {
     configuration.onPicture = { picture in snapshots.offer(picture) }
     let receiver = try ScreenReceiver(configuration: configuration)
     receiver.start { event in print(event) }
-    Thread.sleep(forTimeInterval: seconds)
+    let interrupted = DispatchSemaphore(value: 0)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+    interrupt.setEventHandler { interrupted.signal() }
+    interrupt.resume()
+    signal(SIGINT, SIG_IGN)
+    _ = interrupted.wait(timeout: seconds.isFinite && seconds < 1e9 ? .now() + seconds : .distantFuture)
     receiver.stop()
     snapshots.finish()
     print("decoded \(receiver.statistics.framesDecoded) pictures")

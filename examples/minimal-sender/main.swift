@@ -1,4 +1,5 @@
-// Shares this X display ($DISPLAY) with `share recv --key-file KEY-FILE`:
+// Shares this X display ($DISPLAY) with `share recv --key-file KEY-FILE`
+// for SECONDS, or until Ctrl-C:
 //     minimal-sender HOST[:PORT] KEY-FILE [SECONDS]
 import Foundation
 import ShareSender
@@ -14,8 +15,13 @@ do {
     configuration.port = address.count > 1 ? Int(address[1]) ?? 5004 : 5004
     let sender = try ScreenSender(configuration: configuration)
     sender.start { event in print(event) }
-    Thread.sleep(forTimeInterval: arguments.count > 3 ? Double(arguments[3]) ?? 10 : .greatestFiniteMagnitude)
-    sender.stop()
+    let interrupted = DispatchSemaphore(value: 0)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+    interrupt.setEventHandler { interrupted.signal() }
+    interrupt.resume()
+    signal(SIGINT, SIG_IGN)
+    _ = interrupted.wait(timeout: arguments.count > 3 ? .now() + (Double(arguments[3]) ?? 10) : .distantFuture)
+    sender.stop()  // the receiver is told (RTCP BYE)
     print("sent \(sender.statistics.framesEncoded) frames")
 } catch {
     print("minimal-sender: \(error)")

@@ -1,6 +1,7 @@
 // An application that renders its own pictures and sound and pushes them
 // into a sender, as a game engine or a compositor would, to
-// `share recv --key-file KEY-FILE` (or the embedded-viewer example):
+// `share recv --key-file KEY-FILE` (or the embedded-viewer example), for
+// SECONDS or until Ctrl-C:
 //     push-frames HOST[:PORT] KEY-FILE [SECONDS]
 //
 // The picture (640x360, 30 fps): a red square and a blue square that stay
@@ -32,6 +33,11 @@ do {
     exit(1)
 }
 sender.start { event in print(event) }
+let interrupted = DispatchSemaphore(value: 0)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+interrupt.setEventHandler { interrupted.signal() }
+interrupt.resume()
+signal(SIGINT, SIG_IGN)
 
 var canvas = Canvas(width: width, height: height)
 var tone = [Float](repeating: 0, count: rate / 100 * 2)  // 10 ms, stereo
@@ -61,7 +67,7 @@ while Date().timeIntervalSince(start) < seconds {
         outcomes[outcome, default: 0] += 1
         picturesMade += 1
     }
-    Thread.sleep(forTimeInterval: 0.002)
+    if interrupted.wait(timeout: .now() + .milliseconds(2)) == .success { break }
 }
 sender.stop()
 let statistics = sender.statistics
