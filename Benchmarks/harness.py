@@ -254,7 +254,23 @@ def run_one(kind, run, key, work, pulse, progress):
         "audio_packets": received["audio"]["packetsReceived"],
         "g2g_p50": g2g.get("p50"), "g2g_p95": g2g.get("p95"), "g2g_p99": g2g.get("p99"), "g2g_max": g2g.get("max"),
         "g2g_samples": g2g.get("samples", 0), "stamps_unreadable": received.get("stampsUnreadable", 0),
+        # Where share's glass-to-glass goes: capture to the last packet sent
+        # (and the encode within it), capture to the picture shown.
+        "capture_to_display_p50": received.get("captureToDisplay", {}).get("p50"),
+        **(share_stages(run["sender_stats"]) if kind == "share" else {}),
     }
+
+
+def share_stages(path):
+    """The sender's own latency figures (medians, ms) from its statistics."""
+    try:
+        with open(path) as f:
+            sent = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {"capture_to_send_p50": sent.get("captureToSend", {}).get("p50"),
+            "encode_p50": sent.get("encodeMilliseconds", {}).get("p50"),
+            "first_packet_lead_p50": sent.get("firstPacketLead", {}).get("p50")}
 
 
 # MARK: progress
@@ -298,7 +314,8 @@ class Progress:
 # MARK: report
 
 METRICS = ("cpu_ms_per_frame", "core_percent", "peak_footprint_mib", "peak_rss_mib", "frames_sent", "frames_decoded",
-           "g2g_p50", "g2g_p95", "g2g_p99", "g2g_max", "audio_packets")
+           "g2g_p50", "g2g_p95", "g2g_p99", "g2g_max", "audio_packets", "capture_to_display_p50",
+           "capture_to_send_p50", "encode_p50", "first_packet_lead_p50")
 
 
 def medians(results):
@@ -347,6 +364,15 @@ def markdown(settings, med):
               "Glass-to-glass runs from the scene drawing a frame stamp to the receiver showing the picture that "
               "holds it (first appearance of each stamp). Frames sent: share's and ffmpeg's own counts; "
               "GStreamer's are the frames seen on the wire."]
+    stages = [(run, by["share"]) for run, by in med.items() if "share" in by and by["share"].get("capture_to_send_p50")]
+    if stages:
+        lines += ["", "Where share's glass-to-glass goes (medians, ms): the stamp's age when grabbed is glass-to-glass "
+                  "less capture-to-display; capture to the last packet sent includes the encode, and the first "
+                  "packet leaves that long before the encode ends.", "",
+                  "| run | glass-to-glass | capture to display | capture to last packet sent | encode | first packet ahead |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {run} | {fmt(m['g2g_p50'])} | {fmt(m['capture_to_display_p50'])} | {fmt(m['capture_to_send_p50'])} | "
+                  f"{fmt(m['encode_p50'], 2)} | {fmt(m['first_packet_lead_p50'], 2)} |" for run, m in stages]
     return "\n".join(lines) + "\n"
 
 

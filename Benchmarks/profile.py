@@ -64,7 +64,8 @@ def frame(line):
 
 
 def summarize(samples, args):
-    libraries, own, waits = collections.Counter(), collections.Counter(), collections.Counter()
+    libraries, own, waits, callers = (collections.Counter(), collections.Counter(), collections.Counter(),
+                                      collections.Counter())
     for stack in samples:
         if len(stack) < 2:
             continue
@@ -79,6 +80,12 @@ def summarize(samples, args):
                 if "kernel" not in where:
                     waits[f"{caller} ({where})"] += 1
                     break
+            # And the sender's own function that made that call (which loop waits).
+            for line in stack[2:]:
+                caller, where = frame(line)
+                if where == "share-send":
+                    callers[caller] += 1
+                    break
     total = max(1, len(samples))
     lines = [f"# Where the sender's CPU goes: {args.size}, {'still' if args.static else 'moving'} screen, "
              f"audio {args.audio}", "",
@@ -91,6 +98,9 @@ def summarize(samples, args):
     lines += [f"| `{name[:100]}` | {100 * count / total:.2f}% |" for name, count in own.most_common(10)]
     lines += ["", "Kernel time, by the user-space call that entered it (top 10):", "", "| call | share |", "|---|---|"]
     lines += [f"| `{name[:100]}` | {100 * count / total:.2f}% |" for name, count in waits.most_common(10)]
+    lines += ["", "Kernel time, by the sender's function that made the call (top 10):", "", "| function | share |",
+              "|---|---|"]
+    lines += [f"| `{name[:100]}` | {100 * count / total:.2f}% |" for name, count in callers.most_common(10)]
     return "\n".join(lines) + "\n"
 
 

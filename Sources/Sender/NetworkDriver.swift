@@ -80,20 +80,21 @@ final class NetworkDriver: @unchecked Sendable {
 
     // MARK: sending (any thread)
 
-    /// Packetizes, protects and queues one access unit for pacing; false
-    /// (nothing sent) while no session is up.
+    /// Packetizes, protects and queues part of an access unit (one slice,
+    /// as the encoder writes it, or the whole frame) for pacing; false
+    /// (nothing sent) while no session is up. What fits the pacer's budget
+    /// leaves at once, from this thread, while the encoder goes on with the
+    /// rest of the picture; the pacer thread sends the rest as the budget refills.
     @discardableResult
-    func sendVideo(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
+    func sendVideo(part: ArraySlice<UInt8>, endsFrame: Bool, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
                    now: MonotonicTime) throws(SRTPError) -> Bool {
         guard link.ready.load(ordering: .acquiring) else { return false }
         try video.withLock { stream throws(SRTPError) in
-            try stream.send(accessUnit: accessUnit, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
-                            isKeyframe: isKeyframe, now: now) { datagram in
+            try stream.send(part: part, endsFrame: endsFrame, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
+                            now: now) { datagram in
                 pacer.withLock { _ = $0.enqueue(datagram, kind: .media, now: now) }
             }
         }
-        // What fits the pacer's budget leaves now, from this thread; the
-        // pacer thread sends the rest as the budget refills.
         if release(at: Clock.monotonic()) != nil { wake.signal() }
         return true
     }

@@ -125,13 +125,6 @@ public final class ScreenSender: Sendable {
         capture = capturer.map { CaptureLoop(capturer: $0, feed: feed, configuredSize: configuration.size,
                                              stillRefresh: configuration.stillRefresh) }
         pushed = capturer == nil ? PushedVideo(feed: feed, configuredSize: configuration.size, slots: configuration.captureSlots) : nil
-        let encoder: H264Encoder
-        do {
-            encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
-                                                     bitrate: EncodePipeline.ceilingKbps(configuration, base: base, rung: startRung))
-        } catch {
-            throw .encoder(error.description)
-        }
         let ssrc = UInt32.random(in: 1...UInt32.max)
         var streamConfiguration = SendStream.Configuration(ssrc: ssrc, cname: configuration.cname)
         streamConfiguration.historyPackets = startRung?.historyPackets ?? 1024
@@ -153,6 +146,14 @@ public final class ScreenSender: Sendable {
             video = try SendStream(configuration: streamConfiguration, keys: startKeys)
         } catch {
             throw .encryption(error.description)
+        }
+        let encoder: H264Encoder
+        do {
+            encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
+                                                     bitrate: EncodePipeline.ceilingKbps(configuration, base: base, rung: startRung),
+                                                     sliceMaxSize: EncodePipeline.sliceMaxSize(payload: video.maxPayloadSize))
+        } catch {
+            throw .encoder(error.description)
         }
         var channels: [AudioChannel] = []
         var streams: [LockedStream] = []

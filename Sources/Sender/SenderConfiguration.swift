@@ -417,6 +417,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var captureToSend: LatencySummary = LatencySummary(samples: 0)
     /// Encoding per frame (colour conversion is done while capturing).
     public var encodeMilliseconds: LatencySummary = LatencySummary(samples: 0)
+    /// How long before its encoding ended a frame's first packet was sent:
+    /// each slice leaves as soon as x264 has written it (0 when a frame is
+    /// sent only once encoded, as with more than one encoder thread).
+    public var firstPacketLead: LatencySummary = LatencySummary(samples: 0)
     /// The congestion controller: its target for all we send, what the
     /// receiver acknowledged, the loss it saw and the delay detector's verdict.
     public var targetKbps = 0.0

@@ -157,17 +157,31 @@ public final class SendStream {
     /// Sends one Annex B access unit: every packet carries the frame's
     /// capture time; the last has the marker bit. `emit` gets each protected
     /// datagram in order (it may pace them).
-    public func send(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp, isKeyframe: Bool,
+    public func send(accessUnit: [UInt8], rtpTimestamp: UInt32, captureTime: NTPTimestamp,
+                     now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
+        try send(part: accessUnit[...], endsFrame: true, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
+                 now: now, emit: emit)
+    }
+
+    /// Sends part of an access unit (some of its NAL units, in Annex B, in
+    /// order) as soon as the encoder has written it, before the rest of the
+    /// frame exists: the packets carry the frame's timestamp and capture
+    /// time, and the last packet of the part that `endsFrame` has the marker
+    /// bit. A frame is counted (and counted as a keyframe if any part held
+    /// an IDR slice) when it ends.
+    public func send(part: ArraySlice<UInt8>, endsFrame: Bool, rtpTimestamp: UInt32, captureTime: NTPTimestamp,
                      now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
         let headerExtension = captureExtension(captureTime)
-        let count = payloader.prepare(accessUnit: accessUnit[...])
+        let count = payloader.prepare(accessUnit: part)
+        if payloader.containsIDR { frameHasIDR = true }
         for index in 0..<count {
-            let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: index == count - 1,
+            let last = endsFrame && index == count - 1
+            let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: last,
                                                   headerExtension: headerExtension)
             let headerSize = buffer.count
-            payloader.writePayload(index, of: accessUnit[...], into: &buffer)
+            payloader.writePayload(index, of: part, into: &buffer)
             try finishPacket(sequence: sequence, payloadSize: buffer.count - headerSize, emit: emit)
-            if repairs.mediaSent(sequence, endsFrame: index == count - 1, timestamp: rtpTimestamp, history: history,
+            if repairs.mediaSent(sequence, endsFrame: last, timestamp: rtpTimestamp, history: history,
                                  into: &repairBuffer) {
                 try srtp.protect(&repairBuffer)
                 statistics.fecPackets += 1
@@ -175,10 +189,19 @@ public final class SendStream {
                 emit(repairBuffer.bytes)
             }
         }
-        statistics.frames += 1
-        if isKeyframe { statistics.keyframes += 1 }
         clockAnchor = (rtpTimestamp, captureTime, now)
+        guard endsFrame else { return }
+        statistics.frames += 1
+        if frameHasIDR { statistics.keyframes += 1 }
+        frameHasIDR = false
     }
+
+    /// Whether a part of the frame being sent held an IDR slice.
+    private var frameHasIDR = false
+
+    /// The largest H.264 payload a packet carries: an encoder whose slices
+    /// fit it sends each slice as one packet.
+    public var maxPayloadSize: Int { payloader.maxPayloadSize }
 
     /// Sends one payload as one packet (RFC 7587: one Opus packet per RTP
     /// packet; the marker is unused for continuous audio).

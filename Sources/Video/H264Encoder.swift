@@ -23,6 +23,12 @@ public struct EncodedFrameInfo: Sendable, Equatable {
 /// x264 configured for screen sharing: the ultrafast preset with the
 /// zerolatency tune (no B-frames, no lookahead, sliced threads), Annex B
 /// output with SPS/PPS repeated before each IDR, ABR with a VBV cap.
+///
+/// With `sliceMaxSize` each picture is cut into slices of at most that many
+/// bytes, and on one encoder thread each slice is handed over the moment
+/// x264 has written it (x264's `nalu_process`), while the rest of the
+/// picture is still being encoded: its packets can leave before the frame
+/// is done.
 public final class H264Encoder {
     public struct Configuration: Sendable, Equatable {
         public var width: Int
@@ -41,9 +47,12 @@ public final class H264Encoder {
         /// The VBV buffer in frames' worth of the bitrate: how far one frame
         /// may exceed the average (and so how large an asked-for IDR may be).
         public var vbvFrames: Double
+        /// The largest slice in bytes (NAL overhead included), a whole number
+        /// of RTP packets' payload; nil: one slice per picture (per thread).
+        public var sliceMaxSize: Int?
 
         public init(width: Int, height: Int, fps: Int = 30, bitrateKbps: Int? = nil, keyframeInterval: Int? = nil,
-                    threads: Int = 0, intraRefresh: Bool = true, vbvFrames: Double = 4) {
+                    threads: Int = 0, intraRefresh: Bool = true, vbvFrames: Double = 4, sliceMaxSize: Int? = nil) {
             self.width = width
             self.height = height
             self.fps = fps
@@ -52,7 +61,14 @@ public final class H264Encoder {
             self.threads = threads
             self.intraRefresh = intraRefresh
             self.vbvFrames = vbvFrames
+            self.sliceMaxSize = sliceMaxSize
         }
+
+        /// Whether slices are handed over while the picture is encoded:
+        /// with one thread x264 writes them in order on the calling thread.
+        /// Sliced threads write them out of order on threads of their own,
+        /// so there they are handed over, in order, once the picture is done.
+        var streamsSlices: Bool { sliceMaxSize != nil && threads == 1 }
 
         /// The VBV buffer in kbit for a bitrate.
         func vbvBuffer(kbps: Int) -> Int32 {
@@ -71,6 +87,8 @@ public final class H264Encoder {
     private let encoder: OpaquePointer
     private var picture = x264_picture_t()
     private var frameCount: Int64 = 0
+    /// Where x264's NAL units go as they are written, grouped into parts.
+    private let parts: SliceCollector
 
     public init(_ configuration: Configuration) throws(EncoderError) {
         let c = configuration
@@ -79,6 +97,7 @@ public final class H264Encoder {
         }
         guard (1...240).contains(c.fps) else { throw EncoderError("fps \(c.fps) outside 1-240") }
         guard c.bitrateKbps >= 16 else { throw EncoderError("bitrate \(c.bitrateKbps) kbit/s is too low") }
+        if let size = c.sliceMaxSize, size < 100 { throw EncoderError("slices of at most \(size) bytes are too small") }
         var param = x264_param_t()
         guard x264_param_default_preset(&param, "ultrafast", "zerolatency") == 0 else {
             throw EncoderError("x264 rejected preset ultrafast/zerolatency")
@@ -112,6 +131,15 @@ public final class H264Encoder {
         param.analyse.b_mb_info = 1
         param.b_repeat_headers = 1
         param.b_annexb = 1
+        if let size = c.sliceMaxSize { param.i_slice_max_size = Int32(size) }
+        if c.streamsSlices {
+            // Called from inside x264_encoder_encode for every NAL unit as it
+            // is finished, with the picture's opaque pointer: the collector.
+            param.nalu_process = { encoder, nal, opaque in
+                guard let encoder, let nal, let opaque else { return }
+                Unmanaged<SliceCollector>.fromOpaque(opaque).takeUnretainedValue().encapsulate(nal, encoder: encoder)
+            }
+        }
         // Baseline-compatible output that every RTP peer decodes.
         guard x264_param_apply_profile(&param, "baseline") == 0 else {
             throw EncoderError("x264 rejected the baseline profile")
@@ -121,7 +149,9 @@ public final class H264Encoder {
         }
         self.encoder = encoder
         self.configuration = configuration
+        parts = SliceCollector(macroblocks: Int32((c.width + 15) / 16 * ((c.height + 15) / 16)))
         x264_picture_init(&picture)
+        if c.streamsSlices { picture.opaque = Unmanaged.passUnretained(parts).toOpaque() }
     }
 
     deinit { x264_encoder_close(encoder) }
@@ -129,6 +159,19 @@ public final class H264Encoder {
     /// The stream's SPS and PPS NAL units (without start codes), for SDP's
     /// sprop-parameter-sets and recorder extradata.
     public func parameterSets() -> [[UInt8]] {
+        guard configuration.streamsSlices else { return Self.parameterSets(of: encoder) }
+        // x264 would hand a streaming encoder's headers to `nalu_process`
+        // with no picture to say where they go: a twin without the callback,
+        // opened with the same parameters, writes the same sets.
+        var param = x264_param_t()
+        x264_encoder_parameters(encoder, &param)
+        param.nalu_process = nil
+        guard let twin = share_x264_encoder_open(&param) else { return [] }
+        defer { x264_encoder_close(twin) }
+        return Self.parameterSets(of: twin)
+    }
+
+    private static func parameterSets(of encoder: OpaquePointer) -> [[UInt8]] {
         var nals: UnsafeMutablePointer<x264_nal_t>?
         var count: Int32 = 0
         guard x264_encoder_headers(encoder, &nals, &count) >= 0, let nals else { return [] }
@@ -157,13 +200,30 @@ public final class H264Encoder {
         return try result.get()
     }
 
-    /// Encodes the picture in `planes` (x264 copies it in before returning).
+    /// Encodes the picture in `planes` and replaces `accessUnit` with the
+    /// whole Annex B output. Returns nil when x264 emitted nothing.
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil,
+                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
+        accessUnit.removeAll(keepingCapacity: true)
+        return try encode(planes, forceKeyframe: forceKeyframe, changes: changes) { part, _ in
+            accessUnit.append(contentsOf: part)
+        }
+    }
+
+    /// Encodes the picture in `planes` (x264 copies it in before returning)
+    /// and hands the Annex B output to `emit` in parts, in order: each part
+    /// is one slice with the parameter sets or SEI written just before it,
+    /// and the last part says so. With `sliceMaxSize` on one thread the
+    /// parts come while x264 is still encoding the rest of the picture.
+    /// The bytes are lent for the call only. Returns nil when x264 emitted
+    /// nothing for this picture.
+    ///
     /// `changes`, when known, are the only parts that differ from the picture
     /// encoded just before: every macroblock outside them is marked constant
     /// (X264_MBINFO_CONSTANT) and skipped without analysis, so a small change
     /// costs x264 in proportion to its size.
     package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil,
-                        into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
+                        emit: (_ part: UnsafeBufferPointer<UInt8>, _ endsFrame: Bool) -> Void) throws(EncoderError) -> EncodedFrameInfo? {
         guard planes.width == configuration.width, planes.height == configuration.height else {
             throw EncoderError("picture is \(planes.width)x\(planes.height), encoder is \(configuration.width)x\(configuration.height)")
         }
@@ -180,20 +240,22 @@ public final class H264Encoder {
         picture.prop.mb_info = changes.map { Self.constantMacroblocks(width: planes.width, height: planes.height, except: $0) }
         // x264 keeps the flags with its frame and frees them when done with it.
         picture.prop.mb_info_free = changes == nil ? nil : { free($0) }
-        let size = x264_encoder_encode(encoder, &nals, &count, &picture, &output)
+        let size = withoutActuallyEscaping(emit) { emit in
+            parts.begin(emit)
+            defer { parts.end() }
+            let size = x264_encoder_encode(encoder, &nals, &count, &picture, &output)
+            if size > 0, !configuration.streamsSlices, let nals {
+                // Written already (Annex B, escaped): grouped the same way.
+                for index in 0..<Int(count) { parts.take(nals[index]) }
+            }
+            return size
+        }
         picture.img.plane = (nil, nil, nil, nil)
         picture.prop.mb_info = nil
         picture.prop.mb_info_free = nil
         guard size >= 0 else { throw EncoderError("x264_encoder_encode failed (\(size))") }
-        accessUnit.removeAll(keepingCapacity: true)
-        guard size > 0, let first = nals?[0].p_payload else { return nil }
-        // x264 guarantees the payloads of one call are contiguous.
-        accessUnit.append(contentsOf: UnsafeBufferPointer(start: first, count: Int(size)))
-        // With intra refresh x264 also flags the frame a sweep starts on as a
-        // keyframe; only an IDR picture is one for a decoder joining here.
-        var idr = false
-        for index in 0..<Int(count) where nals![index].i_type == Int32(NAL_SLICE_IDR.rawValue) { idr = true }
-        return EncodedFrameInfo(isKeyframe: idr, size: Int(size), quantizer: Double(output.prop.f_crf_avg))
+        guard size > 0, let frame = parts.finished else { return nil }
+        return EncodedFrameInfo(isKeyframe: frame.idr, size: frame.bytes, quantizer: Double(output.prop.f_crf_avg))
     }
 
     /// One flag per macroblock (16x16 pixels, row by row): constant,

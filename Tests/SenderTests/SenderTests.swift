@@ -142,6 +142,32 @@ struct SenderTests {
         #expect(delays.max()! < 500, "every change grabbed long before the refresh: \(delays.map { Int($0) })")
     }
 
+    /// A moving 720p screen: each frame leaves as several packets in a few
+    /// slices, and a frame's first packet is sent while x264 still encodes
+    /// the rest of it, not once the whole frame is done.
+    @Test func slicesLeaveWhileTheFrameIsEncoded() throws {
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        var configuration = testSenderConfiguration(display: display)
+        configuration.stillRefresh = nil  // a grab every tick
+        let sender = try ScreenSender(configuration: configuration)
+        let scene = try DemoScene(display: display.display)
+        sender.start()
+        defer { sender.stop() }
+        for frame in 0..<60 {
+            scene.draw(frame: frame)
+            usleep(33_000)
+        }
+        let s = sender.statistics
+        #expect(s.framesEncoded >= 20, "frames encoded: \(s.framesEncoded)")
+        #expect(s.packetsSent >= 3 * s.framesEncoded, "\(s.packetsSent) packets for \(s.framesEncoded) frames")
+        let lead = try #require(s.firstPacketLead.p50)
+        let encode = try #require(s.encodeMilliseconds.p50)
+        // A frame of the scene is three or four slices of four packets: the
+        // first leaves about 40% of the encode ahead of its end (a frame
+        // sent once encoded would lead by nothing).
+        #expect(lead > 0.15 * encode, "the first packet left \(lead) ms before the end of a \(encode) ms encode (medians)")
+    }
+
     @Test func lifecycleEventsArriveInOrder() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
         let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))

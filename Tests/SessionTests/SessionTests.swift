@@ -44,7 +44,7 @@ final class Link {
     func send(_ n: Int, size: Int = 5000, keyframe: Bool = false) throws {
         try sender.send(accessUnit: accessUnit(n, size: size, keyframe: keyframe), rtpTimestamp: UInt32(n * 3000),
                         captureTime: NTPTimestamp(unixNanoseconds: 1_700_000_000_000_000_000 + UInt64(n) * 33_000_000),
-                        isKeyframe: keyframe, now: now) { toReceiver.append(Array($0)) }
+                        now: now) { toReceiver.append(Array($0)) }
     }
 
     /// Delivers queued datagrams both ways, dropping those `drop` selects.
@@ -334,7 +334,7 @@ struct SessionTests {
                                            keying: .random(profile: .aes128CmHmacSha1_80))
         var strangerPackets = 0
         try stranger.send(accessUnit: accessUnit(9, size: 3000, keyframe: true), rtpTimestamp: 1, captureTime: .init(rawValue: 0),
-                          isKeyframe: true, now: link.now) { bytes in
+                          now: link.now) { bytes in
             strangerPackets += 1
             var datagram = PacketBuffer(bytes)
             #expect(link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }).isEmpty)

@@ -1,5 +1,7 @@
 import Foundation
 import ShareColor
+import ShareSession
+import ShareSRTP
 import ShareVideo
 import ShareX11
 
@@ -16,8 +18,11 @@ final class Fixture: @unchecked Sendable {
     let bgra: [[UInt8]]
     /// The same pictures in I420.
     let pictures: [I420Image]
-    /// x264 output for `pictures` in order: the first is a keyframe.
+    /// x264 output for `pictures` in order, as the sender encodes them
+    /// (slices of at most four packets): the first is a keyframe.
     let accessUnits: [[UInt8]]
+    /// The same, one slice per picture (as before the sender sliced).
+    let wholeAccessUnits: [[UInt8]]
     private let xvfb: Process
 
     static let frameCount = 60
@@ -87,18 +92,36 @@ final class Fixture: @unchecked Sendable {
         }
         self.bgra = bgra
         self.pictures = pictures
-        let encoder = Fixture.encoder(width: width, height: height)
-        var units: [[UInt8]] = []
-        var unit: [UInt8] = []
-        for picture in pictures {
-            if (try? encoder.encode(picture, into: &unit)) != nil { units.append(unit) }
+        func encoded(sliced: Bool) -> [[UInt8]] {
+            let encoder = Fixture.encoder(width: width, height: height, sliced: sliced)
+            var units: [[UInt8]] = []
+            var unit: [UInt8] = []
+            for picture in pictures {
+                if (try? encoder.encode(picture, into: &unit)) != nil { units.append(unit) }
+            }
+            return units
         }
-        accessUnits = units
+        accessUnits = encoded(sliced: true)
+        wholeAccessUnits = encoded(sliced: false)
     }
 
+    /// The largest H.264 payload of the sender's video packets at the
+    /// default MTU: the sender's slices take at most four of them
+    /// (`EncodePipeline.packetsPerSlice`).
+    static let slicePayload: Int = {
+        do {
+            return try SendStream(configuration: .init(ssrc: 1, cname: "bench"),
+                                  keying: .random(profile: .aes128CmHmacSha1_80)).maxPayloadSize
+        } catch { fatalError("\(error)") }
+    }()
+
     /// An encoder with the sender's defaults for this size at 30 fps: one
-    /// x264 thread up to 1080p30 (SenderConfiguration.defaultEncoderThreads).
-    static func encoder(width: Int, height: Int) -> H264Encoder {
-        do { return try H264Encoder(.init(width: width, height: height, fps: 30, threads: 1)) } catch { fatalError("\(error)") }
+    /// x264 thread up to 1080p30 (SenderConfiguration.defaultEncoderThreads),
+    /// slices of four packets unless `sliced` is false.
+    static func encoder(width: Int, height: Int, sliced: Bool = true) -> H264Encoder {
+        do {
+            return try H264Encoder(.init(width: width, height: height, fps: 30, threads: 1,
+                                         sliceMaxSize: sliced ? 4 * slicePayload : nil))
+        } catch { fatalError("\(error)") }
     }
 }

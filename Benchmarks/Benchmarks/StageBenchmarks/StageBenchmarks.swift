@@ -102,16 +102,20 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(picture.luma(x: 0, y: 0))
         }
 
-        let encoding = Cycle()
-        Benchmark("\(label)-encode-x264", configuration: configuration(allocates: true, seconds: 4)) { benchmark in
-            let fixture = Fixture.of(width: width, height: height)
-            if encoding.encoder == nil { encoding.encoder = Fixture.encoder(width: width, height: height) }
-            let picture = fixture.pictures[encoding.next(fixture.pictures.count)]
-            benchmark.startMeasurement()
-            for _ in benchmark.scaledIterations {
-                _ = try encoding.encoder!.encode(picture, into: &encoding.unit)
+        // As the sender encodes (slices of at most four packets, handed over
+        // as x264 writes them), and one slice per picture for comparison.
+        for (name, sliced) in [("encode-x264", true), ("encode-x264-one-slice", false)] {
+            let encoding = Cycle()
+            Benchmark("\(label)-\(name)", configuration: configuration(allocates: true, seconds: 4)) { benchmark in
+                let fixture = Fixture.of(width: width, height: height)
+                if encoding.encoder == nil { encoding.encoder = Fixture.encoder(width: width, height: height, sliced: sliced) }
+                let picture = fixture.pictures[encoding.next(fixture.pictures.count)]
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations {
+                    _ = try encoding.encoder!.encode(picture, into: &encoding.unit)
+                }
+                benchmark.stopMeasurement()
             }
-            benchmark.stopMeasurement()
         }
 
         // The network stages run the sender's and receiver's own sans-IO
@@ -151,16 +155,19 @@ let benchmarks: @Sendable () -> Void = {
             precondition(delivered > 0, "the receive session delivered no frame")
         }
 
-        let decoding = Cycle()
-        Benchmark("\(label)-decode-libavcodec", configuration: configuration(allocates: true)) { benchmark in
-            let fixture = Fixture.of(width: width, height: height)
-            if decoding.decoder == nil { decoding.decoder = try H264Decoder() }
-            let unit = fixture.accessUnits[decoding.next(fixture.accessUnits.count)]
-            benchmark.startMeasurement()
-            for _ in benchmark.scaledIterations {
-                precondition(decoding.decoder!.decode(unit) != nil, "decode failed")
+        for (name, sliced) in [("decode-libavcodec", true), ("decode-libavcodec-one-slice", false)] {
+            let decoding = Cycle()
+            Benchmark("\(label)-\(name)", configuration: configuration(allocates: true)) { benchmark in
+                let fixture = Fixture.of(width: width, height: height)
+                let units = sliced ? fixture.accessUnits : fixture.wholeAccessUnits
+                if decoding.decoder == nil { decoding.decoder = try H264Decoder() }
+                let unit = units[decoding.next(units.count)]
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations {
+                    precondition(decoding.decoder!.decode(unit) != nil, "decode failed")
+                }
+                benchmark.stopMeasurement()
             }
-            benchmark.stopMeasurement()
         }
     }
 }
@@ -205,7 +212,7 @@ final class Streams {
         timestamp &+= 3000
         now = MonotonicTime(nanoseconds: now.nanoseconds + 33_333_333)
         try stream.send(accessUnit: unit, rtpTimestamp: timestamp, captureTime: NTPTimestamp(unixNanoseconds: now.nanoseconds),
-                        isKeyframe: false, now: now, emit: emit)
+                        now: now, emit: emit)
     }
 
     func receive(_ datagram: inout PacketBuffer) -> [ReceiveEvent] {

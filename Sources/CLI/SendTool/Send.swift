@@ -178,7 +178,8 @@ struct Send: ParsableCommand {
             dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
             cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
             peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
-            capture to send: \(s.captureToSend.text)
+            capture to send: \(s.captureToSend.text); encode: \(s.encodeMilliseconds.text); \
+            first packet ahead of the encode's end: \(s.firstPacketLead.text)
             audio: \(s.audioStreams) streams, \(s.audioPacketsSent) packets
             memory: \(s.memoryRung) (budget \(s.memoryBudgetBytes > 0 ? megabytes(s.memoryBudgetBytes) : "off"), \(s.memorySteps) steps)
             """)

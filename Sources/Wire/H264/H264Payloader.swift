@@ -26,6 +26,8 @@ public struct H264Payloader: Sendable {
     }
     /// The payloads planned by the last `prepare`.
     public private(set) var payloads: [H264Payload] = []
+    /// Whether the last `prepare` held an IDR slice.
+    public private(set) var containsIDR = false
     private var nals: [Range<Int>] = []
 
     /// A budget below this cannot carry a FU-A fragment and a STAP-A unit usefully.
@@ -37,11 +39,13 @@ public struct H264Payloader: Sendable {
         nals.reserveCapacity(16)
     }
 
-    /// Plans the payloads of `accessUnit` into `payloads` and returns how many.
+    /// Plans the payloads of `accessUnit` (a whole access unit or any run
+    /// of its NAL units, in Annex B) into `payloads` and returns how many.
     @discardableResult
     public mutating func prepare(accessUnit: ArraySlice<UInt8>) -> Int {
         payloads.removeAll(keepingCapacity: true)
         AnnexB.nalUnits(in: accessUnit, into: &nals)
+        containsIDR = nals.contains { !$0.isEmpty && H264NALType.type(of: accessUnit[$0.lowerBound]) == H264NALType.idr }
         var groupStart = 0
         var groupSize = 1  // the STAP-A NAL header
         for (index, nal) in nals.enumerated() {

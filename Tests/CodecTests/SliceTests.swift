@@ -1,0 +1,124 @@
+import Foundation
+import ShareColor
+import ShareDecode
+import ShareVideo
+import ShareWire
+import Testing
+
+/// A detailed picture (noise over moving quadrants, as text and photos
+/// are for the encoder): a frame of it takes many packet-sized slices.
+func detailedPicture(width: Int, height: Int, frame: Int) -> I420Image {
+    var bgra = testPicture(width: width, height: height, offset: frame * 8)
+    var random = SplitMix64(seed: UInt64(frame))
+    for index in stride(from: 0, to: bgra.count, by: 4) where random.next() % 3 == 0 {
+        let value = UInt8(truncatingIfNeeded: random.next())
+        bgra[index] = value
+        bgra[index + 1] = value
+    }
+    return ColorConversion.i420(fromBGRA: bgra, width: width, height: height)
+}
+
+/// Encodes `image` through the part-by-part API; returns the parts, whether
+/// each ended the frame, and when the first came and the call returned, as
+/// fractions of the call's time.
+func encodeInParts(_ encoder: H264Encoder, _ image: I420Image, forceKeyframe: Bool = false) throws
+    -> (info: EncodedFrameInfo?, parts: [[UInt8]], ends: [Bool], firstAt: Double) {
+    var parts: [[UInt8]] = []
+    var ends: [Bool] = []
+    var first: UInt64 = 0
+    let began = DispatchTime.now().uptimeNanoseconds
+    let info = try image.withPlanes { y, _, _ in
+        let planes = I420Planes(packedAt: UnsafeMutablePointer(mutating: y), width: image.width, height: image.height)
+        return try encoder.encode(planes, forceKeyframe: forceKeyframe) { part, endsFrame in
+            if first == 0 { first = DispatchTime.now().uptimeNanoseconds }
+            parts.append(Array(part))
+            ends.append(endsFrame)
+        }
+    }
+    let ended = DispatchTime.now().uptimeNanoseconds
+    return (info, parts, ends, Double(first &- began) / Double(max(1, ended - began)))
+}
+
+@Suite("x264 slices, handed over as they are written")
+struct SliceTests {
+    /// Every part is one slice (with the parameter sets before an IDR's
+    /// first), no slice is larger than a packet's payload, exactly the last
+    /// part ends the frame, and the parts together decode: on one encoder
+    /// thread (slices handed over while encoding) and on two (sliced
+    /// threads: handed over, in order, once the picture is done).
+    @Test(arguments: [1, 2])
+    func slicesFitAPacketAndTogetherDecode(threads: Int) throws {
+        let (width, height, budget) = (640, 360, 1100)
+        let encoder = try H264Encoder(.init(width: width, height: height, fps: 30, bitrateKbps: 6000, threads: threads,
+                                            sliceMaxSize: budget))
+        let decoder = try H264Decoder()
+        var last: I420Image?
+        for frame in 0..<12 {
+            let image = detailedPicture(width: width, height: height, frame: frame)
+            let (info, parts, ends, _) = try encodeInParts(encoder, image, forceKeyframe: frame == 6)
+            let frameInfo = try #require(info)
+            #expect(ends.filter { $0 }.count == 1 && ends.last == true, "frame \(frame): \(ends)")
+            #expect(parts.count >= 4, "a detailed 640x360 picture takes several slices, got \(parts.count)")
+            var sawIDR = false
+            for part in parts {
+                let units = AnnexB.nalUnits(in: part)
+                let types = units.map { H264NALType.type(of: part[$0.lowerBound]) }
+                #expect(types.last == H264NALType.slice || types.last == H264NALType.idr, "a part ends with its slice: \(types)")
+                #expect(types.dropLast().allSatisfy { $0 != H264NALType.slice && $0 != H264NALType.idr },
+                        "one slice per part: \(types)")
+                #expect(units.last!.count <= budget, "a slice of \(units.last!.count) bytes, budget \(budget)")
+                if types.last == H264NALType.idr { sawIDR = true }
+            }
+            #expect(frameInfo.isKeyframe == sawIDR)
+            let whole = parts.flatMap { $0 }
+            #expect(frameInfo.size == whole.count)
+            #expect(decoder.decode(whole) != nil, "frame \(frame) decodes")
+            last = image
+        }
+        #expect(decoder.errors == 0)
+        // The last picture came through, every slice in its place: the
+        // luma of each 8x8 block (where the noise averages out) close to the source's.
+        let shown = try #require(decoder.lastPicture())
+        let source = try #require(last)
+        func blockMean(_ image: I420Image, _ bx: Int, _ by: Int) -> Double {
+            var sum = 0
+            for y in by * 8..<by * 8 + 8 { for x in bx * 8..<bx * 8 + 8 { sum += Int(image.luma(x: x, y: y)) } }
+            return Double(sum) / 64
+        }
+        var (worst, total) = (0.0, 0.0)
+        for by in 0..<height / 8 {
+            for bx in 0..<width / 8 {
+                let off = abs(blockMean(shown, bx, by) - blockMean(source, bx, by))
+                (worst, total) = (max(worst, off), total + off)
+            }
+        }
+        // Encoding this noise leaves blocks up to about 20 steps off (as
+        // much in one slice as in many), about 4 on average; a slice out of
+        // place would put another quadrant's colour there (60 steps or more).
+        let mean = total / Double((width / 8) * (height / 8))
+        #expect(worst < 40 && mean < 8, "8x8 blocks' mean luma off by \(mean) on average, \(worst) at worst")
+    }
+
+    /// On one thread x264 hands each slice over the moment it is written:
+    /// the first part of a large picture (an IDR of a detailed 720p frame,
+    /// dozens of slices) comes early in the encode call, while on sliced
+    /// threads the parts come only once the picture is done.
+    @Test func slicesLeaveBeforeThePictureIsDone() throws {
+        func firstParts(threads: Int) throws -> Double {
+            let encoder = try H264Encoder(.init(width: 1280, height: 720, fps: 30, bitrateKbps: 8000, threads: threads,
+                                                sliceMaxSize: 1100))
+            var at: [Double] = []
+            for frame in 0..<7 {
+                let (_, parts, _, first) = try encodeInParts(encoder, detailedPicture(width: 1280, height: 720, frame: frame),
+                                                             forceKeyframe: true)
+                #expect(parts.count >= 20, "an IDR of a detailed 720p picture takes many slices, got \(parts.count)")
+                at.append(first)
+            }
+            return at.sorted()[at.count / 2]
+        }
+        let streamed = try firstParts(threads: 1)
+        let whole = try firstParts(threads: 2)
+        #expect(streamed < 0.3, "on one thread the first slice came at \(streamed) of the encode call (median)")
+        #expect(whole > 0.8, "on sliced threads the first part came at \(whole) of the encode call (median)")
+    }
+}
