@@ -37,6 +37,12 @@ final class NetworkDriver: @unchecked Sendable {
     /// The encoder's bitrate (kbit/s), for the timeline.
     let encoderKbps = Atomic<Int>(0)
     static let sampleInterval: UInt64 = 250_000_000
+    /// How long the feedback thread waits for the receiver at most: while
+    /// a handshake is under way (its retransmissions, this end's answer)
+    /// or the pointer is sent apart (a position held back a few ms), and
+    /// otherwise, when only its own timers call.
+    static let shortestWait: UInt64 = 10_000_000
+    static let longestWait: UInt64 = 100_000_000
     private let began = Clock.monotonic()
     /// The wall-clock time (Unix seconds) the timeline counts from.
     let beganUnix = Double(Clock.wall()) / 1e9
@@ -164,6 +170,16 @@ final class NetworkDriver: @unchecked Sendable {
     func describeAudio() {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
         video.withLock { $0.describe(audio: audioLayout, now: now) }
+        tellNow(now)
+    }
+
+    /// Sends what the video stream has due now (an announcement just made)
+    /// from the calling thread: the feedback thread may be asleep until
+    /// its next timer.
+    private func tellNow(_ now: MonotonicTime) {
+        guard link.ready.load(ordering: .acquiring) else { return }
+        video.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: routes.video, now: now) } }
+        if release(at: Clock.monotonic()) != nil { wake.signal() }
     }
 
     /// The pointer for a receiver that draws it (`--cursor metadata`): what
@@ -186,6 +202,7 @@ final class NetworkDriver: @unchecked Sendable {
     func announce(_ state: StreamState) {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
         video.withLock { $0.announce(state, reason: title, now: now) }
+        tellNow(now)
     }
 
     // MARK: pacer thread
@@ -255,14 +272,16 @@ final class NetworkDriver: @unchecked Sendable {
         let sendHandshake = { [socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         link.begin(now: started, send: sendHandshake)
         let controls = routes.controlSockets
+        var wait = Self.shortestWait
         while context.isActive {
             do {
                 if controls.isEmpty {
-                    if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 10) != nil {
+                    if try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / 1_000_000)) != nil {
                         receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
                     }
                 } else {
-                    let ready = try UDPSocket.waitForInput([socket] + controls.map(\.socket), timeout: .milliseconds(10))
+                    let ready = try UDPSocket.waitForInput([socket] + controls.map(\.socket),
+                                                           timeout: .nanoseconds(Int64(wait)))
                     if ready[0], try socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
                         receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
                     }
@@ -279,15 +298,22 @@ final class NetworkDriver: @unchecked Sendable {
             if let outcome = link.poll(now: clock, send: sendHandshake) {
                 apply(outcome, context: context, began: started, keyframe: keyframe)
             }
+            wait = Self.shortestWait
             guard link.ready.load(ordering: .relaxed) else { continue }
             let (polled, rtt, pacing) = controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
             apply(target: polled, pacingRate: pacing)
-            video.withLock { stream in
+            // Sleep until a timer is due or the receiver says something,
+            // not on a fixed tick: the streams' reports, announcements and
+            // repeats, the rate sample; the rest (the controller's feedback
+            // timeout, the receiver's silence) is coarse.
+            let (videoDue, pointer) = video.withLock { stream in
                 if let rtt { stream.observeRoundTrip(rtt) }
-                _ = stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }
+                return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.sendsPointer)
             }
+            var next = videoDue.nanoseconds
             for (index, stream) in audio.enumerated() {
-                stream.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: routes.audio[index], now: now) } }
+                let due = stream.withLock { $0.poll(now: now) { sendRTCP($0, route: routes.audio[index], now: now) } }
+                next = min(next, due.nanoseconds)
             }
             // Reports and repairs just queued leave now when the budget allows.
             if release(at: Clock.monotonic()) != nil { wake.signal() }
@@ -317,6 +343,9 @@ final class NetworkDriver: @unchecked Sendable {
                 lastSample = clock
                 bytesAtSample = bytes
             }
+            next = min(next, lastSample &+ Self.sampleInterval)
+            let longest = link.isBusy || pointer ? Self.shortestWait : Self.longestWait
+            wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
     }
 

@@ -59,6 +59,13 @@ final class SessionLink: @unchecked Sendable {
     /// False with a static key (the interop mode).
     var usesHandshake: Bool { initiator != nil }
 
+    /// Whether a handshake is under way or waits for this end's person:
+    /// its retransmissions and answers need polling often (feedback thread).
+    var isBusy: Bool {
+        guard let initiator else { return false }
+        return !ready.load(ordering: .relaxed) || initiator.isInProgress || held != nil
+    }
+
     /// A new handshake (the first, or after the receiver went quiet).
     func begin(now: UInt64, send: ([UInt8]) -> Void) {
         guard initiator != nil else { return }

@@ -443,15 +443,28 @@ public final class SendStream {
     }
 
     /// Sends a sender report with SDES when one is due, an unanswered state
-    /// announcement and the pointer's repeats; returns when the next report
-    /// is due.
+    /// announcement and the pointer's repeats; returns when it next has
+    /// something to send (the caller may sleep until then).
     @discardableResult
     public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> MonotonicTime {
         if let state = announcer.poll(now: now) { sendRTCP([state.packet(ssrc: configuration.ssrc)], emit: emit) }
         sendCursor(now: now, emit: emit)
-        if let due = nextReport, now < due { return due }
+        report(now: now, emit: emit)
+        var next = nextReport ?? now + configuration.reportInterval
+        if let due = announcer.deadline { next = min(next, due) }
+        if let due = cursor.deadline { next = min(next, due) }
+        return next
+    }
+
+    /// Whether the pointer is sent as metadata: a new position may become
+    /// due (held back by `CursorAnnouncer.minimumInterval`) between polls.
+    public var sendsPointer: Bool { cursor.position != nil }
+
+    /// A sender report with the stream's SDES, when one is due.
+    private func report(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {
+        if let due = nextReport, now < due { return }
         nextReport = now + configuration.reportInterval
-        guard let anchor = clockAnchor else { return nextReport! }
+        guard let anchor = clockAnchor else { return }
         // RFC 3550 §6.4.1: the RTP timestamp of the same instant as the NTP
         // one, extrapolated from the newest packet's capture instant.
         let elapsed = now.since(anchor.at)
@@ -466,7 +479,6 @@ public final class SendStream {
         if sentReports.count > 8 { sentReports.removeFirst() }
         sendRTCP([.senderReport(report), .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname))],
                  emit: emit)
-        return nextReport!
     }
 
     /// RTCP BYE (RFC 3550 §6.6), sent when the stream ends, after the

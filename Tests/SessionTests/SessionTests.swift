@@ -218,6 +218,33 @@ struct SessionTests {
         #expect(rtt < .seconds(1))
     }
 
+    /// `poll` says when the stream next has something to send, so the
+    /// feedback thread can sleep until then: the next sender report (1 s),
+    /// an unanswered announcement's repeat (100 ms), a pointer position held
+    /// back by its minimum interval (8 ms).
+    @Test func pollSaysWhenItNextHasSomethingToSend() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.deliver()
+        let start = link.now
+        var due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(due == start + .seconds(1), "the next report")
+        link.deliver()
+        link.sender.announce(.paused, now: link.now)
+        due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(due == link.now + .milliseconds(100), "the announcement's repeat")
+        link.deliver()                                               // answered
+        #expect(link.sender.stateAcknowledged)
+        due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(due == start + .seconds(1), "answered: the report again")
+        #expect(!link.sender.sendsPointer)
+        link.sender.updateCursor(CursorPosition(x: 10, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
+        link.sender.updateCursor(CursorPosition(x: 11, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
+        due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(link.sender.sendsPointer)
+        #expect(due == link.now + .milliseconds(8), "the position held back")
+    }
+
     /// Pause, resume and finish are repeated until the receiver answers,
     /// however many copies or answers are lost, and each is reported once.
     @Test func statesAreRepeatedUntilAnsweredAndReportedOnce() throws {
