@@ -10,8 +10,10 @@ internal import ShareX11
 /// picture is shown without converting the picture again. Decode thread only.
 final class PictureWindow {
     private let window: VideoWindow
-    /// The picture as converted (BGRX), without the pointer.
+    /// The picture as converted (BGRX), without the pointer, while a pointer
+    /// is drawn over it; and whether it holds the newest picture.
     private var pixels: [UInt8] = []
+    private var pixelsCurrent = false
     private var size = (width: 0, height: 0)
     private var cursor: CursorOverlay?
 
@@ -22,8 +24,37 @@ final class PictureWindow {
     var closed: Bool { window.closed }
     func setTitle(_ title: String) { window.setTitle(title) }
 
-    /// Shows the decoder's newest picture.
+    /// Shows the decoder's newest picture. Without a pointer to draw over it,
+    /// the picture is converted straight into what the X server reads (no
+    /// copy of it is kept); with one, into `pixels`, kept clean for the
+    /// pointer's next move.
     func show(_ decoder: H264Decoder) {
+        guard cursor?.shape != nil else {
+            decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
+                window.show(width: width, height: height, stride: width * 4) { destination in
+                    ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
+                                                height: height, to: destination, stride: width * 4)
+                }
+                size = (width, height)
+            }
+            pixelsCurrent = false
+            return
+        }
+        keep(decoder)
+        present()
+    }
+
+    /// The pointer moved or changed shape: shown over the picture now
+    /// (converted again first if it was last shown without a pointer).
+    func showCursor(_ overlay: CursorOverlay, decoder: H264Decoder) {
+        cursor = overlay
+        guard size.width > 0 else { return }
+        if !pixelsCurrent { keep(decoder) }
+        present()
+    }
+
+    /// Converts the decoder's newest picture into `pixels`.
+    private func keep(_ decoder: H264Decoder) {
         decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
             let stride = width * 4
             if pixels.count < stride * height { pixels = [UInt8](repeating: 0, count: stride * height) }
@@ -33,13 +64,7 @@ final class PictureWindow {
             }
             size = (width, height)
         }
-        present()
-    }
-
-    /// The pointer moved or changed shape: shown over the picture now.
-    func showCursor(_ overlay: CursorOverlay) {
-        cursor = overlay
-        if size.width > 0 { present() }
+        pixelsCurrent = true
     }
 
     /// Where the pointer's image goes on the picture (its top left corner),

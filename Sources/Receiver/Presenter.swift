@@ -179,7 +179,7 @@ final class Presenter: @unchecked Sendable {
             }
             recording?.noteAudioLayout()
         case .cursor(let overlay):
-            window?.showCursor(overlay)
+            window?.showCursor(overlay, decoder: decoder)
         case .senderReport(let ssrc, let report):
             clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):

@@ -10,6 +10,8 @@ public final class VideoWindow {
     private let window: xcb_window_t
     private let gc: xcb_gcontext_t
     private var segment: SharedMemorySegment?
+    /// Where a picture is drawn without MIT-SHM, before PutImage.
+    private var scratch: [UInt8] = []
     private var deleteAtom: xcb_atom_t = 0
     public private(set) var width: Int
     public private(set) var height: Int
@@ -80,6 +82,34 @@ public final class VideoWindow {
     /// Shows a BGRA picture of `width` x `height` with `stride` bytes per row,
     /// resizing the window to it.
     package func show(width: Int, height: Int, stride: Int, pixels: UnsafeRawPointer) {
+        if let segment = prepare(width: width, height: height, bytes: stride * height) {
+            segment.address.copyMemory(from: pixels, byteCount: stride * height)
+            putShared(segment, width: width, height: height, stride: stride)
+        } else {
+            putStrips(pixels, width: width, height: height, stride: stride)
+        }
+    }
+
+    /// Shows a BGRA picture of `width` x `height` with `stride` bytes per row
+    /// that `draw` writes: straight into the shared memory the server reads
+    /// it from, so a picture converted for the window is written once, not
+    /// converted and then copied. Resizes the window to it.
+    package func show(width: Int, height: Int, stride: Int, draw: (UnsafeMutableRawPointer) -> Void) {
+        if let segment = prepare(width: width, height: height, bytes: stride * height) {
+            draw(segment.address)
+            putShared(segment, width: width, height: height, stride: stride)
+        } else {
+            if scratch.count < stride * height { scratch = [UInt8](repeating: 0, count: stride * height) }
+            scratch.withUnsafeMutableBytes { raw in
+                draw(raw.baseAddress!)
+                putStrips(UnsafeRawPointer(raw.baseAddress!), width: width, height: height, stride: stride)
+            }
+        }
+    }
+
+    /// Handles the window's events, follows the picture's size, and returns
+    /// the shared segment to put `bytes` through (nil without MIT-SHM).
+    private func prepare(width: Int, height: Int, bytes: Int) -> SharedMemorySegment? {
         pollEvents()
         let c = connection.connection
         if width != self.width || height != self.height {
@@ -88,31 +118,35 @@ public final class VideoWindow {
             self.width = width
             self.height = height
         }
-        let bytes = stride * height
-        let depth = connection.screen.root_depth
-        let format = UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue)
-        if connection.hasSharedMemory {
-            if segment == nil || segment!.size < bytes { segment = try? SharedMemorySegment(connection: connection, size: bytes) }
+        if connection.hasSharedMemory, segment == nil || segment!.size < bytes {
+            segment = try? SharedMemorySegment(connection: connection, size: bytes)
         }
-        if let segment {
-            segment.address.copyMemory(from: pixels, byteCount: bytes)
-            xcb_shm_put_image(c, window, gc, UInt16(stride / 4), UInt16(height), 0, 0, UInt16(width), UInt16(height),
-                              0, 0, depth, format, 0, segment.segment, 0)
-            // Wait for the server so the segment can be rewritten safely.
-            free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
-        } else {
-            // PutImage in strips that fit the maximum request length.
-            let maxBytes = Int(xcb_get_maximum_request_length(c)) * 4 - 64
-            let rows = max(1, maxBytes / stride)
-            var row = 0
-            while row < height {
-                let count = min(rows, height - row)
-                xcb_put_image(c, format, window, gc, UInt16(stride / 4), UInt16(count), 0, Int16(row), 0, depth,
-                              UInt32(count * stride), (pixels + row * stride).assumingMemoryBound(to: UInt8.self))
-                row += count
-            }
-            connection.flush()
+        return segment
+    }
+
+    private func putShared(_ segment: SharedMemorySegment, width: Int, height: Int, stride: Int) {
+        let c = connection.connection
+        xcb_shm_put_image(c, window, gc, UInt16(stride / 4), UInt16(height), 0, 0, UInt16(width), UInt16(height),
+                          0, 0, connection.screen.root_depth, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), 0, segment.segment, 0)
+        // Wait for the server so the segment can be rewritten safely.
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
+        framesShown += 1
+    }
+
+    /// PutImage in strips that fit the maximum request length (no MIT-SHM).
+    private func putStrips(_ pixels: UnsafeRawPointer, width: Int, height: Int, stride: Int) {
+        let c = connection.connection
+        let maxBytes = Int(xcb_get_maximum_request_length(c)) * 4 - 64
+        let rows = max(1, maxBytes / stride)
+        var row = 0
+        while row < height {
+            let count = min(rows, height - row)
+            xcb_put_image(c, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), window, gc, UInt16(stride / 4), UInt16(count), 0,
+                          Int16(row), 0, connection.screen.root_depth, UInt32(count * stride),
+                          (pixels + row * stride).assumingMemoryBound(to: UInt8.self))
+            row += count
         }
+        connection.flush()
         framesShown += 1
     }
 
