@@ -364,7 +364,8 @@ def markdown(settings, med):
               "Glass-to-glass runs from the scene drawing a frame stamp to the receiver showing the picture that "
               "holds it (first appearance of each stamp). Frames sent: share's and ffmpeg's own counts; "
               "GStreamer's are the frames seen on the wire."]
-    stages = [(run, by["share"]) for run, by in med.items() if "share" in by and by["share"].get("capture_to_send_p50")]
+    stages = [(run, by["share"]) for run, by in med.items()
+              if "share" in by and by["share"].get("capture_to_send_p50") and "static" not in run]
     if stages:
         lines += ["", "Where share's glass-to-glass goes (medians, ms): the stamp's age when grabbed is glass-to-glass "
                   "less capture-to-display; capture to the last packet sent includes the encode, and the first "
