@@ -74,8 +74,6 @@ final class EncodePipeline: @unchecked Sendable {
         return VideoSize(width: base.width * height / base.height, height: height).even
     }
 
-    /// An encoder at the configured frame rate, whatever the capture rate
-    /// (a lower capture rate is a higher bitrate per frame, see `adapt`).
     /// Packets' worth of payload a slice may take. Each slice leaves as
     /// soon as x264 has written it, and a lost packet costs its slice, not
     /// the frame; but every slice boundary costs x264: slices of one packet
@@ -87,8 +85,9 @@ final class EncodePipeline: @unchecked Sendable {
     /// The largest slice for a stream whose packets carry `payload` bytes of H.264.
     static func sliceMaxSize(payload: Int) -> Int { payload * packetsPerSlice }
 
-    /// An encoder for the sender: slices of at most `sliceMaxSize` bytes,
-    /// each sent as x264 writes it.
+    /// An encoder at the configured frame rate, whatever the capture rate
+    /// (a lower capture rate is a higher bitrate per frame, see `adapt`), in
+    /// slices of at most `sliceMaxSize` bytes, each sent as x264 writes it.
     static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize,
                             bitrate: Int, sliceMaxSize: Int?) throws(EncoderError) -> H264Encoder {
         try H264Encoder(.init(width: size.width, height: size.height, fps: configuration.fps, bitrateKbps: bitrate,

@@ -199,8 +199,9 @@ public final class SendStream {
     /// Whether a part of the frame being sent held an IDR slice.
     private var frameHasIDR = false
 
-    /// The largest H.264 payload a packet carries: an encoder whose slices
-    /// fit it sends each slice as one packet.
+    /// The largest H.264 payload a packet carries: the sender cuts its
+    /// slices to a whole number of these (a slice that fits one is sent as
+    /// one packet, a larger one in FU-A fragments).
     public var maxPayloadSize: Int { payloader.maxPayloadSize }
 
     /// Sends one payload as one packet (RFC 7587: one Opus packet per RTP

@@ -78,6 +78,8 @@ final class SliceCollector {
             pending.append(contentsOf: unit)
             return
         }
+        // With intra refresh x264 also flags the frame a sweep starts on as a
+        // keyframe; only an IDR picture is one for a decoder joining here.
         if type == Int32(NAL_SLICE_IDR.rawValue) { idr = true }
         let last = nal.i_last_mb >= macroblocks - 1
         if pending.isEmpty {
