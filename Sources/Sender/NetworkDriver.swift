@@ -28,24 +28,19 @@ final class NetworkDriver: @unchecked Sendable {
     /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
     private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
-    /// The rate every 250 ms for the last five minutes, in storage reserved
-    /// at the start (about 150 KiB): a long run's footprint stays flat.
-    private let timeline = Locked(BoundedHistory<RateSample>(capacity: 1200))
+    /// The rates every 250 ms, for the statistics.
+    let rates = RateTimeline()
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
     let protectionGroup = Atomic<Int>(0)
     private var protection = ProtectionPolicy()
     /// The encoder's bitrate (kbit/s), for the timeline.
     let encoderKbps = Atomic<Int>(0)
-    static let sampleInterval: UInt64 = 250_000_000
     /// How long the feedback thread waits for the receiver at most: while
     /// a handshake is under way (its retransmissions, this end's answer)
     /// or the pointer is sent apart (a position held back a few ms), and
     /// otherwise, when only its own timers call.
     static let shortestWait: UInt64 = 10_000_000
     static let longestWait: UInt64 = 100_000_000
-    private let began = Clock.monotonic()
-    /// The wall-clock time (Unix seconds) the timeline counts from.
-    let beganUnix = Double(Clock.wall()) / 1e9
 
     /// Whether the video stream can send FlexFEC.
     private let fecAvailable: Bool
@@ -266,8 +261,6 @@ final class NetworkDriver: @unchecked Sendable {
     func feedbackLoop(_ context: SenderContext, keyframe: @escaping () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 2048)
         var count = 0
-        var lastSample = Clock.monotonic()
-        var bytesAtSample = 0
         let started = Clock.monotonic()
         let sendHandshake = { [socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         link.begin(now: started, send: sendHandshake)
@@ -318,7 +311,7 @@ final class NetworkDriver: @unchecked Sendable {
             // Reports and repairs just queued leave now when the budget allows.
             if release(at: Clock.monotonic()) != nil { wake.signal() }
             tell(presence.poll(now: now), context)
-            if clock &- lastSample >= Self.sampleInterval {
+            if clock >= rates.next {
                 let bytes = pacer.withLock { $0.counters.bytesSent }
                 let estimate = controller.withLock { $0.estimate }
                 if presence.present, let news = estimateChanges.check(estimate, now: now) {
@@ -331,19 +324,10 @@ final class NetworkDriver: @unchecked Sendable {
                         video.withLock { $0.protectionGroup = group }
                     }
                 }
-                var sample = RateSample(seconds: Double(clock &- began) / 1e9, targetKbps: estimate.target / 1000,
-                                        delayBasedKbps: estimate.delayBased / 1000, lossBasedKbps: estimate.lossBased / 1000,
-                                        acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
-                                        sentKbps: Double(bytes - bytesAtSample) * 8 / (Double(clock &- lastSample) / 1e9) / 1000,
-                                        encoderKbps: encoderKbps.load(ordering: .relaxed),
-                                        queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
-                                        roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
-                sample.framesEncoded = context.stats.withLock { $0.framesEncoded }
-                timeline.withLock { $0.append(sample) }
-                lastSample = clock
-                bytesAtSample = bytes
+                rates.record(at: clock, bytesSent: bytes, estimate: estimate, encoderKbps: encoderKbps.load(ordering: .relaxed),
+                             framesEncoded: context.stats.withLock { $0.framesEncoded })
             }
-            next = min(next, lastSample &+ Self.sampleInterval)
+            next = min(next, rates.next)
             let longest = link.isBusy || pointer ? Self.shortestWait : Self.longestWait
             wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
@@ -473,15 +457,13 @@ final class NetworkDriver: @unchecked Sendable {
         var feedbackReports: Int
         var pacer: PacketPacer.Counters
         var queueDelay: Duration
-        var timeline: [RateSample]
     }
 
     func snapshot() -> Snapshot {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
         let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
         let (counters, delay) = pacer.withLock { ($0.counters, $0.queueDelay(now: now)) }
-        return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay,
-                        timeline: timeline.withLock { $0.elements })
+        return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay)
     }
 }
 

@@ -464,6 +464,7 @@ public final class ScreenSender: Sendable {
         let audioCount = audio.count
         let audioDropped = audio.reduce(0) { $0 + ($1.pushed?.droppedFrames.load(ordering: .relaxed) ?? 0) }
         let driver = network.snapshot()
+        let rates = network.rates.samples
         let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
         context.stats.withLock { s in
             s.memoryAccountedBytes = accounted
@@ -503,8 +504,8 @@ public final class ScreenSender: Sendable {
             s.feedbackReports = driver.feedbackReports
             s.pacerDrops = driver.pacer.dropped
             s.pacerQueueMilliseconds = driver.queueDelay.seconds * 1000
-            s.rateTimeline = driver.timeline
-            s.timelineOriginUnix = network.beganUnix
+            s.rateTimeline = rates
+            s.timelineOriginUnix = network.rates.beganUnix
             s.footprintBytes = memory.footprintBytes
             s.residentBytes = memory.residentBytes
             s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes, context.peakFootprint.load(ordering: .relaxed))

@@ -1,0 +1,50 @@
+internal import ShareCongestion
+internal import ShareWire
+internal import ShareSync
+
+/// The sender's rates every 250 ms for the last five minutes (the
+/// controller's estimate, what left, the encoder's bitrate), in storage
+/// reserved at the start (about 150 KiB): a long run's footprint stays
+/// flat. The feedback thread records; the statistics read, any thread.
+final class RateTimeline: Sendable {
+    static let interval: UInt64 = 250_000_000
+    /// The wall-clock time (Unix seconds) the timeline counts from.
+    let beganUnix = Double(Clock.wall()) / 1e9
+    private let began = Clock.monotonic()
+
+    private struct State {
+        var samples = BoundedHistory<RateSample>(capacity: 1200)
+        /// When the last sample was taken, and the bytes sent by then.
+        var last: UInt64
+        var bytesAtLast = 0
+    }
+    private let state: Locked<State>
+
+    init() { state = Locked(State(last: began)) }
+
+    /// When the next sample is due (monotonic ns).
+    var next: UInt64 { state.withLock { $0.last &+ Self.interval } }
+
+    /// Records the rates at `clock`: what was sent since the last sample
+    /// (`bytesSent` is the running total), the controller's estimate.
+    func record(at clock: UInt64, bytesSent: Int, estimate: CongestionController.Estimate, encoderKbps: Int,
+                framesEncoded: Int) {
+        let seconds = Double(clock &- began) / 1e9
+        state.withLock { s in
+            var sample = RateSample(seconds: seconds, targetKbps: estimate.target / 1000,
+                                    delayBasedKbps: estimate.delayBased / 1000, lossBasedKbps: estimate.lossBased / 1000,
+                                    acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
+                                    sentKbps: Double(bytesSent - s.bytesAtLast) * 8 / (Double(clock &- s.last) / 1e9) / 1000,
+                                    encoderKbps: encoderKbps,
+                                    queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
+                                    roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
+            sample.framesEncoded = framesEncoded
+            s.samples.append(sample)
+            s.last = clock
+            s.bytesAtLast = bytesSent
+        }
+    }
+
+    /// The samples kept, oldest first.
+    var samples: [RateSample] { state.withLock { $0.samples.elements } }
+}
