@@ -11,15 +11,18 @@ internal import ShareSync
 /// downstream: a frame the encoder has not taken yet is replaced (and
 /// counted).
 ///
-/// With XDamage it grabs when the screen changes, not on a timer: it sleeps
-/// on the X connection until damage arrives, lets the drawing finish
-/// (`settle`, 1 ms), and grabs at once unless the last grab was less than a
-/// frame interval ago (then at that interval: never above `fps`). A change
-/// leaves about a millisecond after it is drawn instead of waiting for the
-/// next tick (half an interval on average, 17 ms at 30 fps). A still screen
-/// costs one picture every `stillRefresh`, and a keyframe request always
-/// gets a fresh one. Without XDamage (or with `stillRefresh` nil) it grabs
-/// on a timer at `fps`.
+/// With XDamage it grabs when the screen changes, not on a timer, as its
+/// `GrabSchedule` says: it sleeps on the X connection until damage arrives,
+/// lets the drawing finish (until nothing more is drawn for `quiet`, 0.3 ms;
+/// `settle`, 2 ms, at most), and grabs at once unless the last grab was
+/// less than a frame interval ago (then at the next slot of the frame grid:
+/// never above `fps`). A change is grabbed well under a millisecond after it
+/// is drawn instead of waiting for the next tick (half an interval on
+/// average, 17 ms at 30 fps). Content that changes faster than `fps` in a
+/// steady rhythm (a video) is grabbed right after a change is drawn, not at
+/// whatever age the slot finds it. A still screen costs one picture every
+/// `stillRefresh`, and a keyframe request always gets a fresh one. Without
+/// XDamage (or with `stillRefresh` nil) it grabs on a timer at `fps`.
 final class CaptureLoop: @unchecked Sendable {
     // Safe: `capturer` and the pointer state are used by the capture thread
     // only (the capturer's counters are atomic); the feed is Sendable.
@@ -44,8 +47,11 @@ final class CaptureLoop: @unchecked Sendable {
         return EncodePipeline.size(base, height: maxHeight)
     }
 
-    /// How long a change is given to finish drawing before it is grabbed.
-    static let settle: UInt64 = 1_000_000
+    /// A drawing has finished when nothing more was drawn for 0.3 ms (a
+    /// client's requests in one flush are drawn within microseconds of each
+    /// other), or after 2 ms at most.
+    static let quiet: UInt64 = 300_000
+    static let settle: UInt64 = 2_000_000
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end).
     static let longestWait: UInt64 = 20_000_000
@@ -84,44 +90,56 @@ final class CaptureLoop: @unchecked Sendable {
     }
 
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
-        var lastGrab: UInt64 = 0
-        /// The frame grid: the earliest a grab may start. It advances by one
-        /// interval per grab, not from each grab's own time, so a late
-        /// wake-up does not lower the frame rate.
-        var slot: UInt64 = 0
+        var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
+                                    longestWait: pointerSink == nil ? Self.longestWait : Self.pointerInterval,
+                                    interval: Self.interval(feed))
+        var seen = capturer.changesSeen
         while context.isActive {
-            let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
+            schedule.interval = Self.interval(feed)
             guard context.isRunning else {
-                Clock.sleep(until: Clock.monotonic() + interval)
+                Clock.sleep(until: Clock.monotonic() + schedule.interval)
                 continue
             }
             followPointer()
-            let now = Clock.monotonic()
-            if !capturer.screenChanged, !context.keyframeRequested.load(ordering: .relaxed), now &- lastGrab < refresh {
-                let longest = pointerSink == nil ? Self.longestWait : Self.pointerInterval
-                let wait = min(lastGrab &+ refresh &- now, longest)
-                if capturer.waitForChange(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.settle) }
-                continue
+            let pending = capturer.screenChanged
+            noteChanges(asTheyCame: false)
+            switch schedule.next(now: Clock.monotonic(), pending: pending,
+                                 keyframeWanted: context.keyframeRequested.load(ordering: .relaxed)) {
+            case .waitForChange(let until):
+                _ = capturer.waitForChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
+                noteChanges(asTheyCame: true)
+            case .watchForNextChange(let until):
+                _ = capturer.watchForNextChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
+                noteChanges(asTheyCame: true)
+            case .sleep(let until):
+                Clock.sleep(until: until)
+            case .grab:
+                let skipped = schedule.grabbed(at: Clock.monotonic())
+                if skipped > 0 { context.stats.withLock { $0.framesUnchanged += skipped } }
+                guard grab(context) else { return }
+                // Damage the grab read is in the picture, not a change after it.
+                seen = capturer.changesSeen
             }
-            // Never above the frame rate.
-            if lastGrab != 0, Clock.monotonic() < slot { Clock.sleep(until: slot) }
-            let grabbedAt = Clock.monotonic()
-            if lastGrab != 0, grabbedAt &- lastGrab >= 2 * interval {
-                // The frame ticks a timer would have spent on a still screen.
-                let skipped = Int((grabbedAt &- lastGrab) / interval) - 1
-                context.stats.withLock { $0.framesUnchanged += skipped }
-            }
-            lastGrab = grabbedAt
-            // A quiet screen or a stall leaves the grid behind: start it again.
-            slot = slot &+ interval < grabbedAt ? grabbedAt &+ interval : slot &+ interval
-            guard grab(context) else { return }
         }
+
+        /// A damage event read: the screen changed about now when it was
+        /// read waiting for it, at some moment of the grab before when it
+        /// was found there afterwards.
+        func noteChanges(asTheyCame: Bool) {
+            guard capturer.changesSeen != seen else { return }
+            seen = capturer.changesSeen
+            schedule.changed(at: Clock.monotonic(), asItCame: asTheyCame)
+        }
+    }
+
+    private static func interval(_ feed: VideoFeed) -> UInt64 {
+        UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
     }
 
     private func runOnTimer(_ context: SenderContext) {
         var next = Clock.monotonic()
         while context.isActive {
-            let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
+            let interval = Self.interval(feed)
             next += interval
             if context.isRunning {
                 followPointer()

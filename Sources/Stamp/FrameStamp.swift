@@ -54,6 +54,18 @@ public struct FrameStamp: Sendable, Equatable {
         return ((index + 1) * size, top(width: width), size)
     }
 
+    /// Draws this stamp in a picture `width` wide through `fill` (a
+    /// rectangle and whether it is white): the band black, then the white
+    /// blocks over it.
+    public func paint(width: Int, fill: (_ x: Int, _ y: Int, _ width: Int, _ height: Int, _ white: Bool) -> Void) {
+        let band = Self.band(width: width)
+        fill(band.x, band.y, band.width, band.height, false)
+        for (index, white) in blocks.enumerated() where white {
+            let r = Self.rect(block: index, width: width)
+            fill(r.x, r.y, r.size, r.size, true)
+        }
+    }
+
     /// Reads a stamp from a luma plane through `luma(x, y)`; nil when the
     /// picture is too small, the sync blocks are wrong or the CRC fails.
     public static func read(width: Int, height: Int, luma: (_ x: Int, _ y: Int) -> UInt8) -> FrameStamp? {

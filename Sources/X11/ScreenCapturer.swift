@@ -121,6 +121,12 @@ public final class ScreenCapturer: @unchecked Sendable {
     private var changedSinceGrab = true
     /// What changed since the last grab, in screen coordinates (nil: all of it).
     private var changedRegion: xcb_xfixes_region_t?
+    /// Damage set aside by `watchForNextChange`, for the next grab.
+    private var heldRegion: xcb_xfixes_region_t?
+    private var holdsDamage = false
+    /// Damage events read: each the first change drawn after a grab or a
+    /// `watchForNextChange`.
+    public private(set) var changesSeen = 0
     /// Where the pointer was drawn in the last picture: what to grab again
     /// when it moves.
     private var drawnCursor: Rectangle?
@@ -146,8 +152,11 @@ public final class ScreenCapturer: @unchecked Sendable {
         }
         let region = xcb_generate_id(c)
         xcb_xfixes_create_region(c, region, 0, nil)
+        let held = xcb_generate_id(c)
+        xcb_xfixes_create_region(c, held, 0, nil)
         damage = id
         changedRegion = region
+        heldRegion = held
         damageEvent = ext.pointee.first_event + UInt8(XCB_DAMAGE_NOTIFY)
         changedSinceGrab = true
         return true
@@ -170,7 +179,11 @@ public final class ScreenCapturer: @unchecked Sendable {
     private func readEvents() {
         while let event = xcb_poll_for_event(connection.connection) {
             let type = event.pointee.response_type & 0x7F
-            if (damage != nil && type == damageEvent) || (drawsCursor && type == cursorEvent) { changedSinceGrab = true }
+            if damage != nil && type == damageEvent {
+                changedSinceGrab = true
+                changesSeen += 1
+            }
+            if drawsCursor && type == cursorEvent { changedSinceGrab = true }
             if tracksPointer && type == cursorEvent { pointerShapeChanged = true }
             if let screenChangeEvent, type == screenChangeEvent {
                 screenResized = true
@@ -208,11 +221,45 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// the error) it returns true at once.
     public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
         if screenChanged { return true }
+        waitForEvents(timeoutNanoseconds: timeoutNanoseconds)
+        return screenChanged || xcb_connection_has_error(connection.connection) != 0
+    }
+
+    /// Sets what changed so far aside for the next grab and waits until the
+    /// next change is drawn (a damage event: XDamage reports again once its
+    /// region is emptied) or `timeoutNanoseconds` pass; true when a change
+    /// came. This is how a change that is pending but old can be traded for
+    /// the fresh one about to be drawn. Without change tracking it returns
+    /// true at once.
+    public func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool {
+        guard let damage, let region = changedRegion, let held = heldRegion else { return true }
         let c = connection.connection
-        var descriptor = pollfd(fd: xcb_get_file_descriptor(c), events: Int16(POLLIN), revents: 0)
-        // poll(2) counts in milliseconds: round up, so a short wait still waits.
-        _ = poll(&descriptor, 1, Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, 60_000)))
-        return screenChanged || xcb_connection_has_error(c) != 0
+        readEvents()
+        xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
+        xcb_xfixes_union_region(c, held, region, held)
+        holdsDamage = true
+        xcb_flush(c)
+        let seen = changesSeen
+        let deadline = Self.monotonic() &+ timeoutNanoseconds
+        while changesSeen == seen, xcb_connection_has_error(c) == 0 {
+            let now = Self.monotonic()
+            guard now < deadline else { return false }
+            waitForEvents(timeoutNanoseconds: deadline - now)
+            readEvents()
+        }
+        return true
+    }
+
+    /// Waits on the X connection's socket until something arrives or
+    /// `timeoutNanoseconds` pass.
+    private func waitForEvents(timeoutNanoseconds: UInt64) {
+        share_xcb_wait_readable(connection.connection, min(timeoutNanoseconds, 60_000_000_000))
+    }
+
+    private static func monotonic() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// Slots not leased out right now.
@@ -340,6 +387,11 @@ public final class ScreenCapturer: @unchecked Sendable {
         guard let damage, let region = changedRegion else { return nil }
         let c = connection.connection
         xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
+        if holdsDamage, let held = heldRegion {
+            xcb_xfixes_union_region(c, region, held, region)
+            xcb_xfixes_set_region(c, held, 0, nil)
+            holdsDamage = false
+        }
         changedSinceGrab = false
         guard let reply = xcb_xfixes_fetch_region_reply(c, xcb_xfixes_fetch_region(c, region), nil) else { return nil }
         defer { free(reply) }

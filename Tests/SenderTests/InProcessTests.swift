@@ -15,17 +15,11 @@ struct InProcessTests {
     @Test func aSessionWithSoundRunsEndToEnd() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
         let secret = Array("a secret both ends were given".utf8)
-        var receiving = ReceiverConfiguration(keying: .handshake(.preSharedKey(secret), store: nil))
-        receiving.port = 0
-        receiving.showWindow = false
-        receiving.playAudio = false
-        let receiver = try ScreenReceiver(configuration: receiving)
+        let receiver = try ScreenReceiver(configuration: headlessReceiving(secret))
         receiver.start()
         defer { receiver.stop() }
 
-        var sending = SenderConfiguration(host: "127.0.0.1", keying: .handshake(.preSharedKey(secret), store: nil))
-        sending.port = receiver.port
-        sending.display = display.display
+        var sending = screenSending(secret, to: receiver.port, display: display)
         sending.memoryBudget = nil
         sending.audio = [AudioInput(source: .tone(hertz: 440))]
         let sender = try ScreenSender(configuration: sending)

@@ -1,9 +1,12 @@
 import Foundation
 @_spi(Testing) import ShareSender
+import ShareReceiver
 import ShareSRTP
 import ShareGovernor
 import ShareWire
 import ShareX11
+import ShareStamp
+import Synchronization
 import TestSupport
 import Testing
 
@@ -140,6 +143,52 @@ struct SenderTests {
         let median = delays.sorted()[delays.count / 2]
         #expect(median < 8, "a change is grabbed \(median) ms after it is drawn (median; all: \(delays.map { Int($0) }))")
         #expect(delays.max()! < 500, "every change grabbed long before the refresh: \(delays.map { Int($0) })")
+    }
+
+    /// Content redrawn 59 times a second (a video, faster than the 30 fps
+    /// capture) is grabbed just after a redraw, not at whatever age the frame
+    /// grid happens to find it (8 ms on average, up to 17): the stamp drawn
+    /// with each redraw is read from every picture the receiver decodes and
+    /// set against the picture's capture time.
+    @Test func aVideoFasterThanTheFrameRateIsGrabbedJustAfterItIsDrawn() throws {
+        let display = try VirtualDisplay(width: 640, height: 360)
+        let secret = Array("fresh pictures".utf8)
+        var receiving = headlessReceiving(secret)
+        let wallMinusMonotonic = Int64(Date().timeIntervalSince1970 * 1e9) - Int64(DispatchTime.now().uptimeNanoseconds)
+        let ages = Mutex<[Double]>([])
+        receiving.onPicture = { picture in
+            let stamp = FrameStamp.read(width: picture.width, height: picture.height) { picture.luma(x: $0, y: $1) }
+            let captured = UInt64(max(0, picture.capturedUnixNanoseconds - wallMinusMonotonic)) / 1000
+            guard let age = stamp?.microseconds(until: captured) else { return }
+            ages.withLock { $0.append(Double(age) / 1000) }
+        }
+        let receiver = try ScreenReceiver(configuration: receiving)
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = try ScreenSender(configuration: screenSending(secret, to: receiver.port, display: display))
+        sender.start()
+        defer { sender.stop() }
+
+        nonisolated(unsafe) let scene = try DemoScene(display: display.display)
+        let drawing = DispatchSource.makeTimerSource(flags: .strict, queue: DispatchQueue(label: "video"))
+        nonisolated(unsafe) var frame = 0
+        drawing.schedule(deadline: .now(), repeating: 1.0 / 59, leeway: .nanoseconds(0))
+        drawing.setEventHandler {
+            scene.draw(frame: frame) { scene in
+                FrameStamp(microseconds: DispatchTime.now().uptimeNanoseconds / 1000).paint(width: scene.width) {
+                    scene.fill(x: $0, y: $1, width: $2, height: $3, rgb: $4 ? 0xFFFFFF : 0)
+                }
+            }
+            frame += 1
+        }
+        drawing.resume()
+        Thread.sleep(forTimeInterval: 5)
+        drawing.cancel()
+        // After the first two seconds: the handshake, and the rhythm learned.
+        let settled = ages.withLock { Array($0.dropFirst(60)) }
+        #expect(settled.count >= 50, "\(settled.count) stamped pictures decoded")
+        let median = settled.sorted()[settled.count / 2]
+        #expect(median < 5, "a redraw is \(median) ms old when grabbed (median of \(settled.count))")
     }
 
     /// A moving 720p screen: each frame leaves as several packets in a few

@@ -58,6 +58,43 @@ struct BandCaptureTests {
         #expect(capturer.bandsGrabbed == before)
     }
 
+    /// Watching for the next change past a pending one: the watch ends when
+    /// the next change is drawn (not before, not at an old one), and the
+    /// grab after it takes both changes, the one set aside included.
+    @Test func aChangeSetAsideWhileWatchingIsStillGrabbed() throws {
+        let xvfb = try VirtualDisplay(width: 1280, height: 720)
+        let scene = try DemoScene(display: xvfb.display)
+        scene.draw(frame: 3)
+        scene.sync()
+        let capturer = try ScreenCapturer(display: xvfb.display, slots: 2, bandBytes: 1 << 16)
+        #expect(capturer.trackChanges())
+        _ = try take(capturer)
+        scene.fill(x: 100, y: 100, width: 40, height: 10, rgb: 0xFF0000)
+        scene.sync()
+        #expect(capturer.waitForChange(timeoutNanoseconds: 1_000_000_000))
+        let seen = capturer.changesSeen
+        #expect(!capturer.watchForNextChange(timeoutNanoseconds: 50_000_000), "nothing drawn since: the watch times out")
+        #expect(capturer.changesSeen == seen)
+        #expect(capturer.screenChanged, "the change set aside is still to be grabbed")
+        // Drawn from another thread while this one watches.
+        nonisolated(unsafe) let drawing = scene
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+            drawing.fill(x: 900, y: 600, width: 40, height: 10, rgb: 0x00FF00)
+            drawing.sync()
+        }
+        let started = DispatchTime.now().uptimeNanoseconds
+        #expect(capturer.watchForNextChange(timeoutNanoseconds: 2_000_000_000))
+        let waited = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        #expect(waited >= 40 && waited < 1000, "the watch ended with the drawing, \(waited) ms in")
+        #expect(capturer.changesSeen == seen + 1)
+        let before = capturer.bandsGrabbed
+        let lease = try take(capturer)
+        let grabbed = capturer.bandsGrabbed - before
+        #expect(grabbed >= 2 && grabbed <= 4, "the bands of both changes: \(grabbed)")
+        let fresh = try ScreenCapturer(display: xvfb.display, slots: 1)
+        #expect(lumas(lease) == lumas(try take(fresh)), "the picture is the screen as a full grab shows it")
+    }
+
     /// The pointer moving over a still screen: the bands under where it was
     /// and where it is are grabbed, nothing else; it is drawn at its new
     /// place and gone from the old.

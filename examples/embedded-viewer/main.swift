@@ -57,11 +57,13 @@ do {
     configuration.onPicture = { picture in snapshots.offer(picture) }
     let receiver = try ScreenReceiver(configuration: configuration)
     receiver.start { event in print(event) }
+    // Ctrl-C's default (ending the process) off first, then a source to
+    // see it: the other way round, the source can miss it.
+    signal(SIGINT, SIG_IGN)
     let interrupted = DispatchSemaphore(value: 0)
     let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
     interrupt.setEventHandler { interrupted.signal() }
     interrupt.resume()
-    signal(SIGINT, SIG_IGN)
     _ = interrupted.wait(timeout: seconds.isFinite && seconds < 1e9 ? .now() + seconds : .distantFuture)
     receiver.stop()
     snapshots.finish()

@@ -15,11 +15,13 @@ do {
     configuration.port = address.count > 1 ? Int(address[1]) ?? 5004 : 5004
     let sender = try ScreenSender(configuration: configuration)
     sender.start { event in print(event) }
+    // Ctrl-C's default (ending the process) off first, then a source to
+    // see it: the other way round, the source can miss it.
+    signal(SIGINT, SIG_IGN)
     let interrupted = DispatchSemaphore(value: 0)
     let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
     interrupt.setEventHandler { interrupted.signal() }
     interrupt.resume()
-    signal(SIGINT, SIG_IGN)
     _ = interrupted.wait(timeout: arguments.count > 3 ? .now() + (Double(arguments[3]) ?? 10) : .distantFuture)
     sender.stop()  // the receiver is told (RTCP BYE)
     print("sent \(sender.statistics.framesEncoded) frames")

@@ -33,11 +33,13 @@ do {
     exit(1)
 }
 sender.start { event in print(event) }
+// Ctrl-C's default (ending the process) off first, then a source to
+// see it: the other way round, the source can miss it.
+signal(SIGINT, SIG_IGN)
 let interrupted = DispatchSemaphore(value: 0)
 let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
 interrupt.setEventHandler { interrupted.signal() }
 interrupt.resume()
-signal(SIGINT, SIG_IGN)
 
 var canvas = Canvas(width: width, height: height)
 var tone = [Float](repeating: 0, count: rate / 100 * 2)  // 10 ms, stereo

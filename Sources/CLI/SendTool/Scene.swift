@@ -78,14 +78,11 @@ struct Scene: ParsableCommand {
 
     /// The stamp of this instant over a black band (see `FrameStamp`).
     static func drawStamp(on scene: DemoScene) {
-        let band = FrameStamp.band(width: scene.width)
-        scene.fill(x: band.x, y: band.y, width: band.width, height: band.height, rgb: 0x000000)
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let stamp = FrameStamp(microseconds: UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)
-        for (index, white) in stamp.blocks.enumerated() where white {
-            let r = FrameStamp.rect(block: index, width: scene.width)
-            scene.fill(x: r.x, y: r.y, width: r.size, height: r.size, rgb: 0xFFFFFF)
+        stamp.paint(width: scene.width) { x, y, width, height, white in
+            scene.fill(x: x, y: y, width: width, height: height, rgb: white ? 0xFFFFFF : 0x000000)
         }
     }
 }

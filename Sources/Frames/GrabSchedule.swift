@@ -1,0 +1,165 @@
+/// When the capture thread grabs the screen, going by when it changes
+/// (XDamage). Sans-IO: the thread tells it what it saw and when, and does
+/// the step it is given; times are the monotonic clock's nanoseconds.
+///
+/// - A change is grabbed once its drawing has finished (nothing more drawn
+///   for `quiet`, or `settle` at most), at once unless the last grab was
+///   less than a frame interval ago: grabs keep to a grid of frame
+///   intervals (never above the frame rate on average, and a late wake-up
+///   does not lower it).
+/// - A still screen is grabbed every `refresh`; a keyframe request gets a
+///   fresh picture at the next slot.
+/// - Content that changes faster than the frame rate in a steady rhythm (a
+///   video, an animation: `ChangeRhythm`) has a change pending whenever a
+///   slot opens, often most of a period old. When the next change is due
+///   soon (within twice the pending one's age and half an interval), the
+///   grab waits for it and takes that one, just drawn: a 60 Hz video shared
+///   at 30 fps is grabbed every other frame right after it is drawn, or a
+///   little after, instead of at whatever age the slot happens to find it
+///   (up to a whole period, drifting with the beat between the two rates).
+/// - The rhythm is learned from changes seen one after the other: the
+///   first change after a grab that followed a change closely, or, when no
+///   grab did, one more change watched for between a grab's first change
+///   and the next slot.
+package struct GrabSchedule: Sendable {
+    package enum Step: Equatable, Sendable {
+        /// Nothing to grab yet: wait for the screen to change, at most until then.
+        case waitForChange(until: UInt64)
+        /// A change is pending: set it aside for the next grab and wait for
+        /// the next change to be drawn, at most until then.
+        case watchForNextChange(until: UInt64)
+        /// Nothing to do until then.
+        case sleep(until: UInt64)
+        /// Grab the screen now (and say so with `grabbed(at:)`).
+        case grab
+    }
+
+    /// A drawing has finished when nothing more was drawn for this long…
+    package let quiet: UInt64
+    /// …or when it has gone on this long (the rest is in the next picture).
+    package let settle: UInt64
+    /// How often a still screen is grabbed anyway.
+    package let refresh: UInt64
+    /// The longest wait for a change before the thread looks at its flags.
+    package let longestWait: UInt64
+    /// The frame interval (it follows the frame rate asked for).
+    package var interval: UInt64
+    package private(set) var rhythm = ChangeRhythm()
+
+    private var lastGrab: UInt64?
+    /// The frame grid: the earliest the next grab may start.
+    private var slot: UInt64 = 0
+    /// The newest change seen since the last grab (when its drawing began),
+    /// and the last damage seen (kept across grabs).
+    private var change: UInt64?
+    private var drawn: UInt64 = 0
+    /// The change after which XDamage was last asked to report again,
+    /// promptly enough that the next change seen is the next one drawn.
+    private var armedAfter: UInt64?
+    /// Since the last grab: a gap was learned, the thread watched for one,
+    /// the grab waited for a fresh change.
+    private var learned = false
+    private var watchedForRhythm = false
+    private var waitedForFresh = false
+
+    package init(quiet: UInt64, settle: UInt64, refresh: UInt64, longestWait: UInt64, interval: UInt64) {
+        self.quiet = quiet
+        self.settle = settle
+        self.refresh = refresh
+        self.longestWait = longestWait
+        self.interval = interval
+    }
+
+    /// How soon after a change XDamage must be asked to report again for the
+    /// next change seen to be the next one drawn.
+    private var prompt: UInt64 { settle + 1_000_000 }
+
+    /// The next step at `now`: `pending` says whether anything changed since
+    /// the last grab (damage or the pointer), `keyframeWanted` whether a
+    /// receiver waits for a fresh picture.
+    package mutating func next(now: UInt64, pending: Bool, keyframeWanted: Bool) -> Step {
+        guard let lastGrab else { return .grab }
+        if !pending && !keyframeWanted && now &- lastGrab < refresh {
+            return .waitForChange(until: min(lastGrab &+ refresh, now &+ longestWait))
+        }
+        if now < slot {
+            // Too soon after the last grab. If this grab taught nothing of
+            // the rhythm, watch for the change after this one meanwhile.
+            if !learned, let change {
+                if !watchedForRhythm, now &- change <= prompt {
+                    watchedForRhythm = true
+                    armedAfter = change
+                }
+                if watchedForRhythm, armedAfter != nil { return .watchForNextChange(until: slot) }
+            }
+            return .sleep(until: slot)
+        }
+        // Let the drawing finish: watch until it goes quiet.
+        if let change {
+            let finished = min(drawn &+ quiet, change &+ settle)
+            if now < finished { return .watchForNextChange(until: finished) }
+        }
+        if !keyframeWanted, !waitedForFresh, let fresh = freshChange(now: now) {
+            waitedForFresh = true
+            armedAfter = nil
+            return .watchForNextChange(until: fresh)
+        }
+        return .grab
+    }
+
+    /// Until when to wait for a fresh change instead of grabbing the
+    /// pending one; nil when the content keeps no rhythm faster than the
+    /// frame rate, or when the wait would be longer than twice the pending
+    /// change's age (then the pending change is fresh enough: showing it
+    /// now, and the next one at the next slot, leaves the viewer less far
+    /// behind over the interval than holding the old picture while
+    /// waiting) or than half an interval.
+    private func freshChange(now: UInt64) -> UInt64? {
+        guard let change, let period = rhythm.period, period < interval,
+              let due = rhythm.nextChange(after: now, seen: change) else { return nil }
+        let until = due &+ max(1_000_000, period / 8)
+        let wait = until &- now
+        return wait <= 2 * (now &- change) && wait <= interval / 2 ? until : nil
+    }
+
+    /// The thread saw the screen change at `time`: a damage event read as
+    /// it came (`asItCame`), or found when the thread looked after a grab,
+    /// having come at some moment during it. Damage within `quiet` of the
+    /// last, while the drawing has not gone on for `settle`, is the same
+    /// drawing going on.
+    package mutating func changed(at time: UInt64, asItCame: Bool = true) {
+        let goesOn = time &- drawn <= quiet
+        if asItCame, let change, goesOn, time &- change <= settle {
+            drawn = time
+            return
+        }
+        // A drawing that goes on past `settle` or past a grab is cut into
+        // pictures, and a change found late came at an unknown moment:
+        // neither tells the content's rhythm.
+        if asItCame, !goesOn, let armedAfter, time > armedAfter {
+            rhythm.add(gap: time - armedAfter)
+            learned = true
+        }
+        armedAfter = nil
+        change = time
+        drawn = time
+    }
+
+    /// The thread grabbed at `time` (read just before the grab, which
+    /// empties the damage); returns how many frame intervals went by
+    /// without a grab before it (a still screen's frames).
+    package mutating func grabbed(at time: UInt64) -> Int {
+        var skipped = 0
+        if let lastGrab, time &- lastGrab >= 2 * interval { skipped = Int((time &- lastGrab) / interval) - 1 }
+        // A grab right after a change: the next change seen is the next drawn.
+        if let change, time &- change <= prompt { armedAfter = change } else { armedAfter = nil }
+        // A quiet screen or a stall leaves the grid behind: start it again.
+        slot = lastGrab == nil || slot &+ interval < time ? time &+ interval : slot &+ interval
+        lastGrab = time
+        change = nil
+        learned = false
+        watchedForRhythm = false
+        waitedForFresh = false
+        return skipped
+    }
+}
