@@ -119,7 +119,7 @@ bench-update: deps
 	python3 -c 'import glob, json; [(lambda kept, p: open(p, "w").write(json.dumps(kept, indent=2, sort_keys=True) + "\n"))({k: v for k, v in json.load(open(p)).items() if k not in ("wallClock", "throughput", "cpuTotal")}, p) for p in glob.glob("Benchmarks/Thresholds/*.json")]'
 
 ## harness: share, ffmpeg and GStreamer side by side (glass-to-glass latency, CPU, memory);
-## HARNESS_ARGS="--quick" for a one-minute version. Writes Benchmarks/results/.
+## HARNESS_ARGS="--quick" for a short version (under two minutes). Writes Benchmarks/results/.
 harness: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/harness.py $(HARNESS_ARGS)

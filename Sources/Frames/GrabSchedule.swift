@@ -53,6 +53,10 @@ package struct GrabSchedule: Sendable {
     /// and the last damage seen (kept across grabs).
     private var change: UInt64?
     private var drawn: UInt64 = 0
+    /// Whether the change's drawing has finished, and when the thread began
+    /// watching for more of it.
+    private var settled = false
+    private var quietWatch: UInt64?
     /// The change after which XDamage was last asked to report again,
     /// promptly enough that the next change seen is the next one drawn.
     private var armedAfter: UInt64?
@@ -94,17 +98,40 @@ package struct GrabSchedule: Sendable {
             }
             return .sleep(until: slot)
         }
-        // Let the drawing finish: watch until it goes quiet.
-        if let change {
-            let finished = min(drawn &+ quiet, change &+ settle)
-            if now < finished { return .watchForNextChange(until: finished) }
-        }
+        if let step = settling(now: now) { return step }
         if !keyframeWanted, !waitedForFresh, let fresh = freshChange(now: now) {
             waitedForFresh = true
             armedAfter = nil
             return .watchForNextChange(until: fresh)
         }
         return .grab
+    }
+
+    /// Lets the change's drawing finish: a drawing arrives in one or more
+    /// bursts of requests, so the thread sleeps `quiet` past the damage it
+    /// saw (more of the same drawing comes unseen meanwhile), then asks
+    /// XDamage to report again and watches `quiet` more: nothing drawn then
+    /// means the drawing has finished. Sleeping first keeps a drawing of
+    /// several bursts to one or two watches (each costs a request and
+    /// system calls). nil: settled.
+    private mutating func settling(now: UInt64) -> Step? {
+        guard let change, !settled else { return nil }
+        let limit = change &+ settle
+        if now >= limit {
+            settled = true
+        } else if let quietWatch {
+            guard now < quietWatch &+ quiet else {
+                settled = true
+                return nil
+            }
+            return .watchForNextChange(until: min(quietWatch &+ quiet, limit))
+        } else if now < drawn &+ quiet {
+            return .sleep(until: min(drawn &+ quiet, limit))
+        } else {
+            quietWatch = now
+            return .watchForNextChange(until: min(now &+ quiet, limit))
+        }
+        return nil
     }
 
     /// Until when to wait for a fresh change instead of grabbing the
@@ -124,15 +151,24 @@ package struct GrabSchedule: Sendable {
 
     /// The thread saw the screen change at `time`: a damage event read as
     /// it came (`asItCame`), or found when the thread looked after a grab,
-    /// having come at some moment during it. Damage within `quiet` of the
-    /// last, while the drawing has not gone on for `settle`, is the same
-    /// drawing going on.
+    /// having come at some moment during it. Damage while the drawing has
+    /// not yet settled is the same drawing going on (past `settle`, it is
+    /// grabbed as it is).
     package mutating func changed(at time: UInt64, asItCame: Bool = true) {
-        let goesOn = time &- drawn <= quiet
-        if asItCame, let change, goesOn, time &- change <= settle {
-            drawn = time
-            return
+        if asItCame, let change, !settled {
+            if time &- change < settle {
+                drawn = time
+                quietWatch = nil
+                return
+            }
+            if time &- drawn <= settle {
+                // Still drawing after `settle`: grab what there is now.
+                drawn = time
+                settled = true
+                return
+            }
         }
+        let goesOn = time &- drawn <= settle
         // A drawing that goes on past `settle` or past a grab is cut into
         // pictures, and a change found late came at an unknown moment:
         // neither tells the content's rhythm.
@@ -143,6 +179,8 @@ package struct GrabSchedule: Sendable {
         armedAfter = nil
         change = time
         drawn = time
+        settled = false
+        quietWatch = nil
     }
 
     /// The thread grabbed at `time` (read just before the grab, which
@@ -157,6 +195,8 @@ package struct GrabSchedule: Sendable {
         slot = lastGrab == nil || slot &+ interval < time ? time &+ interval : slot &+ interval
         lastGrab = time
         change = nil
+        settled = false
+        quietWatch = nil
         learned = false
         watchedForRhythm = false
         waitedForFresh = false

@@ -13,8 +13,8 @@ internal import ShareSync
 ///
 /// With XDamage it grabs when the screen changes, not on a timer, as its
 /// `GrabSchedule` says: it sleeps on the X connection until damage arrives,
-/// lets the drawing finish (until nothing more is drawn for `quiet`, 0.3 ms;
-/// `settle`, 2 ms, at most), and grabs at once unless the last grab was
+/// lets the drawing finish (until nothing more is drawn for `quiet`, 0.25
+/// ms; `settle`, 2 ms, at most), and grabs at once unless the last grab was
 /// less than a frame interval ago (then at the next slot of the frame grid:
 /// never above `fps`). A change is grabbed well under a millisecond after it
 /// is drawn instead of waiting for the next tick (half an interval on
@@ -47,10 +47,10 @@ final class CaptureLoop: @unchecked Sendable {
         return EncodePipeline.size(base, height: maxHeight)
     }
 
-    /// A drawing has finished when nothing more was drawn for 0.3 ms (a
+    /// A drawing has finished when nothing more was drawn for 0.25 ms (a
     /// client's requests in one flush are drawn within microseconds of each
     /// other), or after 2 ms at most.
-    static let quiet: UInt64 = 300_000
+    static let quiet: UInt64 = 250_000
     static let settle: UInt64 = 2_000_000
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end).

@@ -38,26 +38,29 @@ struct BenchmarkHarnessTests {
     }
 
     /// The harness end to end, small: share, ffmpeg and GStreamer, moving
-    /// and still screen, into one receiver; every sender's stream decoded
-    /// with stamps read, and the table, JSON and plot written. 320x240 keeps
-    /// its load off the suites running beside it.
+    /// (the default scene and the scene redrawn at 59 Hz) and still screen,
+    /// into one receiver; every sender's stream decoded with stamps read,
+    /// and the table, JSON and plot written. 320x240 keeps its load off the
+    /// suites running beside it.
     @Test func harnessComparesTheThreeSenders() throws {
         let dir = try TemporaryDirectory()
         let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
         let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/harness.py").path
         let result = try ChildProcess("python3", [script, "--bin", bin, "--sizes", "320x240", "--seconds", "3",
-                                                  "--repeats", "1", "--no-audio", "--out", dir.path("out")]).wait(timeout: 240)
+                                                  "--repeats", "1", "--no-audio", "--scene-rates", "59",
+                                                  "--out", dir.path("out")]).wait(timeout: 300)
         #expect(result.status == 0, "\(result.output)")
         let table = (try? String(contentsOfFile: dir.path("out/results.md"), encoding: .utf8)) ?? ""
         for sender in ["share", "ffmpeg", "gstreamer"] {
             #expect(table.contains("| 320x240 | \(sender) |"), "\(table)")
             #expect(table.contains("| 320x240 static | \(sender) |"), "\(table)")
+            #expect(table.contains("| 320x240 @ 59 Hz | \(sender) |"), "\(table)")
         }
         let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/results.json")))
         let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
         let results = json["results"] as? [[String: Any]] ?? []
-        #expect(results.count == 6)
-        for row in results where (row["run"] as? String) == "320x240" {
+        #expect(results.count == 9)
+        for row in results where ["320x240", "320x240 @ 59 Hz"].contains(row["run"] as? String ?? "") {
             let sender = row["sender"] as? String ?? "?"
             let decoded = row["frames_decoded"] as? Int ?? 0
             #expect(decoded >= 60, "\(sender) decoded \(decoded)")
