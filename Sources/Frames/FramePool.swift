@@ -20,12 +20,7 @@ public struct CaptureTime: Sendable, Equatable {
 
     /// Now, on both clocks.
     public static func now() -> CaptureTime {
-        var mono = timespec()
-        var wall = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &mono)
-        clock_gettime(CLOCK_REALTIME, &wall)
-        return CaptureTime(monotonicNanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec),
-                           unixNanoseconds: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec))
+        CaptureTime(monotonicNanoseconds: SystemClock.monotonic(), unixNanoseconds: SystemClock.wall())
     }
 }
 

@@ -82,9 +82,5 @@ public final class Relay: @unchecked Sendable {
         }
     }
 
-    static func now() -> MonotonicTime {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return MonotonicTime(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
-    }
+    static func now() -> MonotonicTime { MonotonicTime(nanoseconds: SystemClock.monotonic()) }
 }

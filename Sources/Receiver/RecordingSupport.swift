@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareSync
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -53,14 +54,6 @@ struct Timeline {
     }
 }
 
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+func monotonicNow() -> UInt64 { SystemClock.monotonic() }
 
-func wallNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+func wallNow() -> UInt64 { SystemClock.wall() }

@@ -1,4 +1,5 @@
 internal import CMalloc
+internal import ShareSync
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -73,17 +74,8 @@ final class FootprintReader {
 
 /// The monotonic clock and the wall clock, read together.
 enum Clock {
-    static func monotonic() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    static func wall() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func monotonic() -> UInt64 { SystemClock.monotonic() }
+    static func wall() -> UInt64 { SystemClock.wall() }
 
     /// Sleeps until the monotonic clock reads `deadline` nanoseconds.
     static func sleep(until deadline: UInt64) {

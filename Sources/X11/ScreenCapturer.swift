@@ -240,9 +240,9 @@ public final class ScreenCapturer: @unchecked Sendable {
         holdsDamage = true
         xcb_flush(c)
         let seen = changesSeen
-        let deadline = Self.monotonic() &+ timeoutNanoseconds
+        let deadline = SystemClock.monotonic() &+ timeoutNanoseconds
         while changesSeen == seen, xcb_connection_has_error(c) == 0 {
-            let now = Self.monotonic()
+            let now = SystemClock.monotonic()
             guard now < deadline else { return false }
             waitForEvents(timeoutNanoseconds: deadline - now)
             readEvents()
@@ -256,11 +256,6 @@ public final class ScreenCapturer: @unchecked Sendable {
         share_xcb_wait_readable(connection.connection, min(timeoutNanoseconds, 60_000_000_000))
     }
 
-    private static func monotonic() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
 
     /// Slots not leased out right now.
     public var freeSlots: Int { pool?.available ?? slotsWanted }
