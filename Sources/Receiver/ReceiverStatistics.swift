@@ -1,0 +1,129 @@
+public import ShareLatency
+
+/// Counters and measurements of a receiver.
+public struct ReceiverStatistics: Sendable, Codable, Equatable {
+    /// Seconds since `start`.
+    public var elapsedSeconds = 0.0
+    /// UDP datagrams received.
+    public var datagrams = 0
+    /// Bytes received.
+    public var bytes = 0
+    /// RTP packets that passed SRTP authentication.
+    public var rtpPackets = 0
+    /// Video frames rebuilt whole from their packets.
+    public var framesAssembled = 0
+    /// Pictures decoded.
+    public var framesDecoded = 0
+    /// Pictures shown in the window.
+    public var framesShown = 0
+    /// Frames given up on (packets missing past the jitter buffer's wait).
+    public var framesLost = 0
+    /// Complete frames not decoded while waiting for a keyframe after a loss.
+    public var framesSkippedForKeyframe = 0
+    /// Frames the decoder refused.
+    public var decodeErrors = 0
+    /// Packets that failed SRTP or SRTCP authentication (dropped).
+    public var authenticationFailures = 0
+    /// Packets refused as replays of ones already received.
+    public var replays = 0
+    /// Sessions begun (one per sender instance) and key renewals.
+    public var sessions = 0
+    /// Key renewals within a sender's session (see `sessions`).
+    public var sessionRenewals = 0
+    /// Media dropped: before any session, or from an address not the session's.
+    public var packetsWithoutSession = 0
+    /// Packets from an address that is not the session's (see `packetsWithoutSession`).
+    public var packetsFromStrangers = 0
+    /// Handshakes refused: a wrong key, a changed identity, a person's no.
+    public var handshakesRefused = 0
+    /// Handshakes not answered because too many came at once.
+    public var handshakesRateLimited = 0
+    /// Datagrams that were not well-formed RTP, RTCP or handshake messages.
+    public var malformed = 0
+    /// Packets that arrived twice (the second dropped).
+    public var duplicates = 0
+    /// NACK messages sent to ask for missing packets.
+    public var nacksSent = 0
+    /// Packets asked for in them.
+    public var nackedPackets = 0
+    /// NACKs whose original arrived after all (the path reordered it).
+    public var needlessNACKs = 0
+    /// Retransmissions (RTX) that arrived.
+    public var repairsReceived = 0
+    /// FlexFEC repair packets that arrived, and packets they rebuilt.
+    public var fecPacketsReceived = 0
+    /// Packets rebuilt from FlexFEC repairs (see `fecPacketsReceived`).
+    public var fecRecovered = 0
+    /// RFC 8888 congestion control feedback messages sent.
+    public var feedbackReports = 0
+    /// Keyframes asked for (PLI).
+    public var keyframeRequests = 0
+    /// Round trip to the sender (RFC 3611 RRTR/DLRR), and how long the
+    /// jitter buffer waits for a missing packet now.
+    public var roundTripMilliseconds: Double?
+    /// How long the jitter buffer waits for a missing packet now (ms).
+    public var jitterBufferMilliseconds = 0.0
+    /// Frames (and other items) dropped because decoding fell behind.
+    public var framesDroppedDecoderBusy = 0
+    /// Pictures shown more than the sender's frame spacing + 100 ms after
+    /// the previous one, and the time those gaps add up to.
+    public var freezes = 0
+    /// The time those freezes add up to, in seconds (see `freezes`).
+    public var freezeSeconds = 0.0
+    /// The socket receive buffer the kernel granted (bytes).
+    public var receiveBufferBytes = 0
+    /// Four times a second: pictures decoded and freeze time so far.
+    public var timeline: [ReceiverSample] = []
+    /// When the timeline's second 0 was (Unix seconds), to line it up with a sender's.
+    public var timelineOriginUnix = 0.0
+    /// Video frames written to the recording.
+    public var framesRecorded = 0
+    /// When the first picture was decoded (Unix seconds): with the time a
+    /// sender was started, the time to first picture.
+    public var firstPictureUnix: Double?
+    /// The last decoded picture's width.
+    public var width = 0
+    /// The last decoded picture's height.
+    public var height = 0
+    /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
+    public var captureToDisplay = LatencySummary()
+    /// With `readStamps`: from the scene drawing a frame stamp to the picture
+    /// holding it shown (or decoded, headless), first appearance of each stamp.
+    public var glassToGlass = LatencySummary()
+    /// Pictures whose stamp was new, the same as the previous picture's, or unreadable.
+    public var stampsNew = 0
+    /// Pictures whose stamp was the previous picture's (see `stampsNew`).
+    public var stampsRepeated = 0
+    /// Pictures with no readable stamp (see `stampsNew`).
+    public var stampsUnreadable = 0
+    /// The sound received, over every audio stream.
+    public var audio = AudioStatistics()
+
+    /// All counters at zero.
+    public init() {}
+
+    /// Pictures decoded per second over the run.
+    public var fps: Double { elapsedSeconds > 0 ? Double(framesDecoded) / elapsedSeconds : 0 }
+    /// What arrived per second over the run, in kbit/s.
+    public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytes) * 8 / elapsedSeconds / 1000 : 0 }
+}
+
+/// The receiver's counts at one moment of the run (seconds since it started).
+public struct ReceiverSample: Sendable, Codable, Equatable {
+    /// Seconds since the receiver started.
+    public var seconds: Double
+    /// Pictures decoded so far.
+    public var framesDecoded: Int
+    /// Freeze time so far, in seconds.
+    public var freezeSeconds: Double
+    /// Frames lost so far.
+    public var framesLost: Int
+
+    /// A sample at `seconds`.
+    public init(seconds: Double, framesDecoded: Int, freezeSeconds: Double, framesLost: Int) {
+        self.seconds = seconds
+        self.framesDecoded = framesDecoded
+        self.freezeSeconds = freezeSeconds
+        self.framesLost = framesLost
+    }
+}
