@@ -9,6 +9,10 @@ public struct DecodedPicture: Sendable, Equatable {
 
 /// H.264 decoding through libavcodec, set for low delay: one output per
 /// input access unit, slice threads only (frame threads add a frame of delay).
+/// An access unit may also come in parts (whole NAL units, in order):
+/// `decodeStart` decodes the slices that arrived while the rest of the
+/// picture is still on its way, `decode` the rest; the picture comes out as
+/// soon as its last slice is decoded (libavcodec's chunked input).
 public final class H264Decoder {
     private let context: UnsafeMutablePointer<AVCodecContext>
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -18,6 +22,9 @@ public final class H264Decoder {
     /// Access units that failed to decode (corrupt or missing references).
     public private(set) var errors = 0
     public private(set) var decoded = 0
+    /// The picture the last part completed, if a part did (an access unit
+    /// whose last slices came in a part): what `decode` of the rest returns.
+    private var completedEarly: DecodedPicture?
 
     /// - Parameter parameterSets: SPS/PPS from SDP (sprop-parameter-sets), if any.
     public init(parameterSets: [[UInt8]] = [], threads: Int = 2) throws(LibAVError) {
@@ -29,6 +36,9 @@ public final class H264Decoder {
             throw LibAVError(operation: "avcodec_alloc_context3", code: -1, message: "out of memory")
         }
         context.pointee.flags |= Int32(AV_CODEC_FLAG_LOW_DELAY)
+        // Input may end at any NAL unit, not only at a picture's end: a
+        // picture is output once its last macroblock row is decoded.
+        context.pointee.flags2 |= Int32(AV_CODEC_FLAG2_CHUNKS)
         context.pointee.thread_count = Int32(threads)
         context.pointee.thread_type = FF_THREAD_SLICE
         if !parameterSets.isEmpty {
@@ -64,17 +74,58 @@ public final class H264Decoder {
         av_frame_free(&inc)
     }
 
-    /// Decodes one Annex B access unit. Returns the picture it produced, or
-    /// nil when the decoder produced none (needs a keyframe, or failed).
+    /// Decodes one Annex B access unit, or the rest of one whose start went
+    /// to `decodeStart`. Returns the picture it produced, or nil when the
+    /// decoder produced none (needs a keyframe, or failed).
     public func decode(_ accessUnit: [UInt8]) -> DecodedPicture? {
-        guard !accessUnit.isEmpty, av_new_packet(packet, Int32(accessUnit.count)) >= 0 else { return nil }
-        defer { av_packet_unref(packet) }
-        accessUnit.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
-        let sent = avcodec_send_packet(context, packet)
-        guard sent >= 0 else {
+        decode(accessUnit[...])
+    }
+
+    /// Decodes one Annex B access unit, or the rest of one begun with
+    /// `decodeStart` (empty when every slice came early).
+    public func decode(_ accessUnit: ArraySlice<UInt8>) -> DecodedPicture? {
+        let early = completedEarly
+        completedEarly = nil
+        guard !accessUnit.isEmpty else {
+            if early == nil { errors += 1 }
+            return early
+        }
+        guard send(accessUnit) else {
             errors += 1
             return nil
         }
+        let picture = receive() ?? early
+        if picture == nil { errors += 1 }
+        return picture
+    }
+
+    /// Decodes the leading NAL units of an access unit still arriving; the
+    /// rest follows with `decode`. False when libavcodec refused them (the
+    /// unit is then best dropped: `discardPartial`, and wait for a keyframe).
+    public func decodeStart(_ part: ArraySlice<UInt8>) -> Bool {
+        guard !part.isEmpty else { return true }
+        guard send(part) else { return false }
+        if let picture = receive() { completedEarly = picture }
+        return true
+    }
+
+    /// Forgets a picture begun with `decodeStart` whose rest will not come
+    /// (lost): the next access unit starts clean. References are forgotten
+    /// too, so the next picture decoded should be a keyframe.
+    public func discardPartial() {
+        completedEarly = nil
+        avcodec_flush_buffers(context)
+    }
+
+    private func send(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard av_new_packet(packet, Int32(bytes.count)) >= 0 else { return false }
+        defer { av_packet_unref(packet) }
+        bytes.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
+        return avcodec_send_packet(context, packet) >= 0
+    }
+
+    /// The newest picture libavcodec has ready, if any.
+    private func receive() -> DecodedPicture? {
         var picture: DecodedPicture?
         while true {
             let received = avcodec_receive_frame(context, incoming)
@@ -88,7 +139,6 @@ public final class H264Decoder {
             decoded += 1
             picture = DecodedPicture(width: Int(frame.pointee.width), height: Int(frame.pointee.height))
         }
-        if picture == nil { errors += 1 }
         return picture
     }
 

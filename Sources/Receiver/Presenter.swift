@@ -31,6 +31,7 @@ final class Presenter: @unchecked Sendable {
     private var window: PictureWindow?
     private let recording: SessionRecording?
     private var latency = LatencyRecorder()
+    private var receiving = LatencyRecorder()
     private var glassToGlass = LatencyRecorder()
     private var lastStamp: FrameStamp?
     private var waitingForKeyframe = true
@@ -48,6 +49,9 @@ final class Presenter: @unchecked Sendable {
     private var audioDelay: Int64?
     private var audioPlayedAt: UInt64 = 0
     private var pending: [(unit: AccessUnit, due: UInt64)] = []
+    /// The frame being decoded while its last slices are on their way: its
+    /// RTP timestamp and how many bytes of it were decoded.
+    private var early: (timestamp: UInt32, decoded: Int)?
     /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
     /// timestamp, and when the last picture was shown: a freeze is a gap of
     /// more than the spacing plus 100 ms.
@@ -118,6 +122,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     private func chainBroke() {
+        abandonEarly()
         waitingForKeyframe = true
         network.keyframeWanted.store(true, ordering: .relaxed)
     }
@@ -127,17 +132,20 @@ final class Presenter: @unchecked Sendable {
         case .video, .audio, .senderReport, .loss:
             sessionHasMedia = true
             recording?.noteMedia(audio: false)
-        case .goodbye, .newSession, .senderState, .audioLayout, .cursor:
+        case .videoSlices, .goodbye, .newSession, .senderState, .audioLayout, .cursor:
             break
         }
         switch work {
+        case .videoSlices(let slices):
+            decodeEarly(slices)
         case .video(let unit):
             noteSpacing(unit.timestamp)
             // Lip sync: while audio plays, a frame waits until its capture
             // time plus the audio's capture-to-heard delay (at most 200 ms);
-            // otherwise it is shown at once.
+            // otherwise it is shown at once (as is one begun early, when
+            // sound started to play meanwhile: it is half decoded).
             var due = monotonicNow()
-            if let delay = audioDelay, monotonicNow() - audioPlayedAt < 1_000_000_000, player != nil {
+            if let delay = audioDelay, holdsForLipSync, early?.timestamp != unit.timestamp {
                 let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
                                                    timestamp: unit.timestamp, clockRate: 90_000)
                 let wait = min(max(captured + delay - Int64(wallNow() / 1000), 0), 200_000)
@@ -146,6 +154,7 @@ final class Presenter: @unchecked Sendable {
             pending.append((unit, due))
         case .loss:
             // Freeze rather than smear: decode again from the next keyframe.
+            abandonEarly()
             waitingForKeyframe = true
         case .goodbye(let reason):
             events(.senderLeft(reason: reason))
@@ -203,6 +212,7 @@ final class Presenter: @unchecked Sendable {
         clocks = ClockMapping()
         timeline = Timeline()
         pending.removeAll()
+        abandonEarly()
         audioDelay = nil
         frameSpacing = nil
         lastTimestamp = nil
@@ -242,15 +252,60 @@ final class Presenter: @unchecked Sendable {
         return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
     }
 
+    /// Whether frames wait for the sound, for lip sync: while audio plays.
+    private var holdsForLipSync: Bool {
+        audioDelay != nil && player != nil && monotonicNow() - audioPlayedAt < 1_000_000_000
+    }
+
+    /// Decodes the first slices of a frame still arriving, when the frame
+    /// will be shown as soon as it is whole (nothing before it waits, no lip
+    /// sync holds it) and its references are there: its last packet then
+    /// leaves only its last slices to decode.
+    private func decodeEarly(_ slices: EarlySlices) {
+        if let begun = early, begun.timestamp == slices.timestamp, begun.decoded == slices.offset {
+            // The next part of the frame begun.
+        } else {
+            // Parts of a frame not begun, or a part missed (the queue was
+            // full): that frame is decoded whole when it comes.
+            abandonEarly()
+            guard slices.offset == 0, pending.isEmpty, !holdsForLipSync,
+                  !waitingForKeyframe || slices.holdsKeyframe else { return }
+            early = (slices.timestamp, 0)
+        }
+        guard decoder.decodeStart(slices.data[...]) else {
+            local.decodeErrors += 1
+            chainBroke()
+            return
+        }
+        early?.decoded += slices.data.count
+    }
+
+    /// A frame begun early whose rest will not be decoded: the decoder
+    /// forgets it (and its references: the next frame decoded must be a keyframe).
+    private func abandonEarly() {
+        guard early != nil else { return }
+        early = nil
+        decoder.discardPartial()
+        waitingForKeyframe = true
+    }
+
     /// Decodes one access unit, shows it, measures its latency and records it.
     private func present(_ unit: AccessUnit) throws(ReceiverError) {
         local.framesAssembled += 1
+        var begun: Int?
+        if let early, early.timestamp == unit.timestamp, early.decoded <= unit.data.count {
+            begun = early.decoded
+            self.early = nil
+        } else {
+            abandonEarly()
+        }
         if waitingForKeyframe && !unit.isKeyframe {
             local.framesSkippedForKeyframe += 1
             network.keyframeWanted.store(true, ordering: .relaxed)
             return
         }
-        guard let picture = decoder.decode(unit.data) else {
+        if begun != nil { local.framesDecodedEarly += 1 }
+        guard let picture = decoder.decode(unit.data[(begun ?? 0)...]) else {
             local.decodeErrors += 1
             chainBroke()
             return
@@ -293,6 +348,7 @@ final class Presenter: @unchecked Sendable {
             }
         }
         lastShownAt = shownAt
+        receiving.record(milliseconds: Double(shownAt &- min(unit.completedAt.nanoseconds, shownAt)) / 1e6)
         if configuration.readStamps { readStamp() }
         if let id = configuration.captureTimeExtensionID,
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
@@ -399,12 +455,14 @@ final class Presenter: @unchecked Sendable {
         local.audio = audio
         if summarize {
             local.captureToDisplay = latency.summary
+            local.lastPacketToDisplay = receiving.summary
             local.glassToGlass = glassToGlass.summary
         }
         let mine = local
         shared.stats.withLock { s in
             s.framesAssembled = mine.framesAssembled
             s.framesDecoded = mine.framesDecoded
+            s.framesDecodedEarly = mine.framesDecodedEarly
             s.framesShown = mine.framesShown
             s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
             s.decodeErrors = mine.decodeErrors
@@ -420,6 +478,7 @@ final class Presenter: @unchecked Sendable {
             s.audio = mine.audio
             if summarize {
                 s.captureToDisplay = mine.captureToDisplay
+                s.lastPacketToDisplay = mine.lastPacketToDisplay
                 s.glassToGlass = mine.glassToGlass
                 s.timeline = mine.timeline
                 s.timelineOriginUnix = mine.timelineOriginUnix

@@ -38,6 +38,10 @@ public struct ReceiverConfiguration: Sendable {
     /// Read the frame stamp (`share scene --stamp`) from every decoded
     /// picture and measure glass-to-glass latency (both ends on one machine).
     public var readStamps = false
+    /// Decode a frame's first slices as they arrive, while the sender still
+    /// encodes the rest, so its last packet leaves only the last slices to
+    /// decode; false decodes each frame once it is whole.
+    public var decodesSlicesEarly = true
     /// Each decoded picture, lent to the host on the decode thread as soon
     /// as it is decoded (whether or not a window shows it): for an
     /// application that draws the picture itself. See `ReceivedPicture`.

@@ -104,6 +104,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
         for event in events {
             switch event {
             case .videoFrame(let unit): queue.push(.video(unit))
+            case .videoSlices(let slices): queue.push(.videoSlices(slices))
             case .videoLoss: queue.push(.loss)
             case .otherPacket(let packet): queue.push(.audio(packet))
             case .senderReport(let ssrc, let report): queue.push(.senderReport(ssrc: ssrc, report))

@@ -14,6 +14,9 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var framesAssembled = 0
     /// Pictures decoded.
     public var framesDecoded = 0
+    /// Frames whose decoding began before their last packet arrived (the
+    /// sender sent their first slices while it still encoded the rest).
+    public var framesDecodedEarly = 0
     /// Pictures shown in the window.
     public var framesShown = 0
     /// Frames given up on (packets missing past the jitter buffer's wait).
@@ -87,6 +90,9 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var height = 0
     /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
     public var captureToDisplay = LatencySummary()
+    /// A frame's last packet arriving to its picture shown (or decoded,
+    /// headless): the receiver's own share of the latency.
+    public var lastPacketToDisplay = LatencySummary()
     /// With `readStamps`: from the scene drawing a frame stamp to the picture
     /// holding it shown (or decoded, headless), first appearance of each stamp.
     public var glassToGlass = LatencySummary()

@@ -68,6 +68,7 @@ public final class ScreenReceiver: Sendable {
             sessionConfiguration.maximumDelay = configuration.maximumDelay
             sessionConfiguration.retransmissionPayloadType = configuration.retransmissionPayloadType
             sessionConfiguration.fecPayloadType = configuration.fecPayloadType
+            sessionConfiguration.earlySlices = configuration.decodesSlicesEarly
             // With a handshake the session waits, with throwaway keys, for
             // the first sender's.
             let keys: SRTPSessionKeys = switch configuration.keying {

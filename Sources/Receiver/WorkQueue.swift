@@ -6,6 +6,8 @@ internal import ShareSync
 /// What the network thread hands the decode thread.
 enum ReceivedWork: Sendable {
     case video(AccessUnit)
+    /// The start of the frame still arriving, to decode before it is whole.
+    case videoSlices(EarlySlices)
     /// Frames the jitter buffer gave up on: decode again from a keyframe.
     case loss
     case audio(RTPPacket)
@@ -25,7 +27,10 @@ enum ReceivedWork: Sendable {
 /// thread. A slow window or recorder fills it; then new items are dropped
 /// (counted) rather than queued without bound, and the decode thread is told
 /// the picture chain broke, so it waits for a keyframe instead of decoding
-/// frames whose references are gone. The network thread never waits here.
+/// frames whose references are gone (a frame's early slices dropped only cost
+/// the early start: the whole frame still comes). Slices of one frame that
+/// follow each other in the queue are handed over as one part. The network
+/// thread never waits here.
 final class WorkQueue: Sendable {
     private struct State {
         var items: [ReceivedWork] = []
@@ -45,21 +50,30 @@ final class WorkQueue: Sendable {
     /// Queues `work`; false (and counted) when the queue is full.
     @discardableResult
     func push(_ work: ReceivedWork) -> Bool {
-        let accepted = state.withLock { state -> Bool in
+        enum Outcome { case queued, joined, dropped }
+        let outcome = state.withLock { state -> Outcome in
+            if case .videoSlices(let more) = work, state.items.count > state.head,
+               case .videoSlices(var queued) = state.items[state.items.count - 1],
+               queued.timestamp == more.timestamp, queued.offset + queued.data.count == more.offset {
+                // Not taken yet (and signalled for): it grows instead.
+                queued.data += more.data
+                state.items[state.items.count - 1] = .videoSlices(queued)
+                return .joined
+            }
             guard state.items.count - state.head < capacity else {
                 state.dropped += 1
                 if case .video = work { state.chainBroken = true }
-                return false
+                return .dropped
             }
             if state.head > 64 {
                 state.items.removeFirst(state.head)
                 state.head = 0
             }
             state.items.append(work)
-            return true
+            return .queued
         }
-        if accepted { ready.signal() }
-        return accepted
+        if outcome == .queued { ready.signal() }
+        return outcome != .dropped
     }
 
     /// The next item, waiting up to `timeout`; `chainBroken` says video was

@@ -5,6 +5,9 @@ public import ShareWire
 public enum ReceiveEvent: Sendable {
     /// A complete, well-formed H.264 access unit.
     case videoFrame(AccessUnit)
+    /// The leading NAL units of the frame still arriving (with
+    /// `earlySlices`): its `videoFrame`, or a loss, follows.
+    case videoSlices(EarlySlices)
     /// Frames the jitter buffer gave up on (a keyframe is requested).
     case videoLoss(FrameLoss)
     /// An RTP packet of another stream (audio), already authenticated.
@@ -75,6 +78,9 @@ public final class ReceiveSession {
         public var keyframeRequestInterval: Duration = .milliseconds(300)
         public var reportInterval: Duration = .seconds(1)
         public var nack = true
+        /// Announce the start of each frame as its slices arrive
+        /// (`videoSlices`), so decoding can begin before the frame is whole.
+        public var earlySlices = true
 
         public init(ssrc: UInt32, cname: String, videoPayloadType: UInt8? = nil) {
             self.ssrc = ssrc
@@ -119,7 +125,7 @@ public final class ReceiveSession {
         srtp = try SRTPContext(keying: keys.inbound, direction: .inbound)
         outbound = try SRTPContext(keying: keys.outbound, direction: .outbound)
         let start = max(configuration.minimumDelay, .milliseconds(100))
-        assembler = H264FrameAssembler(maxDelay: start)
+        assembler = H264FrameAssembler(maxDelay: start, earlySlices: configuration.earlySlices)
         nack = NACKTracker(maxAge: start)
         videoPayloadType = configuration.videoPayloadType
     }
@@ -137,7 +143,7 @@ public final class ReceiveSession {
     public func restart(_ keys: SRTPSessionKeys) throws(SRTPError) {
         try rekey(keys)
         let start = max(configuration.minimumDelay, .milliseconds(100))
-        assembler = H264FrameAssembler(maxDelay: start)
+        assembler = H264FrameAssembler(maxDelay: start, earlySlices: configuration.earlySlices)
         nack = NACKTracker(maxAge: start)
         videoPayloadType = configuration.videoPayloadType
         videoSSRC = nil
@@ -402,6 +408,7 @@ public final class ReceiveSession {
         for event in assembled {
             switch event {
             case .frame(let unit): events.append(.videoFrame(unit))
+            case .slices(let slices): events.append(.videoSlices(slices))
             case .lost(let loss):
                 statistics.framesLost += loss.frames
                 events.append(.videoLoss(loss))

@@ -121,4 +121,49 @@ struct SliceTests {
         #expect(streamed < 0.3, "on one thread the first slice came at \(streamed) of the encode call (median)")
         #expect(whole > 0.8, "on sliced threads the first part came at \(whole) of the encode call (median)")
     }
+
+    /// The receiver's early start: a frame's slices decoded as they come
+    /// (`decodeStart`, a few at a time) and the rest when the frame is whole
+    /// give, picture after picture, exactly what decoding each whole frame
+    /// gives; a frame whose last slice came early is out at the end call
+    /// with nothing left; and a frame begun and given up leaves the decoder
+    /// ready for the next keyframe.
+    @Test func aFrameDecodedAsItsSlicesComeIsTheSamePicture() throws {
+        let (width, height) = (640, 360)
+        let encoder = try H264Encoder(.init(width: width, height: height, fps: 30, bitrateKbps: 6000, threads: 1,
+                                            sliceMaxSize: 1100))
+        let whole = try H264Decoder()
+        let early = try H264Decoder()
+        var begunEarly = 0
+        for frame in 0..<16 {
+            let (_, parts, _, _) = try encodeInParts(encoder, detailedPicture(width: width, height: height, frame: frame),
+                                                     forceKeyframe: frame == 12)
+            let unit = parts.flatMap { $0 }
+            let reference = try #require(whole.decode(unit), "frame \(frame) decodes whole")
+            if frame == 10 {
+                // Begun and given up (its last packets lost): frame 11, a P
+                // frame, cannot follow; the keyframe 12 starts clean.
+                #expect(early.decodeStart(parts.dropLast().flatMap { $0 }[...]))
+                early.discardPartial()
+                continue
+            }
+            if frame == 11 { continue }
+            // Every frame's parts: the first two, then three at a time;
+            // frame 5 hands over all of its slices early, nothing at the end.
+            let ahead = frame == 5 ? parts.count : parts.count - 1
+            var offset = 0
+            for group in stride(from: 0, to: ahead, by: 3) {
+                let bytes = parts[group..<min(ahead, group + 3)].flatMap { $0 }
+                #expect(early.decodeStart(bytes[...]))
+                offset += bytes.count
+            }
+            begunEarly += 1
+            let picture = try #require(early.decode(unit[offset...]), "frame \(frame) decodes in parts")
+            #expect(picture == reference)
+            let (a, b) = (try #require(whole.lastPicture()), try #require(early.lastPicture()))
+            #expect(a.storage == b.storage, "frame \(frame): the picture decoded in parts differs")
+        }
+        #expect(begunEarly == 14)
+        #expect(early.errors == 0 && whole.errors == 0)
+    }
 }

@@ -217,6 +217,53 @@ struct SenderTests {
         #expect(lead > 0.15 * encode, "the first packet left \(lead) ms before the end of a \(encode) ms encode (medians)")
     }
 
+    /// The receiver's side of the same: a 720p frame's first slices are
+    /// decoded while the sender still encodes the rest, so the last packet
+    /// leaves only the last slices to decode; every picture decoded so is
+    /// whole (its stamp reads, as a corrupt or misplaced slice would not let it).
+    /// With `decodesSlicesEarly` off, each frame is decoded once whole.
+    @Test(arguments: [true, false])
+    func theReceiverDecodesAFrameWhileItsLastSlicesAreEncoded(early: Bool) throws {
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        let secret = Array("early slices".utf8)
+        var receiving = headlessReceiving(secret)
+        receiving.decodesSlicesEarly = early
+        let stamps = Mutex<(read: Int, unreadable: Int)>((0, 0))
+        receiving.onPicture = { picture in
+            let stamp = FrameStamp.read(width: picture.width, height: picture.height) { picture.luma(x: $0, y: $1) }
+            stamps.withLock { stamp == nil ? ($0.unreadable += 1) : ($0.read += 1) }
+        }
+        let receiver = try ScreenReceiver(configuration: receiving)
+        receiver.start()
+        defer { receiver.stop() }
+        var sending = screenSending(secret, to: receiver.port, display: display)
+        sending.stillRefresh = nil
+        let sender = try ScreenSender(configuration: sending)
+        sender.start()
+        defer { sender.stop() }
+        let scene = try DemoScene(display: display.display)
+        for frame in 0..<90 {
+            scene.draw(frame: frame) { scene in
+                FrameStamp(microseconds: DispatchTime.now().uptimeNanoseconds / 1000).paint(width: scene.width) {
+                    scene.fill(x: $0, y: $1, width: $2, height: $3, rgb: $4 ? 0xFFFFFF : 0)
+                }
+            }
+            usleep(33_000)
+        }
+        let r = receiver.statistics
+        let (read, unreadable) = stamps.withLock { $0 }
+        #expect(r.framesDecoded >= 45, "\(r.framesDecoded) frames decoded")
+        if early {
+            #expect(r.framesDecodedEarly >= r.framesDecoded * 8 / 10,
+                    "\(r.framesDecodedEarly) of \(r.framesDecoded) frames begun before their last packet")
+        } else {
+            #expect(r.framesDecodedEarly == 0)
+        }
+        #expect(r.lastPacketToDisplay.p50 != nil, "the receiver's own latency is measured")
+        #expect(r.decodeErrors == 0)
+        #expect(read >= r.framesDecoded - 1 && unreadable <= 1, "stamps read on \(read) pictures, unreadable on \(unreadable)")
+    }
+
     @Test func lifecycleEventsArriveInOrder() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
         let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))

@@ -66,6 +66,12 @@ struct FrameAssemblerTests {
         (seed: 16, loss: 0.3, duplicate: 0.3, reorder: 0.6),
     ])
     func neverEmitsCorruptFrames(seed: UInt64, loss: Double, duplicate: Double, reorder: Double) throws {
+        for early in [false, true] { try verify(seed: seed, loss: loss, duplicate: duplicate, reorder: reorder, early: early) }
+    }
+
+    /// With `early`, every announced start of a frame is whole NAL units of
+    /// that frame, parts follow each other, and an emitted frame begins with them.
+    private func verify(seed: UInt64, loss: Double, duplicate: Double, reorder: Double, early: Bool) throws {
         var rng = SeededGenerator(seed: seed)
         let frames = (0..<300).map { _ in randomAccessUnit(using: &rng, maxNALSize: 4000) }
         let sent = try packetize(frames, mtu: Int.random(in: 300...1200, using: &rng),
@@ -87,10 +93,11 @@ struct FrameAssemblerTests {
         let byTimestamp = Dictionary(uniqueKeysWithValues: sent.enumerated().map {
             ($0.element[0].timestamp, frames[$0.offset])
         })
-        var assembler = H264FrameAssembler(maxDelay: .milliseconds(20))
+        var assembler = H264FrameAssembler(maxDelay: .milliseconds(20), earlySlices: early)
         var now = MonotonicTime.zero
         var emitted: [UInt32] = []
         var lostReported = 0
+        var announced: [UInt32: [UInt8]] = [:]
         func check(_ events: [H264FrameAssembler.Event]) {
             for event in events {
                 switch event {
@@ -98,6 +105,16 @@ struct FrameAssemblerTests {
                     #expect(nalList(unit.data) == byTimestamp[unit.timestamp], "corrupt frame ts \(unit.timestamp)")
                     if let last = emitted.last { #expect(unit.timestamp > last, "frames out of order") }
                     emitted.append(unit.timestamp)
+                    #expect(unit.data.starts(with: announced.removeValue(forKey: unit.timestamp) ?? []))
+                case .slices(let part):
+                    #expect(early)
+                    #expect(part.offset == announced[part.timestamp, default: []].count, "parts must follow each other")
+                    announced[part.timestamp, default: []] += part.data
+                    // A joining receiver's first unit may start mid-frame; any
+                    // other announced start is the frame's own first units.
+                    if let frame = byTimestamp[part.timestamp], !emitted.isEmpty || lostReported > 0 {
+                        #expect(annexB(frame).starts(with: announced[part.timestamp]!), "announced units not the frame's start")
+                    }
                 case .lost(let loss): lostReported += loss.frames
                 }
             }

@@ -95,6 +95,8 @@ public struct ReceiveOptions: ParsableArguments {
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Flag(help: "Read the frame stamp `share scene --stamp` draws from every picture: glass-to-glass latency (sender and receiver on one machine).")
     public var readStamps = false
+    @Flag(help: "Decode each frame only once all of it arrived, not its first slices as they come (for comparison).")
+    public var wholeFrames = false
 
     public init() {}
 }

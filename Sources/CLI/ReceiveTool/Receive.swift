@@ -75,6 +75,7 @@ struct Receive: ParsableCommand {
         configuration.recordPath = record
         configuration.playAudio = !o.noAudio
         configuration.readStamps = o.readStamps
+        configuration.decodesSlicesEarly = !o.wholeFrames
         for audio in description?.audio ?? [] where audio.codec.lowercased() == "opus" {
             configuration.audioPayloadTypes.insert(audio.payloadType)
         }
@@ -127,7 +128,8 @@ struct Receive: ParsableCommand {
         receiver.stop()
         let s = receiver.statistics
         print("""
-            received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded) in \
+            received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded, \(s.framesDecodedEarly) \
+            begun before their last packet) in \
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests; \
@@ -137,7 +139,7 @@ struct Receive: ParsableCommand {
             \(s.handshakesRateLimited) not answered (rate limit)
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed, \
             \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses
-            capture to display: \(s.captureToDisplay.text)\(o.readStamps ? """
+            capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(o.readStamps ? """
 
                 glass to glass: \(s.glassToGlass.text), \(s.stampsNew) stamps (\(s.stampsRepeated) repeated, \(s.stampsUnreadable) unreadable)
                 """ : "")

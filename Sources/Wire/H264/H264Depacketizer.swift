@@ -29,6 +29,10 @@ public struct H264Depacketizer: Sendable {
 
     public mutating func reset() { inFragment = false }
 
+    /// Where the open FU-A unit's start code is in the output, while one is
+    /// open: everything before it is whole NAL units.
+    public var openUnitStart: Int? { inFragment ? fragmentStart - AnnexB.startCode.count : nil }
+
     public mutating func append(payload: ArraySlice<UInt8>, to output: inout [UInt8]) throws(H264DepacketizeError) {
         guard let first = payload.first else { throw .emptyPayload }
         let type = H264NALType.type(of: first)

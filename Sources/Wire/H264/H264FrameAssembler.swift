@@ -12,10 +12,31 @@ public struct AccessUnit: Sendable, Equatable {
     public var completedAt: MonotonicTime
 
     /// True when the unit holds an IDR slice.
-    public var isKeyframe: Bool {
-        var ranges: [Range<Int>] = []
-        AnnexB.nalUnits(in: data[...], into: &ranges)
-        return ranges.contains { H264NALType.type(of: data[$0.lowerBound]) == H264NALType.idr }
+    public var isKeyframe: Bool { AnnexB.containsIDR(data[...]) }
+}
+
+/// The leading NAL units of an access unit whose last packets are still on
+/// their way: whole units, in order, contiguous from the unit's first packet,
+/// so a decoder can start on the picture while the sender still encodes the
+/// rest of it. The unit's `.frame` (whose data begins with every part
+/// announced) or a `.lost` follows.
+public struct EarlySlices: Sendable, Equatable {
+    /// RTP timestamp of the unit.
+    public var timestamp: UInt32
+    /// Where `data` begins in the unit's Annex B data: parts follow each
+    /// other without gaps, the first at 0.
+    public var offset: Int
+    /// Complete NAL units in Annex B form with 4-byte start codes.
+    public var data: [UInt8]
+
+    /// True when these units hold an IDR slice.
+    public var holdsKeyframe: Bool { AnnexB.containsIDR(data[...]) }
+
+    /// Units `data` of the access unit at `timestamp`, from `offset` on.
+    public init(timestamp: UInt32, offset: Int, data: [UInt8]) {
+        self.timestamp = timestamp
+        self.offset = offset
+        self.data = data
     }
 }
 
@@ -46,10 +67,15 @@ public struct FrameLoss: Sendable, Equatable {
 /// marker bit is present and depacketizes cleanly, so a decoder never sees a
 /// corrupt frame; units that cannot be completed within `maxDelay` (time for
 /// reordering and retransmission) are reported as lost. Duplicates and late
-/// packets are counted and dropped. Sans-IO: time comes in as `now`.
+/// packets are counted and dropped. With `earlySlices`, the whole NAL units
+/// at the start of a unit still arriving are announced as they come
+/// (`.slices`), depacketized once: the unit is built on them. Sans-IO: time
+/// comes in as `now`.
 public struct H264FrameAssembler: Sendable {
     public enum Event: Sendable, Equatable {
         case frame(AccessUnit)
+        /// The start of the unit being received (with `earlySlices`).
+        case slices(EarlySlices)
         case lost(FrameLoss)
     }
 
@@ -60,6 +86,8 @@ public struct H264FrameAssembler: Sendable {
         public var overflowed = 0
         public var framesEmitted = 0
         public var framesLost = 0
+        /// Units some of whose NAL units were announced before they were complete.
+        public var framesAnnouncedEarly = 0
     }
 
     private struct Stored: Sendable {
@@ -70,9 +98,24 @@ public struct H264FrameAssembler: Sendable {
         var arrival: MonotonicTime
     }
 
+    /// The unit being received, depacketized as far as its packets are
+    /// contiguous from its first one (with `earlySlices`).
+    private struct Partial: Sendable {
+        var start: Int64
+        /// The last packet depacketized.
+        var through: Int64
+        var data: [UInt8] = []
+        var depacketizer = H264Depacketizer()
+        var failure: H264DepacketizeError?
+        /// Bytes of `data` announced in `.slices` events.
+        var announced = 0
+    }
+
     /// How long a gap is waited for; the receiver tunes it to the path.
     public var maxDelay: Duration
     public let maxPackets: Int
+    /// Whether the start of a unit still arriving is announced (`.slices`).
+    public let earlySlices: Bool
     public private(set) var counters = Counters()
 
     private var unwrapper = SequenceUnwrapper()
@@ -84,11 +127,12 @@ public struct H264FrameAssembler: Sendable {
     /// Set once a unit has been emitted or dropped; earlier packets are late from then on.
     private var started = false
     private var gapDeadline: MonotonicTime?
-    private var depacketizer = H264Depacketizer()
+    private var partial: Partial?
 
-    public init(maxDelay: Duration = .milliseconds(80), maxPackets: Int = 4096) {
+    public init(maxDelay: Duration = .milliseconds(80), maxPackets: Int = 4096, earlySlices: Bool = false) {
         self.maxDelay = maxDelay
         self.maxPackets = max(maxPackets, 16)
+        self.earlySlices = earlySlices
     }
 
     /// Accepts one packet and returns the units (and losses) it completes, in order.
@@ -163,6 +207,7 @@ public struct H264FrameAssembler: Sendable {
                 sequence += 1
             }
             guard complete else {
+                if earlySlices && sequence > start { announce(start: start, through: sequence - 1, into: &events) }
                 checkGap(holeAt: sequence, now: now, into: &events)
                 return
             }
@@ -234,39 +279,66 @@ public struct H264FrameAssembler: Sendable {
         for sequence in doomed {
             if let packet = stored.removeValue(forKey: sequence) { timestamps.insert(packet.timestamp) }
         }
+        if let partial, partial.start < limit { self.partial = nil }
         started = true
         let frames = max(timestamps.count, 1)
         counters.framesLost += frames
         events.append(.lost(FrameLoss(reason: reason, frames: frames, packets: doomed.count)))
     }
 
+    /// Depacketizes the unit starting at `start` through `last` (contiguous,
+    /// not complete) and announces the whole NAL units not announced yet.
+    private mutating func announce(start: Int64, through last: Int64, into events: inout [Event]) {
+        if partial?.start != start { partial = Partial(start: start, through: start - 1) }
+        guard var unit = partial, unit.failure == nil, unit.through < last else { return }
+        partial = nil  // Held here while it grows: no copy of its data.
+        depacketize(&unit, through: last)
+        let whole = unit.depacketizer.openUnitStart ?? unit.data.count
+        if unit.failure == nil && whole > unit.announced, let first = stored[start] {
+            if unit.announced == 0 { counters.framesAnnouncedEarly += 1 }
+            events.append(.slices(EarlySlices(timestamp: first.timestamp, offset: unit.announced,
+                                              data: Array(unit.data[unit.announced..<whole]))))
+            unit.announced = whole
+        }
+        partial = unit
+    }
+
+    /// Appends the unit's packets after the ones done, through `last`.
+    private func depacketize(_ unit: inout Partial, through last: Int64) {
+        var sequence = unit.through + 1
+        while sequence <= last, unit.failure == nil, let packet = stored[sequence] {
+            do throws(H264DepacketizeError) {
+                try unit.depacketizer.append(payload: packet.payload[...], to: &unit.data)
+            } catch {
+                unit.failure = error
+            }
+            unit.through = sequence
+            sequence += 1
+        }
+    }
+
     private mutating func emit(_ range: ClosedRange<Int64>, now: MonotonicTime, into events: inout [Event]) {
         started = true
-        var data: [UInt8] = []
-        var failure: H264DepacketizeError?
-        depacketizer.reset()
-        var total = 0
-        for sequence in range { total += stored[sequence]?.payload.count ?? 0 }
-        data.reserveCapacity(total + 64)
         let first = stored[range.lowerBound]!
-        for sequence in range {
-            guard let packet = stored.removeValue(forKey: sequence) else { continue }
-            if failure == nil {
-                do throws(H264DepacketizeError) {
-                    try depacketizer.append(payload: packet.payload[...], to: &data)
-                } catch {
-                    failure = error
-                }
-            }
+        // Built on what was announced of it, else from its first packet.
+        var unit = partial?.start == range.lowerBound ? partial! : Partial(start: range.lowerBound, through: range.lowerBound - 1)
+        partial = nil
+        if unit.data.isEmpty {
+            var total = 0
+            for sequence in range { total += stored[sequence]?.payload.count ?? 0 }
+            unit.data.reserveCapacity(total + 64)
         }
-        if failure == nil && depacketizer.inFragment { failure = .truncatedFragment }
+        depacketize(&unit, through: range.upperBound)
+        for sequence in range { stored.removeValue(forKey: sequence) }
+        var failure = unit.failure
+        if failure == nil && unit.depacketizer.inFragment { failure = .truncatedFragment }
         if let failure {
             counters.framesLost += 1
             events.append(.lost(FrameLoss(reason: .malformed(failure), frames: 1, packets: range.count)))
             return
         }
         counters.framesEmitted += 1
-        events.append(.frame(AccessUnit(timestamp: first.timestamp, data: data, sequenceRange: range,
+        events.append(.frame(AccessUnit(timestamp: first.timestamp, data: unit.data, sequenceRange: range,
                                         headerExtension: first.headerExtension, completedAt: now)))
     }
 }

@@ -44,6 +44,13 @@ public enum AnnexB {
         if let start = unitStart { appendTrimmed(start..<end, of: stream, to: &ranges) }
     }
 
+    /// Whether `stream` holds an IDR slice.
+    public static func containsIDR(_ stream: ArraySlice<UInt8>) -> Bool {
+        var ranges: [Range<Int>] = []
+        nalUnits(in: stream, into: &ranges)
+        return ranges.contains { H264NALType.type(of: stream[$0.lowerBound]) == H264NALType.idr }
+    }
+
     public static func nalUnits(in stream: [UInt8]) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         nalUnits(in: stream[...], into: &ranges)

@@ -190,9 +190,10 @@ public enum FuzzChecks {
     /// H.264: the input is a stream of packets (a length byte, a flags byte
     /// with marker and sequence step, then the payload) fed to the
     /// depacketizer and the frame assembler. The assembler stays bounded and
-    /// every unit it emits is a well-formed Annex B stream of non-empty units.
+    /// every unit it emits (and every start of one it announces early) is a
+    /// well-formed Annex B stream of non-empty units.
     public static func h264(_ bytes: [UInt8]) {
-        var assembler = H264FrameAssembler(maxDelay: .milliseconds(5), maxPackets: 32)
+        var assembler = H264FrameAssembler(maxDelay: .milliseconds(5), maxPackets: 32, earlySlices: true)
         var index = 0
         var sequence: UInt16 = 0
         var timestamp: UInt32 = 0
@@ -217,11 +218,17 @@ public enum FuzzChecks {
     }
 
     private static func check(_ events: [H264FrameAssembler.Event]) {
-        for case .frame(let unit) in events {
+        for event in events {
+            let data: [UInt8]
+            switch event {
+            case .frame(let unit): data = unit.data
+            case .slices(let part): data = part.data
+            case .lost: continue
+            }
             var ranges: [Range<Int>] = []
-            AnnexB.nalUnits(in: unit.data[...], into: &ranges)
-            precondition(!ranges.isEmpty, "emitted an access unit with no NAL unit")
-            precondition(unit.data.starts(with: AnnexB.startCode), "access unit does not start with a start code")
+            AnnexB.nalUnits(in: data[...], into: &ranges)
+            precondition(!ranges.isEmpty, "emitted an access unit or early slices with no NAL unit")
+            precondition(data.starts(with: AnnexB.startCode), "emitted units do not start with a start code")
         }
     }
 
