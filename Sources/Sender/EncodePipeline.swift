@@ -85,6 +85,16 @@ final class EncodePipeline: @unchecked Sendable {
     /// The largest slice for a stream whose packets carry `payload` bytes of H.264.
     static func sliceMaxSize(payload: Int) -> Int { payload * packetsPerSlice }
 
+    /// The fewest slices a picture is cut into when its slices are sent as
+    /// they are written. A moving 1080p scene at its usual rate takes one
+    /// or two slices of four packets a frame, so the receiver could start on
+    /// little before the last packet; in quarters, it decodes three of them
+    /// while x264 encodes the last: last packet to display 1.4 ms against
+    /// 2.0 ms (1080p, `share send` to `share recv` on one machine, three
+    /// runs each; 720p 1.1 ms either way), at no measurable cost to the
+    /// encoder (sender CPU per frame within the runs' noise).
+    static let slicesPerPicture = 4
+
     /// An encoder at the configured frame rate, whatever the capture rate
     /// (a lower capture rate is a higher bitrate per frame, see `adapt`), in
     /// slices of at most `sliceMaxSize` bytes, each sent as x264 writes it.
@@ -94,7 +104,8 @@ final class EncodePipeline: @unchecked Sendable {
                               keyframeInterval: configuration.keyframeInterval,
                               threads: configuration.encoderThreads
                                   ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: configuration.fps),
-                              intraRefresh: configuration.intraRefresh, sliceMaxSize: sliceMaxSize))
+                              intraRefresh: configuration.intraRefresh, sliceMaxSize: sliceMaxSize,
+                              minimumSlices: sliceMaxSize == nil ? 1 : slicesPerPicture))
     }
 
     func run(_ context: SenderContext) {

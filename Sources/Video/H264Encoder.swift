@@ -50,9 +50,15 @@ public final class H264Encoder {
         /// The largest slice in bytes (NAL overhead included), a whole number
         /// of RTP packets' payload; nil: one slice per picture (per thread).
         public var sliceMaxSize: Int?
+        /// The fewest slices a picture is cut into (each of at most that
+        /// share of its macroblocks), however few bytes it takes: a streamed
+        /// picture's first slices then leave, and can be decoded, while
+        /// x264 still encodes the rest. 1: slices end by size only.
+        public var minimumSlices: Int
 
         public init(width: Int, height: Int, fps: Int = 30, bitrateKbps: Int? = nil, keyframeInterval: Int? = nil,
-                    threads: Int = 0, intraRefresh: Bool = true, vbvFrames: Double = 4, sliceMaxSize: Int? = nil) {
+                    threads: Int = 0, intraRefresh: Bool = true, vbvFrames: Double = 4, sliceMaxSize: Int? = nil,
+                    minimumSlices: Int = 1) {
             self.width = width
             self.height = height
             self.fps = fps
@@ -62,6 +68,7 @@ public final class H264Encoder {
             self.intraRefresh = intraRefresh
             self.vbvFrames = vbvFrames
             self.sliceMaxSize = sliceMaxSize
+            self.minimumSlices = minimumSlices
         }
 
         /// Whether slices are handed over while the picture is encoded:
@@ -98,6 +105,7 @@ public final class H264Encoder {
         guard (1...240).contains(c.fps) else { throw EncoderError("fps \(c.fps) outside 1-240") }
         guard c.bitrateKbps >= 16 else { throw EncoderError("bitrate \(c.bitrateKbps) kbit/s is too low") }
         if let size = c.sliceMaxSize, size < 100 { throw EncoderError("slices of at most \(size) bytes are too small") }
+        guard (1...64).contains(c.minimumSlices) else { throw EncoderError("\(c.minimumSlices) slices a picture: 1-64") }
         var param = x264_param_t()
         guard x264_param_default_preset(&param, "ultrafast", "zerolatency") == 0 else {
             throw EncoderError("x264 rejected preset ultrafast/zerolatency")
@@ -132,6 +140,10 @@ public final class H264Encoder {
         param.b_repeat_headers = 1
         param.b_annexb = 1
         if let size = c.sliceMaxSize { param.i_slice_max_size = Int32(size) }
+        if c.minimumSlices > 1 {
+            let macroblocks = ((c.width + 15) / 16) * ((c.height + 15) / 16)
+            param.i_slice_max_mbs = Int32((macroblocks + c.minimumSlices - 1) / c.minimumSlices)
+        }
         if c.streamsSlices {
             // Called from inside x264_encoder_encode for every NAL unit as it
             // is finished, with the picture's opaque pointer: the collector.

@@ -166,4 +166,31 @@ struct SliceTests {
         #expect(begunEarly == 14)
         #expect(early.errors == 0 && whole.errors == 0)
     }
+
+    /// A picture that takes few bytes (a plain one, moving a little) comes
+    /// in one slice when slices end by size only, and in at least the
+    /// asked-for number with `minimumSlices`, each part still a slice, the
+    /// whole decoding to the same picture size.
+    @Test func aSmallPictureIsStillCutIntoTheSlicesAsked() throws {
+        func parts(minimumSlices: Int) throws -> [Int] {
+            let encoder = try H264Encoder(.init(width: 1280, height: 720, fps: 30, bitrateKbps: 3000, threads: 1,
+                                                sliceMaxSize: 4800, minimumSlices: minimumSlices))
+            let decoder = try H264Decoder()
+            var counts: [Int] = []
+            for frame in 0..<8 {
+                let image = ColorConversion.i420(fromBGRA: testPicture(width: 1280, height: 720, offset: frame * 2),
+                                                 width: 1280, height: 720)
+                let (_, pieces, ends, _) = try encodeInParts(encoder, image)
+                #expect(ends.last == true)
+                #expect(decoder.decode(pieces.flatMap { $0 })?.width == 1280)
+                if frame > 0 { counts.append(pieces.count) }
+            }
+            #expect(decoder.errors == 0)
+            return counts
+        }
+        #expect(try parts(minimumSlices: 1).allSatisfy { $0 == 1 }, "a plain picture fits one slice by size")
+        let quartered = try parts(minimumSlices: 4)
+        #expect(quartered.allSatisfy { $0 >= 4 }, "slices per picture: \(quartered)")
+        #expect(throws: EncoderError.self) { try H264Encoder(.init(width: 320, height: 240, minimumSlices: 0)) }
+    }
 }
