@@ -52,12 +52,12 @@ final class WorkQueue: Sendable {
     func push(_ work: ReceivedWork) -> Bool {
         enum Outcome { case queued, joined, dropped }
         let outcome = state.withLock { state -> Outcome in
-            if case .videoSlices(let more) = work, state.items.count > state.head,
-               case .videoSlices(var queued) = state.items[state.items.count - 1],
-               queued.timestamp == more.timestamp, queued.offset + queued.data.count == more.offset {
-                // Not taken yet (and signalled for): it grows instead.
+            if case .videoSlices(let more) = work, Self.continues(more, state.items[state.head...]),
+               case .videoSlices(var queued) = state.items.removeLast() {
+                // Not taken yet (and signalled for): it grows instead, taken
+                // out of the queue first so its bytes are not copied.
                 queued.data += more.data
-                state.items[state.items.count - 1] = .videoSlices(queued)
+                state.items.append(.videoSlices(queued))
                 return .joined
             }
             guard state.items.count - state.head < capacity else {
@@ -74,6 +74,12 @@ final class WorkQueue: Sendable {
         }
         if outcome == .queued { ready.signal() }
         return outcome != .dropped
+    }
+
+    /// Whether `slices` carry on the frame whose slices are the last item not taken.
+    private static func continues(_ slices: EarlySlices, _ waiting: ArraySlice<ReceivedWork>) -> Bool {
+        guard case .videoSlices(let queued) = waiting.last else { return false }
+        return queued.timestamp == slices.timestamp && queued.offset + queued.data.count == slices.offset
     }
 
     /// The next item, waiting up to `timeout`; `chainBroken` says video was
