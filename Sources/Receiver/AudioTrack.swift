@@ -113,21 +113,26 @@ final class AudioPlayer: @unchecked Sendable {
     init() throws {
         playback = try PulsePlayback(channels: 2, targetLatencyMilliseconds: 40)
         DispatchQueue(label: "share.receiver.audio", qos: .userInteractive).async { [self] in
-            while running.load(ordering: .relaxed) {
-                _ = ready.wait(timeout: .now() + .milliseconds(100))
-                while let frame = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-                    do {
-                        try playback.write(frame)
-                        latency.store(Int(playback.latencyMicroseconds), ordering: .relaxed)
-                    } catch {
-                        failure.withLock { $0 = "\(error)" }
-                        running.store(false, ordering: .relaxed)
-                        break
-                    }
+            ThreadName.running(as: "share-playback") { playLoop() }
+        }
+    }
+
+    /// The playback thread: writes queued frames to PulseAudio until stopped.
+    private func playLoop() {
+        while running.load(ordering: .relaxed) {
+            _ = ready.wait(timeout: .now() + .milliseconds(100))
+            while let frame = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                do {
+                    try playback.write(frame)
+                    latency.store(Int(playback.latencyMicroseconds), ordering: .relaxed)
+                } catch {
+                    failure.withLock { $0 = "\(error)" }
+                    running.store(false, ordering: .relaxed)
+                    break
                 }
             }
-            done.signal()
         }
+        done.signal()
     }
 
     func play(_ frame: ArraySlice<Int16>) {

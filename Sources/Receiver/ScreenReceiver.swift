@@ -124,12 +124,12 @@ public final class ScreenReceiver: Sendable {
         for queue in [networkQueue, decodeQueue] { queue.setSpecific(key: Self.threadKey, value: ObjectIdentifier(self)) }
         group.enter()
         networkQueue.async { [self] in
-            let error = network.run(shared)
+            let error = ThreadName.running(as: "share-network") { network.run(shared) }
             end(error, events: events, queue: queue)
         }
         group.enter()
         decodeQueue.async { [self] in
-            let error = presenter.run(shared)
+            let error = ThreadName.running(as: "share-decode") { presenter.run(shared) }
             end(error, events: events, queue: queue)
         }
     }

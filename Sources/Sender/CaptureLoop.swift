@@ -94,19 +94,24 @@ final class CaptureLoop: @unchecked Sendable {
                                     longestWait: pointerSink == nil ? Self.longestWait : Self.pointerInterval,
                                     interval: Self.interval(feed))
         var seen = capturer.changesSeen
+        // What the last wait found (it looked at the pointer too): the next
+        // turn starts from it instead of asking the server again.
+        var found: Bool?
         while context.isActive {
             schedule.interval = Self.interval(feed)
             guard context.isRunning else {
+                found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)
                 continue
             }
             followPointer()
-            let pending = capturer.screenChanged
+            let pending = found ?? capturer.screenChanged
+            found = nil
             noteChanges(asTheyCame: false)
             switch schedule.next(now: Clock.monotonic(), pending: pending,
                                  keyframeWanted: context.keyframeRequested.load(ordering: .relaxed)) {
             case .waitForChange(let until):
-                _ = capturer.waitForChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
+                found = capturer.waitForChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
                 noteChanges(asTheyCame: true)
             case .watchForNextChange(let until):
                 _ = capturer.watchForNextChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))

@@ -322,7 +322,7 @@ public final class ScreenSender: Sendable {
         let queue = DispatchQueue(label: "share.sender.\(label)", qos: .userInteractive)
         queue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))
         queue.async { [group] in
-            body()
+            ThreadName.running(as: "share-\(label)") { body() }
             group.leave()
         }
     }

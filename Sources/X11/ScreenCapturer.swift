@@ -218,9 +218,13 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// Waits until the screen changes (a damage event) or `timeoutNanoseconds`
     /// pass, on the X connection's socket; true when it changed. Without
     /// change tracking (or on a broken connection, so the next grab reports
-    /// the error) it returns true at once.
+    /// the error) it returns true at once. A drawn pointer is asked for
+    /// after the wait, not before (the caller has just looked at
+    /// `screenChanged`): one round trip a wait, however short.
     public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
-        if screenChanged { return true }
+        guard damage != nil, xcb_connection_has_error(connection.connection) == 0 else { return true }
+        readEvents()
+        if changedSinceGrab { return true }
         waitForEvents(timeoutNanoseconds: timeoutNanoseconds)
         return screenChanged || xcb_connection_has_error(connection.connection) != 0
     }

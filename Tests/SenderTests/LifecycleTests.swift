@@ -95,3 +95,46 @@ struct DisplayGoneTests {
         }
     }
 }
+
+/// The names of this process's threads now, from /proc/self/task.
+func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// `top -H` and `perf` tell a sender's and a receiver's threads apart by
+/// name while they run; the dispatch workers they ran on get their own
+/// names back when they end (tested on one thread: other tests' senders
+/// run in this process at the same time).
+@Suite("Thread names", .serialized)
+struct ThreadNameTests {
+    @Test func theSendersAndReceiversThreadsAreNamedWhileTheyRun() throws {
+        let display = try VirtualDisplay(width: 320, height: 240)
+        let secret = [UInt8](repeating: 7, count: 30)
+        let receiver = try ScreenReceiver(configuration: headlessReceiving(secret))
+        let port = Atomic<Int>(0)
+        receiver.start { event in if case .listening(let p) = event { port.store(p, ordering: .relaxed) } }
+        defer { receiver.stop() }
+        let deadline = Date().addingTimeInterval(5)
+        while port.load(ordering: .relaxed) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let sender = try ScreenSender(configuration: screenSending(secret, to: port.load(ordering: .relaxed), display: display))
+        sender.start { _ in }
+        Thread.sleep(forTimeInterval: 0.5)
+        let running = Set(threadNames())
+        for name in ["share-capture", "share-encode", "share-pacer", "share-network", "share-decode"] {
+            #expect(running.contains(name), "a thread named \(name) among \(running.sorted())")
+        }
+        sender.stop()
+    }
+
+    @Test func aThreadGetsItsOwnNameBackAfterItsLoop() throws {
+        let own = try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+        let inside = try ThreadName.running(as: "share-a-very-long-name") {
+            try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+        }
+        #expect(inside == "share-a-very-lo\n", "Linux keeps the first 15 bytes")
+        let after = try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+        #expect(after == own)
+    }
+}
