@@ -49,8 +49,8 @@ struct ProcessFootprint: Sendable, Equatable, Codable {
 
 /// Reads the footprint again and again through one open /proc/self/status
 /// (read from its start each time: procfs writes it afresh) into a buffer
-/// of its own: after every frame, the governor's sample costs one read
-/// call, not an open, a read and a close, and allocates nothing. One thread.
+/// of its own: each of the governor's samples costs one read call, not an
+/// open, a read and a close, and allocates nothing. One thread.
 final class FootprintReader {
     private let descriptor: Int32
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)

@@ -393,7 +393,7 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var cpuSeconds = 0.0
     /// The process's footprint now (dirty memory: anonymous and shared resident pages), as iOS counts it.
     public var footprintBytes = 0
-    /// The highest footprint seen: sampled after every frame (when the
+    /// The highest footprint seen: sampled ten times a second (when the
     /// governor runs) and at each read of the statistics.
     public var peakFootprintBytes = 0
     /// The process's resident memory now (RSS, clean pages included).

@@ -14,7 +14,7 @@ final class SenderContext: @unchecked Sendable {
     let stats = Locked(SenderStatistics())
     /// Set by a keyframe request, a resume or the start; taken by the encoder.
     let keyframeRequested = Atomic<Bool>(true)
-    /// The highest footprint the governor sampled (after every frame): the
+    /// The highest footprint the governor sampled (ten times a second): the
     /// statistics' peak, however rarely they are read.
     let peakFootprint = Atomic<Int>(0)
     private let handlers = Locked<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))

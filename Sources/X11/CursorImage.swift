@@ -13,9 +13,19 @@ final class CursorImage {
     /// Where its image is, in screen coordinates (nil: no image).
     let bounds: Rectangle?
 
-    init(connection: X11Connection) {
-        let c = connection.connection
-        reply = xcb_xfixes_get_cursor_image_reply(c, xcb_xfixes_get_cursor_image(c), nil)
+    convenience init(connection: X11Connection) {
+        self.init(connection: connection, asked: Self.ask(connection))
+    }
+
+    /// Asks for the pointer's image without waiting: sent with other
+    /// requests, their replies come in one round trip.
+    static func ask(_ connection: X11Connection) -> xcb_xfixes_get_cursor_image_cookie_t {
+        xcb_xfixes_get_cursor_image(connection.connection)
+    }
+
+    /// The image asked for with `ask`.
+    init(connection: X11Connection, asked: xcb_xfixes_get_cursor_image_cookie_t) {
+        reply = xcb_xfixes_get_cursor_image_reply(connection.connection, asked, nil)
         guard let info = reply?.pointee else {
             position = (Int.min, Int.min)
             bounds = nil

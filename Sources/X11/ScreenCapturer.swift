@@ -304,9 +304,11 @@ public final class ScreenCapturer: @unchecked Sendable {
             dropped.add(1, ordering: .relaxed)
             return nil
         }
+        // The pointer's image is asked for with the damage: one round trip for both.
+        let cursorAsked = drawsCursor ? CursorImage.ask(connection) : nil
         // Taken only with a picture to put them in: refused, they wait for the next.
         var changed = takeChanges()
-        let cursor = drawsCursor ? CursorImage(connection: connection) : nil
+        let cursor = cursorAsked.map { CursorImage(connection: connection, asked: $0) }
         // The pointer changes where it was drawn and where it is now.
         for bounds in [drawnCursor, cursor?.bounds].compactMap({ $0 }) {
             changed?.append(Rectangle(x: bounds.x - area.x, y: bounds.y - area.y, width: bounds.width, height: bounds.height)
