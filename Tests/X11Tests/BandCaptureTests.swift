@@ -95,6 +95,29 @@ struct BandCaptureTests {
         #expect(lumas(lease) == lumas(try take(fresh)), "the picture is the screen as a full grab shows it")
     }
 
+    /// A drawn pointer on a still screen: a wait is not cut short by a
+    /// pointer that has not moved, and one that moved during the wait is
+    /// seen when it ends (the capture thread asks where the pointer is
+    /// after each wait, not before it as well).
+    @Test func aWaitSeesThePointerThatMovedDuringIt() throws {
+        let xvfb = try VirtualDisplay(width: 640, height: 480)
+        let client = try TestClient(display: xvfb.display)
+        _ = client.window(x: 0, y: 0, width: 640, height: 480, rgb: 0xFFFFFF, name: "white")
+        client.warpPointer(x: 100, y: 100)
+        let capturer = try ScreenCapturer(display: xvfb.display, slots: 2, drawsCursor: true, bandBytes: 1 << 16)
+        #expect(capturer.trackChanges())
+        _ = try take(capturer)
+        #expect(!capturer.screenChanged)
+        let began = ContinuousClock.now
+        #expect(!capturer.waitForChange(timeoutNanoseconds: 60_000_000), "nothing moved")
+        #expect(ContinuousClock.now - began >= .milliseconds(55), "the wait lasted its time")
+        client.warpPointer(x: 300, y: 200)
+        #expect(capturer.waitForChange(timeoutNanoseconds: 40_000_000), "the move is seen when the wait ends")
+        #expect(capturer.screenChanged, "and stays a change until the grab")
+        _ = try take(capturer)
+        #expect(!capturer.screenChanged, "grabbed: no change left")
+    }
+
     /// The pointer moving over a still screen: the bands under where it was
     /// and where it is are grabbed, nothing else; it is drawn at its new
     /// place and gone from the old.
