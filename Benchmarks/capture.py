@@ -5,7 +5,9 @@ Runs the release `share-send` (static key, no audio, default 50 MiB budget)
 against a UDP sink, one case after another in the same run, and samples
 /proc/<pid> ten times a second after a warm-up: CPU (ms per frame sent and
 % of a core), peak footprint (RssAnon + RssShmem, as the governor counts
-it) and RSS high-water mark, frames sent and the size they were encoded at.
+it) and RSS high-water mark, frames sent and the size they were encoded at,
+and per named thread (share-capture, share-encode, ...) its share of a core
+and its wake-ups a second over the window.
 
 Cases (each on its own virtual display):
   1080p-moving  a 1920x1080 screen, `share scene` moving content (the reference)
@@ -77,6 +79,37 @@ def start_sound(work):
     return daemon, env
 
 
+def threads(pid):
+    """Per named thread of a live process: CPU nanoseconds run (schedstat) and voluntary switches (wake-ups)."""
+    out = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                ran = int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                woke = next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+        except (FileNotFoundError, ProcessLookupError, StopIteration, ValueError):
+            continue
+        # The sender's threads are named (share-capture, share-encode, ...); others are summed as one.
+        key = name if name.startswith("share-") else "other"
+        old_ran, old_woke = out.get(key, (0, 0))
+        out[key] = (old_ran + ran, old_woke + woke)
+    return out
+
+
+def thread_rates(before, after, seconds):
+    """% of a core and wake-ups a second per thread between two `threads` readings."""
+    return {name: {"cpuPercent": 100 * (ran - before.get(name, (0, 0))[0]) / 1e9 / seconds,
+                   "wakeupsPerSecond": (woke - before.get(name, (0, 0))[1]) / seconds}
+            for name, (ran, woke) in sorted(after.items())}
+
+
 def run_case(name, case, args, key, work):
     display, xvfb = start_xvfb(case["size"])
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -96,6 +129,7 @@ def run_case(name, case, args, key, work):
     try:
         time.sleep(args.warmup)
         first = sample(sender.pid)
+        first_threads = threads(sender.pid)
         began = time.monotonic()
         peak = hwm = 0
         last = first
@@ -108,6 +142,8 @@ def run_case(name, case, args, key, work):
             peak = max(peak, now[1])
             hwm = max(hwm, now[3])
         elapsed = time.monotonic() - began
+        # Read once at the end (not every 100 ms: the reading costs a core this machine shares).
+        last_threads = threads(sender.pid) or first_threads
         output, _ = sender.communicate(timeout=30)
     finally:
         stop(sender)
@@ -131,6 +167,7 @@ def run_case(name, case, args, key, work):
         "peakFootprintMiB": max(peak, s.get("peakFootprintBytes", 0)) / 2**20, "peakRssMiB": hwm / 2**20,
         "framesEncoded": frames, "bandsGrabbed": s.get("bandsGrabbed"), "bandsKept": s.get("bandsKept"),
         "audioPackets": s.get("audioPacketsSent", 0),
+        "threads": thread_rates(first_threads, last_threads, elapsed),
         "summary": output.strip().splitlines()[-12:],
     }
 
@@ -147,7 +184,17 @@ def markdown(rows, args):
         bands = f"{r['bandsGrabbed']} / {r['bandsKept']}" if r["bandsGrabbed"] is not None else "–"
         lines.append(f"| {r['case']} | {r['screen']} | {r['encoded']} | {fmt(r['fps'])} | {fmt(r['cpuPercent'])} | "
                      f"{fmt(r['cpuMsPerFrame'], 2)} | {fmt(r['peakFootprintMiB'])} | {fmt(r['peakRssMiB'])} | {bands} |")
+    lines += ["", "Per thread (% of a core / wake-ups a second, from /proc/<pid>/task/*/schedstat and voluntary switches):", "",
+              "| case | " + " | ".join(THREADS) + " |", "|---|" + "---|" * len(THREADS)]
+    for r in rows:
+        cells = [f"{fmt(t['cpuPercent'], 2)} / {t['wakeupsPerSecond']:.0f}" if (t := r["threads"].get(n)) else "–"
+                 for n in THREADS]
+        lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# The sender's threads, in the order the table shows them.
+THREADS = ["share-capture", "share-encode", "share-pacer", "share-network", "share-audio", "other"]
 
 
 def main():
