@@ -77,6 +77,9 @@ public final class H264Encoder {
         /// so there they are handed over, in order, once the picture is done.
         var streamsSlices: Bool { sliceMaxSize != nil && threads == 1 }
 
+        /// The picture's 16x16 macroblocks.
+        var macroblocks: Int { ((width + 15) / 16) * ((height + 15) / 16) }
+
         /// The VBV buffer in kbit for a bitrate.
         func vbvBuffer(kbps: Int) -> Int32 {
             Int32(max(Double(kbps) * vbvFrames / Double(max(fps, 1)), 32))
@@ -141,8 +144,7 @@ public final class H264Encoder {
         param.b_annexb = 1
         if let size = c.sliceMaxSize { param.i_slice_max_size = Int32(size) }
         if c.minimumSlices > 1 {
-            let macroblocks = ((c.width + 15) / 16) * ((c.height + 15) / 16)
-            param.i_slice_max_mbs = Int32((macroblocks + c.minimumSlices - 1) / c.minimumSlices)
+            param.i_slice_max_mbs = Int32((c.macroblocks + c.minimumSlices - 1) / c.minimumSlices)
         }
         if c.streamsSlices {
             // Called from inside x264_encoder_encode for every NAL unit as it
@@ -161,7 +163,7 @@ public final class H264Encoder {
         }
         self.encoder = encoder
         self.configuration = configuration
-        parts = SliceCollector(macroblocks: Int32((c.width + 15) / 16 * ((c.height + 15) / 16)))
+        parts = SliceCollector(macroblocks: Int32(c.macroblocks))
         x264_picture_init(&picture)
         if c.streamsSlices { picture.opaque = Unmanaged.passUnretained(parts).toOpaque() }
     }
