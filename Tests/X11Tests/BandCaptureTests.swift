@@ -17,6 +17,24 @@ private func take(_ capturer: ScreenCapturer, size: ScreenCapturer.Sizing? = nil
     return lease
 }
 
+/// A white screen with the pointer at `pointer`, captured with the pointer
+/// drawn in, changes tracked and the first picture taken.
+private struct StillScreenWithPointer {
+    let display: VirtualDisplay
+    let client: TestClient
+    let capturer: ScreenCapturer
+
+    init(width: Int, height: Int, pointer: (x: Int, y: Int), slots: Int) throws {
+        display = try VirtualDisplay(width: width, height: height)
+        client = try TestClient(display: display.display)
+        _ = client.window(x: 0, y: 0, width: width, height: height, rgb: 0xFFFFFF, name: "white")
+        client.warpPointer(x: pointer.x, y: pointer.y)
+        capturer = try ScreenCapturer(display: display.display, slots: slots, drawsCursor: true, bandBytes: 1 << 16)
+        #expect(capturer.trackChanges())
+        _ = try take(capturer)
+    }
+}
+
 @Suite("Capture in bands: only what changed is grabbed again", .serialized)
 struct BandCaptureTests {
     /// A small change is grabbed in the bands it touches, the rest comes
@@ -100,13 +118,8 @@ struct BandCaptureTests {
     /// seen when it ends (the capture thread asks where the pointer is
     /// after each wait, not before it as well).
     @Test func aWaitSeesThePointerThatMovedDuringIt() throws {
-        let xvfb = try VirtualDisplay(width: 640, height: 480)
-        let client = try TestClient(display: xvfb.display)
-        _ = client.window(x: 0, y: 0, width: 640, height: 480, rgb: 0xFFFFFF, name: "white")
-        client.warpPointer(x: 100, y: 100)
-        let capturer = try ScreenCapturer(display: xvfb.display, slots: 2, drawsCursor: true, bandBytes: 1 << 16)
-        #expect(capturer.trackChanges())
-        _ = try take(capturer)
+        let screen = try StillScreenWithPointer(width: 640, height: 480, pointer: (100, 100), slots: 2)
+        let (client, capturer) = (screen.client, screen.capturer)
         #expect(!capturer.screenChanged)
         let began = ContinuousClock.now
         #expect(!capturer.waitForChange(timeoutNanoseconds: 60_000_000), "nothing moved")
@@ -122,13 +135,8 @@ struct BandCaptureTests {
     /// and where it is are grabbed, nothing else; it is drawn at its new
     /// place and gone from the old.
     @Test func thePointerMovingCostsOnlyItsBands() throws {
-        let xvfb = try VirtualDisplay(width: 1280, height: 720)
-        let client = try TestClient(display: xvfb.display)
-        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
-        client.warpPointer(x: 200, y: 100)
-        let capturer = try ScreenCapturer(display: xvfb.display, slots: 3, drawsCursor: true, bandBytes: 1 << 16)
-        #expect(capturer.trackChanges())
-        _ = try take(capturer)
+        let screen = try StillScreenWithPointer(width: 1280, height: 720, pointer: (200, 100), slots: 3)
+        let (client, capturer) = (screen.client, screen.capturer)
         let whole = capturer.bandsGrabbed
         func dark(_ lease: borrowing FrameLease, around x: Int, _ y: Int) -> Int {
             var count = 0
