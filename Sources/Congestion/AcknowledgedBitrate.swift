@@ -2,14 +2,20 @@ internal import ShareWire
 
 /// The rate at which the receiver actually got our packets: bytes reported
 /// received over a sliding window of arrival time (libwebrtc's acknowledged
-/// bitrate estimator, simplified to a window sum).
+/// bitrate estimator, simplified to a window sum), and the highest that
+/// rate was over the last `peakWindow`.
 public struct AcknowledgedBitrate: Sendable {
     public let window: Duration
+    /// How far back `peak` looks (arrival time).
+    public let peakWindow: Duration
     private var arrivals: [(at: Duration, bytes: Int)] = []
     private var bytesInWindow = 0
+    /// The rate after each update, for `peak`, oldest first.
+    private var rates: [(at: Duration, bits: Double)] = []
 
-    public init(window: Duration = .milliseconds(500)) {
+    public init(window: Duration = .milliseconds(500), peakWindow: Duration = .seconds(1)) {
         self.window = window
+        self.peakWindow = peakWindow
     }
 
     public mutating func update(_ results: [PacketResult]) {
@@ -23,6 +29,10 @@ public struct AcknowledgedBitrate: Sendable {
             bytesInWindow -= first.bytes
             arrivals.removeFirst()
         }
+        if let bits = bitsPerSecond {
+            rates.append((newest, bits))
+            while let first = rates.first, newest - first.at > peakWindow { rates.removeFirst() }
+        }
     }
 
     /// Bits per second, once the window holds enough to say.
@@ -31,4 +41,11 @@ public struct AcknowledgedBitrate: Sendable {
         let span = max(last - first, window / 2)
         return Double(bytesInWindow * 8) / span.seconds
     }
+
+    /// The highest `bitsPerSecond` of the last `peakWindow`: what the path
+    /// has just shown it carries. Screen content comes in bursts (a scroll,
+    /// then a pause), so the rate of one window swings with where the
+    /// bursts fall; the peak is what the path delivered when the content
+    /// asked for it.
+    public var peak: Double? { rates.map(\.bits).max() }
 }

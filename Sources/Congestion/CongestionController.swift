@@ -108,8 +108,8 @@ public struct CongestionController: Sendable {
         if bottleneck.takeWidened() { rate.forgetCapacity() }
         var usage = trendline.update(feedback.results)
         if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
-        let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, bottleneck: bottleneck.bitsPerSecond,
-                                     roundTrip: rtt, now: now)
+        let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, carried: acknowledged.peak,
+                                     bottleneck: bottleneck.bitsPerSecond, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
         let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
         var combined = min(delayBased, lossBased)

@@ -36,8 +36,10 @@ public struct RateControl: Sendable {
     /// cut after overuse goes to 85% of it or of what was acknowledged,
     /// whichever is more, so a burst after a quiet spell (little
     /// acknowledged) is not taken for a path that carries little.
-    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, bottleneck: Double? = nil,
-                                roundTrip: Duration, now: MonotonicTime) -> Double {
+    /// `carried` is the most the receiver acknowledged lately (defaults to
+    /// `acknowledged`): growth stops at 1.5x it.
+    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, carried: Double? = nil,
+                                bottleneck: Double? = nil, roundTrip: Duration, now: MonotonicTime) -> Double {
         let elapsed = lastUpdate.map { min(now.since($0).seconds, 1) } ?? 0
         lastUpdate = now
         switch usage {
@@ -67,8 +69,12 @@ public struct RateControl: Sendable {
             // Never more than 1.5x what gets through (libwebrtc's rule): an
             // encoder that sends less than its target (a still screen,
             // simple content) would otherwise let the estimate float into
-            // territory never tried.
-            if let ack = acknowledged { next = min(next, 1.5 * ack + 10_000) }
+            // territory never tried. What gets through is the most the path
+            // carried lately, not the latest window's: content in bursts
+            // leaves some windows nearly empty, and growth lost in them is
+            // lost for good (a lifted cap was found again only when a
+            // burst happened to fill a window).
+            if let ack = carried ?? acknowledged { next = min(next, 1.5 * ack + 10_000) }
             bitrate = max(bitrate, next)
         case .decrease:
             if let last = lastDecrease, now.since(last) < roundTrip + .milliseconds(100) {

@@ -99,6 +99,33 @@ struct CongestionTests {
         #expect(abs(rate - 2_000_000) < 100_000, "measured \(rate)")
     }
 
+    /// Half a second at 4 Mbit/s, then 1 Mbit/s: the window follows the
+    /// quiet within its half second, the peak remembers the burst for a
+    /// second longer.
+    @Test func acknowledgedPeakRemembersTheLastSecondsBurst() {
+        var acknowledged = AcknowledgedBitrate()
+        var arrival = Duration.zero
+        var sequence: UInt16 = 0
+        func feed(_ seconds: Double, spacing: Duration) {
+            let count = Int(seconds / spacing.seconds)
+            let packets = Self.sent(count, spacing: spacing, start: MonotonicTime(nanoseconds: arrival.nanoseconds),
+                                    first: sequence)
+            for chunk in stride(from: 0, to: count, by: 10) {  // a report every 10 packets
+                acknowledged.update(packets[chunk..<min(chunk + 10, count)].map {
+                    PacketResult(packet: $0, received: true, arrival: .nanoseconds(Int64($0.sendTime.nanoseconds)))
+                })
+            }
+            arrival += spacing * count
+            sequence &+= UInt16(count)
+        }
+        feed(0.5, spacing: .microseconds(2400))  // 4 Mbit/s
+        feed(0.7, spacing: .microseconds(9600))  // 1 Mbit/s
+        #expect(abs((acknowledged.bitsPerSecond ?? 0) - 1_000_000) < 100_000, "\(acknowledged.bitsPerSecond ?? 0)")
+        #expect((acknowledged.peak ?? 0) > 3_000_000, "the burst 0.7 s ago: \(acknowledged.peak ?? 0)")
+        feed(0.9, spacing: .microseconds(9600))  // the burst left the window 1.1 s ago
+        #expect((acknowledged.peak ?? 0) < 1_200_000, "forgotten after a second: \(acknowledged.peak ?? 0)")
+    }
+
     /// Trains of 10 packets sent back to back every 33 ms, arriving spread
     /// by a link of `rate` bit/s, or with random jitter, or as they left.
     static func trains(arrivalGap: (Int) -> Double, count: Int = 30) -> [PacketResult] {
@@ -170,6 +197,24 @@ struct CongestionTests {
         #expect(sim.meanTarget(from: 12, to: 20) < 2_000_000, "on average under the cap: \(sim.meanTarget(from: 12, to: 20))")
         #expect(sim.maxTarget(from: 12, to: 19.5) < 2_300_000, "peaks near it: \(sim.maxTarget(from: 12, to: 19.5))")
         #expect(sim.target(at: 30) > 0.9 * before, "back up within 10 s of the lift: \(sim.target(at: 30)) vs \(before)")
+    }
+
+    /// Screen content does not fill its target evenly: a large frame, then
+    /// small ones (a scroll, then a pause), about 60% of the target over
+    /// all. Never going above 1.5x what gets through must not keep such a
+    /// sender from climbing back once a cap lifts: what the path carried
+    /// in the last bursts counts, not the quiet between them.
+    @Test func burstyContentClimbsBackAsFastAfterTheCapLifts() {
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@10s/off@20s,queue=100ms"),
+                                    start: 3_000_000, maximum: 3_500_000)
+        let pattern = [2.4, 0.2, 0.2, 0.8, 0.2, 0.2, 1.4, 0.2, 0.2, 0.2]  // 0.6 of the target, in bursts
+        sim.content = { pattern[$0 % pattern.count] }
+        sim.run(for: .seconds(30))
+        let before = sim.meanTarget(from: 5, to: 10)
+        #expect(before > 3_300_000, "allowed the most before the cap: \(before)")
+        #expect(sim.meanTarget(from: 12, to: 20) < 2_000_000, "under the halved cap: \(sim.meanTarget(from: 12, to: 20))")
+        #expect(sim.meanTarget(from: 27, to: 30) > 0.9 * before,
+                "back up within 10 s of the lift: \(sim.meanTarget(from: 27, to: 30)) vs \(before); \(sim.targets.filter { $0.seconds >= 20 }.map { Int($0.bits / 1000) })")
     }
 
     @Test func controllerHoldsOnRandomLossWithoutAQueue() {

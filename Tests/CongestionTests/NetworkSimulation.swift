@@ -21,6 +21,10 @@ struct NetworkSimulation {
     var targets: [(seconds: Double, bits: Double)] = []
     var delivered = 0
     var maxQueue = 0.0
+    /// Each frame's size as a share of the target's (frame number in):
+    /// 1 is a source that fills its target, others vary as content does.
+    var content: @Sendable (Int) -> Double = { _ in 1 }
+    private var frames = 0
     let ssrc: UInt32 = 0x1234
     private var frameBuffer = [UInt8](repeating: 0, count: 1200)
 
@@ -41,8 +45,9 @@ struct NetworkSimulation {
 
     private mutating func step() {
         if now >= nextFrame {
-            // A frame of the target's size (30 fps), in 1200-byte packets.
-            var bytes = Int(controller.target / 8 / 30)
+            // A frame of the target's size (30 fps) times the content's share, in 1200-byte packets.
+            var bytes = Int(controller.target / 8 / 30 * content(frames))
+            frames += 1
             while bytes > 0 {
                 let size = min(bytes, 1200)
                 var packet = [UInt8](repeating: 0, count: max(size, 12))
