@@ -285,6 +285,33 @@ struct CongestionTests {
         #expect(Double((repairs + media) * 8000) < 2_700_000, "all within 2.5x the target")
     }
 
+    /// A burst of loss (twenty packets in a row, a Wi-Fi fade) is asked
+    /// for in one NACK: its repairs must all leave well within the
+    /// receiver's shortest wait (50 ms), not one per budget refill.
+    @Test func aLossBurstsRepairsLeaveTogether() {
+        var pacer = PacketPacer(targetBitrate: 3_000_000)
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        let packet = [UInt8](repeating: 0, count: 1000)
+        // A second of ordinary frames first: the budgets are in their steady state.
+        for _ in 0..<1000 {
+            if now.nanoseconds % 33_000_000 == 0 { for _ in 0..<12 { pacer.enqueue(packet[...], kind: .media, now: now) } }
+            pacer.release(now: now) { _, _ in }
+            now = now + .milliseconds(1)
+        }
+        for _ in 0..<20 { pacer.enqueue(packet[...], kind: .retransmission, now: now) }
+        let asked = now
+        var last = now
+        var repairs = 0
+        while repairs < 20 && now.since(asked) < .seconds(1) {
+            pacer.release(now: now) { _, kind in
+                if kind == .retransmission { repairs += 1; last = now }
+            }
+            now = now + .milliseconds(1)
+        }
+        #expect(repairs == 20)
+        #expect(last.since(asked) < .milliseconds(20), "the last repair left \(last.since(asked)) after the NACK")
+    }
+
     @Test func qualityLadderStepsRateThenSizeWithHysteresis() {
         var ladder = QualityLadder(fps: 30, height: 720, bitrate: 2_800_000)
         #expect(ladder.rungs.map(\.fps) == [30, 15, 15, 15])
