@@ -6,8 +6,8 @@ public import ShareWire
 /// time, with a small burst allowance so an ordinary frame leaves at once;
 /// retransmissions come first, at the same pacing, but also draw on a
 /// budget of their own, a set share of the target, so repairs cannot crowd
-/// out the stream. Packets wait in
-/// rings of reusable buffers: nothing is allocated per packet once warm.
+/// out the stream. Packets wait in rings of reusable buffers: nothing is
+/// allocated per packet once warm.
 public struct PacketPacer: Sendable {
     public enum Kind: Sendable, Equatable {
         /// Paced at the pacing rate.

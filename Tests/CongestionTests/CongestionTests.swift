@@ -312,6 +312,27 @@ struct CongestionTests {
         #expect(last.since(asked) < .milliseconds(20), "the last repair left \(last.since(asked)) after the NACK")
     }
 
+    /// With the bottleneck measured (pacing at 3.3 Mbit/s for a 3 Mbit/s
+    /// target), repairs asked for together still leave no faster than it
+    /// drains: the pacer's burst allowance, then the pacing rate.
+    @Test func repairsNeverOutrunAMeasuredBottleneck() {
+        var pacer = PacketPacer(targetBitrate: 3_000_000)
+        pacer.setTarget(3_000_000, pacingRate: 3_300_000)
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        pacer.release(now: now) { _, _ in }
+        now = now + .seconds(1)
+        let packet = [UInt8](repeating: 0, count: 1000)
+        for _ in 0..<30 { pacer.enqueue(packet[...], kind: .retransmission, now: now) }
+        var bytes = 0
+        for _ in 0..<10 {
+            pacer.release(now: now) { sent, _ in bytes += sent.count }
+            now = now + .milliseconds(1)
+        }
+        // 20 ms of the pacing rate at once, then 10 ms more of it.
+        let allowed = 3_300_000.0 / 8 * 0.030
+        #expect(Double(bytes) <= allowed + 1000, "\(bytes) bytes of repairs in 10 ms; the link drains \(Int(allowed))")
+    }
+
     @Test func qualityLadderStepsRateThenSizeWithHysteresis() {
         var ladder = QualityLadder(fps: 30, height: 720, bitrate: 2_800_000)
         #expect(ladder.rungs.map(\.fps) == [30, 15, 15, 15])
