@@ -134,14 +134,11 @@ public struct PacketPacer: Sendable {
     /// When `release` next has something to send, if anything is queued.
     public func nextRelease(now: MonotonicTime) -> MonotonicTime? {
         if !urgent.isEmpty { return now }
-        var next: MonotonicTime?
-        if !media.isEmpty {
-            let deficit = max(0, -mediaTokens + 1)
-            next = wake(now, deficit: deficit, rate: pacingRate)
-        }
+        // When the pacing budget is positive again: media waits for it, repairs as well.
+        let paced = wake(now, deficit: max(0, -mediaTokens + 1), rate: pacingRate)
+        var next: MonotonicTime? = media.isEmpty ? nil : paced
         if let front = repairs.front {
             let deficit = max(0, min(Double(front.count), repairDepth) - repairTokens)
-            let paced = wake(now, deficit: max(0, -mediaTokens + 1), rate: pacingRate)
             let at = max(wake(now, deficit: deficit, rate: retransmissionRate), paced)
             next = min(next ?? at, at)
         }
