@@ -767,7 +767,8 @@ def run_network(name, size, args, key, work):
         "keyframes": sent["keyframes"], "keyframe_requests": sent["keyframeRequests"],
         "mean_sent_kbps": statistics.mean([r["sentKbps"] for r in rate]) if rate else None,
         "seconds_to_under_cap": under, "relay": relayed,
-        "rate": [{k: r.get(k) for k in ("seconds", "targetKbps", "sentKbps", "encoderKbps", "queueDelayMilliseconds")}
+        "rate": [{k: r.get(k) for k in ("seconds", "targetKbps", "sentKbps", "encoderKbps", "queueDelayMilliseconds",
+                                                 "bottleneckKbps", "delayVerdict", "limitedBy")}
                  for r in rate],
         "caps": caps,
     }

@@ -67,6 +67,28 @@ public struct CongestionController: Sendable {
     public private(set) var target: Double
     public private(set) var feedbackReports = 0
 
+    /// A rule that can set the target.
+    public enum Limit: String, Sendable, Equatable {
+        /// The delay-based estimate (GCC's rate control on the delay gradient).
+        case delay
+        /// The loss-based estimate.
+        case loss
+        /// The measured bottleneck's rate (with room for repairs and jitter).
+        case bottleneck
+        /// No feedback while sending: halved.
+        case feedbackTimeout
+        /// The configured maximum.
+        case ceiling
+        /// The configured minimum.
+        case floor
+    }
+    /// The rule that set the target last.
+    public private(set) var limit: Limit = .ceiling
+    /// Feedback reports so far whose delay verdict (the gradient, or a queue
+    /// standing full) was overuse, and underuse.
+    public private(set) var overuseReports = 0
+    public private(set) var underuseReports = 0
+
     public init(configuration: Configuration) {
         self.configuration = configuration
         rate = RateControl(start: configuration.start, minimum: configuration.minimum, maximum: configuration.maximum)
@@ -108,18 +130,28 @@ public struct CongestionController: Sendable {
         if bottleneck.takeWidened() { rate.forgetCapacity() }
         var usage = trendline.update(feedback.results)
         if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
+        switch usage {
+        case .overusing: overuseReports += 1
+        case .underusing: underuseReports += 1
+        case .normal: break
+        }
         let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, carried: acknowledged.peak,
                                      bottleneck: bottleneck.bitsPerSecond, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
         let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
         var combined = min(delayBased, lossBased)
+        var limit: Limit = lossBased < delayBased ? .loss : .delay
         // Never above what the narrowest link drains (with room for repairs
         // and jitter); the rate control is held there too, so it has not
         // wound up past the link when the measurement lapses.
         if let link = bottleneck.bitsPerSecond, link * 0.9 < combined {
             combined = link * 0.9
             rate.reduce(to: combined)
+            limit = .bottleneck
         }
+        if combined >= configuration.maximum { limit = .ceiling }
+        if combined <= configuration.minimum { limit = .floor }
+        self.limit = limit
         target = min(max(combined, configuration.minimum), configuration.maximum)
         return target
     }
@@ -153,6 +185,7 @@ public struct CongestionController: Sendable {
         if let cut = lastTimeoutCut, now.since(cut) < configuration.feedbackTimeout { return target }
         lastTimeoutCut = now
         target = max(target / 2, configuration.minimum)
+        limit = target <= configuration.minimum ? .floor : .feedbackTimeout
         rate.reduce(to: target)
         loss.cap(at: target / 1.5)
         return target

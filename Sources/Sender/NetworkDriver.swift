@@ -313,7 +313,8 @@ final class NetworkDriver: @unchecked Sendable {
             tell(presence.poll(now: now), context)
             if clock >= rates.next {
                 let bytes = pacer.withLock { $0.counters.bytesSent }
-                let estimate = controller.withLock { $0.estimate }
+                let state = controller.withLock { RateTimeline.ControllerState($0) }
+                let estimate = state.estimate
                 if presence.present, let news = estimateChanges.check(estimate, now: now) {
                     context.emit(.networkEstimate(NetworkEstimate(news)))
                 }
@@ -324,7 +325,7 @@ final class NetworkDriver: @unchecked Sendable {
                         video.withLock { $0.protectionGroup = group }
                     }
                 }
-                rates.record(at: clock, bytesSent: bytes, estimate: estimate, encoderKbps: encoderKbps.load(ordering: .relaxed),
+                rates.record(at: clock, bytesSent: bytes, controller: state, encoderKbps: encoderKbps.load(ordering: .relaxed),
                              framesEncoded: context.stats.withLock { $0.framesEncoded })
             }
             next = min(next, rates.next)

@@ -3,7 +3,8 @@ internal import ShareWire
 internal import ShareSync
 
 /// The sender's rates every 250 ms for the last five minutes (the
-/// controller's estimate, what left, the encoder's bitrate), in storage
+/// controller's estimate and what it is made of, what left, the encoder's
+/// bitrate), in storage
 /// reserved at the start (about 150 KiB): a long run's footprint stays
 /// flat. The feedback thread records; the statistics read, any thread.
 final class RateTimeline: Sendable {
@@ -17,6 +18,8 @@ final class RateTimeline: Sendable {
         /// When the last sample was taken, and the bytes sent by then.
         var last: UInt64
         var bytesAtLast = 0
+        /// The controller's overuse and underuse verdicts by then.
+        var verdictsAtLast = (overuse: 0, underuse: 0)
     }
     private let state: Locked<State>
 
@@ -25,10 +28,29 @@ final class RateTimeline: Sendable {
     /// When the next sample is due (monotonic ns).
     var next: UInt64 { state.withLock { $0.last &+ Self.interval } }
 
+    /// What the congestion controller says at a sample: its estimate, the
+    /// rule that set its target, and its running counts of feedback reports
+    /// that found the path overused and underused.
+    struct ControllerState {
+        var estimate: CongestionController.Estimate
+        var limit: CongestionController.Limit
+        var overuseReports: Int
+        var underuseReports: Int
+
+        init(_ controller: borrowing CongestionController) {
+            estimate = controller.estimate
+            limit = controller.limit
+            overuseReports = controller.overuseReports
+            underuseReports = controller.underuseReports
+        }
+    }
+
     /// Records the rates at `clock`: what was sent since the last sample
-    /// (`bytesSent` is the running total), the controller's estimate.
-    func record(at clock: UInt64, bytesSent: Int, estimate: CongestionController.Estimate, encoderKbps: Int,
-                framesEncoded: Int) {
+    /// (`bytesSent` is the running total), the controller's estimate, and
+    /// its delay verdict over the interval (overusing if any report since
+    /// the last sample said so, else underusing if any said that).
+    func record(at clock: UInt64, bytesSent: Int, controller: ControllerState, encoderKbps: Int, framesEncoded: Int) {
+        let estimate = controller.estimate
         let seconds = Double(clock &- began) / 1e9
         state.withLock { s in
             var sample = RateSample(seconds: seconds, targetKbps: estimate.target / 1000,
@@ -39,6 +61,11 @@ final class RateTimeline: Sendable {
                                     queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
                                     roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
             sample.framesEncoded = framesEncoded
+            sample.bottleneckKbps = estimate.bottleneck.map { $0 / 1000 }
+            sample.limitedBy = controller.limit.rawValue
+            sample.delayVerdict = controller.overuseReports > s.verdictsAtLast.overuse ? "overusing"
+                : controller.underuseReports > s.verdictsAtLast.underuse ? "underusing" : "normal"
+            s.verdictsAtLast = (controller.overuseReports, controller.underuseReports)
             s.samples.append(sample)
             s.last = clock
             s.bytesAtLast = bytesSent

@@ -492,6 +492,19 @@ public struct RateSample: Sendable, Codable, Equatable {
     public var roundTripMilliseconds: Double?
     /// Frames encoded so far.
     public var framesEncoded = 0
+    /// The narrowest link's rate, from how packet trains arrive spread out,
+    /// once one was measured (kbit/s).
+    public var bottleneckKbps: Double?
+    /// What the delay-based detector said of the path since the sample
+    /// before: "overusing" (queues grew, or one stood full: the sender was
+    /// above what the path carries) if any feedback report said so, else
+    /// "underusing" (queues drained) if any said that, else "normal".
+    public var delayVerdict = "normal"
+    /// The rule that set the target: "delay" (the delay-based estimate),
+    /// "loss", "bottleneck" (the measured bottleneck's rate, with room for
+    /// repairs), "feedbackTimeout" (nothing heard back: halved), "ceiling"
+    /// or "floor" (the configured maximum or minimum).
+    public var limitedBy = "ceiling"
 
     /// A sample of the rate at `seconds`.
     public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,

@@ -217,6 +217,35 @@ struct CongestionTests {
                 "back up within 10 s of the lift: \(sim.meanTarget(from: 27, to: 30)) vs \(before); \(sim.targets.filter { $0.seconds >= 20 }.map { Int($0.bits / 1000) })")
     }
 
+    /// The controller says which rule holds its target, and counts the
+    /// reports whose delay verdict was overuse or underuse (the sender's
+    /// rate timeline shows both).
+    @Test func controllerSaysWhatHoldsItsTarget() {
+        var open = NetworkSimulation(link: try! ImpairmentProfile(parsing: "delay=5ms"), start: 2_000_000)
+        open.run(for: .seconds(6))
+        #expect(open.controller.limit == .ceiling && open.controller.overuseReports == 0)
+
+        var capped = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=1mbit,queue=200ms"))
+        capped.run(for: .seconds(8))
+        #expect(capped.controller.limit == .bottleneck, "\(capped.controller.limit)")
+        #expect(capped.controller.overuseReports > 0 && capped.controller.underuseReports > 0,
+                "the start rate's queue grew, then drained: \(capped.controller.overuseReports), \(capped.controller.underuseReports)")
+
+        var lossy = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=25%"), start: 2_000_000)
+        lossy.run(for: .seconds(6))
+        #expect(lossy.controller.limit == .loss, "\(lossy.controller.limit)")
+
+        // Sending and hearing nothing for longer than the feedback timeout.
+        var silent = CongestionController(configuration: .init(start: 2_000_000, minimum: 300_000, maximum: 3_000_000))
+        let start = MonotonicTime(nanoseconds: 1_000_000_000)
+        for packet in Self.sent(10, spacing: .milliseconds(1), start: start) { silent.sent(packet) }
+        silent.handle(Self.report(first: 0, arrivals: Array(repeating: .milliseconds(5), count: 10), reportAt: .milliseconds(60)),
+                      now: start + .milliseconds(60))
+        for packet in Self.sent(10, spacing: .milliseconds(1), start: start + .milliseconds(100), first: 10) { silent.sent(packet) }
+        silent.poll(now: start + .seconds(3))
+        #expect(silent.limit == .feedbackTimeout && silent.target == 1_000_000, "\(silent.limit), \(silent.target)")
+    }
+
     @Test func controllerHoldsOnRandomLossWithoutAQueue() {
         var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=2%"), start: 2_000_000)
         sim.run(for: .seconds(10))

@@ -113,6 +113,19 @@ struct NetworkTests {
         #expect(run.mean("sentKbps", from: 5, to: 15) <= 1000, "sends within the cap; \(run.summary)")
         #expect(run.shown(after: 3) >= 0.90, "shown \(run.shown(after: 3)); \(run.summary)")
         #expect(run.frozen(after: 3, of: 15) < 0.05, "frozen \(run.frozen(after: 3, of: 15)); \(run.summary)")
+        // The timeline says why: the delay detector saw the queue the start
+        // rate built (growing, then draining), and from then on the target is
+        // held by the bottleneck measured, which is the cap's.
+        let verdicts = run.rate.compactMap { $0["delayVerdict"] as? String }
+        let limits = run.rate.map { $0["limitedBy"] as? String ?? "none" }
+        let story = zip(verdicts, limits).map { "\($0)/\($1)" }
+        #expect(verdicts.count == run.rate.count && Set(verdicts).isSubset(of: ["normal", "overusing", "underusing"])
+                && verdicts.contains { $0 != "normal" }, "delay verdicts / limits: \(story)")
+        let steady = limits.suffix(from: min(limits.count, 20))
+        #expect(steady.filter { $0 == "bottleneck" }.count * 2 >= steady.count, "delay verdicts / limits: \(story)")
+        let bottlenecks = run.rate.compactMap { ($0["bottleneckKbps"] as? NSNumber)?.doubleValue }.sorted()
+        let bottleneck = bottlenecks.isEmpty ? 0 : bottlenecks[bottlenecks.count / 2]
+        #expect(bottleneck > 800 && bottleneck < 1300, "median bottleneck \(bottleneck) kbit/s of \(bottlenecks.count) samples")
     }
 
     /// 3 Mbit/s with a 50 ms queue: paced and without keyframe bursts, the
