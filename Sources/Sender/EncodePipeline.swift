@@ -260,7 +260,7 @@ final class EncodePipeline: @unchecked Sendable {
             let target = Double(network.targetBitrate.load(ordering: .relaxed))
             let group = network.protectionGroup.load(ordering: .relaxed)
             let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
-            let available = (target - Double(audioBitrate) - Double(network.repairBitrate.load(ordering: .relaxed)))
+            let available = (target - Double(audioBitrate) - Double(network.paced.repairBitrate.load(ordering: .relaxed)))
                 * 0.96 * (1 - fecShare)
             videoBits = max(available, target * 0.3)
             if ladder.update(target: videoBits, now: MonotonicTime(nanoseconds: now)) {

@@ -1,4 +1,3 @@
-import Dispatch
 internal import ShareCongestion
 internal import ShareHandshake
 internal import ShareSRTP
@@ -9,10 +8,11 @@ import Synchronization
 internal import ShareSync
 
 /// The sender's network side: the one owner of the socket. Two threads:
-/// the pacer thread sends what the pacer releases (and tells the congestion
-/// controller what left when); the feedback thread reads RTCP, answers
-/// NACKs (into the pacer), runs the congestion controller on RFC 8888
-/// feedback and sends sender reports. Neither sleeps holding a lock.
+/// the pacer thread (`PacedSending`) sends what the pacer releases (and
+/// tells the congestion controller what left when); the feedback thread
+/// reads RTCP, answers NACKs (into the pacer), runs the congestion
+/// controller on RFC 8888 feedback and sends sender reports. Neither sleeps
+/// holding a lock.
 final class NetworkDriver: @unchecked Sendable {
     // Safe: the socket is thread-safe for send/receive; everything mutable
     // is behind a mutex or an atomic; lock order is stream -> pacer, and the
@@ -20,14 +20,11 @@ final class NetworkDriver: @unchecked Sendable {
     let socket: UDPSocket
     let video: Locked<SendStream>
     let audio: [LockedStream]
-    private let pacer: Locked<PacketPacer>
+    /// The pacer and its thread.
+    let paced: PacedSending
     private let controller: Locked<CongestionController>
-    private let wake = DispatchSemaphore(value: 0)
     /// The congestion controller's target for everything we send (bits/s).
     let targetBitrate: Atomic<Int>
-    /// Retransmissions sent over the last second (bits/s), and what they were.
-    let repairBitrate = Atomic<Int>(0)
-    private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
     /// The rates every 250 ms, for the statistics.
     let rates = RateTimeline()
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
@@ -74,8 +71,9 @@ final class NetworkDriver: @unchecked Sendable {
         fecAvailable = video.configuration.forwardErrorCorrection != nil
         self.video = Locked(video)
         self.audio = audio
-        controller = Locked(CongestionController(configuration: congestion))
-        pacer = Locked(PacketPacer(targetBitrate: congestion.start))
+        let controller = Locked(CongestionController(configuration: congestion))
+        self.controller = controller
+        paced = PacedSending(socket: socket, controller: controller, startRate: congestion.start)
         targetBitrate = Atomic(Int(congestion.start))
     }
 
@@ -93,10 +91,10 @@ final class NetworkDriver: @unchecked Sendable {
         try video.withLock { stream throws(SRTPError) in
             try stream.send(part: part, endsFrame: endsFrame, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
                             now: now) { datagram in
-                pacer.withLock { _ = $0.enqueue(datagram, kind: .media, now: now) }
+                paced.enqueue(datagram, kind: .media, now: now)
             }
         }
-        if release(at: Clock.monotonic()) != nil { wake.signal() }
+        paced.flush()
         return true
     }
 
@@ -111,11 +109,11 @@ final class NetworkDriver: @unchecked Sendable {
                 if let destination {
                     socket.send(datagram, to: destination)
                 } else {
-                    pacer.withLock { _ = $0.enqueue(datagram, kind: .immediate, now: now) }
+                    paced.enqueue(datagram, kind: .immediate, now: now)
                 }
             }
         }
-        if destination == nil, release(at: Clock.monotonic()) != nil { wake.signal() }
+        if destination == nil { paced.flush() }
     }
 
     /// Sends a stream's RTCP the way its route says: on its own socket, to
@@ -126,7 +124,7 @@ final class NetworkDriver: @unchecked Sendable {
         if let control = route.control {
             control.send(bytes)
         } else if let now, route.media == nil {
-            pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
+            paced.enqueue(bytes, kind: .immediate, now: now)
         } else {
             socket.send(bytes, to: route.media)
         }
@@ -174,7 +172,7 @@ final class NetworkDriver: @unchecked Sendable {
     private func tellNow(_ now: MonotonicTime) {
         guard link.ready.load(ordering: .acquiring) else { return }
         video.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: routes.video, now: now) } }
-        if release(at: Clock.monotonic()) != nil { wake.signal() }
+        paced.flush()
     }
 
     /// The pointer for a receiver that draws it (`--cursor metadata`): what
@@ -189,7 +187,7 @@ final class NetworkDriver: @unchecked Sendable {
                 if ready { sendRTCP(bytes, route: routes.video, now: now) }
             }
         }
-        if ready, release(at: Clock.monotonic()) != nil { wake.signal() }
+        if ready { paced.flush() }
     }
 
     /// Tells the receiver the stream paused or is live again (repeated by
@@ -198,60 +196,6 @@ final class NetworkDriver: @unchecked Sendable {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
         video.withLock { $0.announce(state, reason: title, now: now) }
         tellNow(now)
-    }
-
-    // MARK: pacer thread
-
-    func pacerLoop(_ context: SenderContext) {
-        while context.isActive {
-            let clock = Clock.monotonic()
-            let next = release(at: clock)
-            let wait = next.map { $0.nanoseconds > clock ? $0.nanoseconds - clock : 0 } ?? 50_000_000
-            if wait > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 50_000_000)))) }
-        }
-    }
-
-    /// Sends what the pacer lets leave now (in order, under its lock, which
-    /// is never held while waiting), tells the controller what left, and
-    /// returns when the pacer next has something. Called by the pacer
-    /// thread, and by the thread that queued a frame or audio packet, so an
-    /// ordinary frame leaves at once without a thread hop.
-    @discardableResult
-    private func release(at clock: UInt64) -> MonotonicTime? {
-        let now = MonotonicTime(nanoseconds: clock)
-        let (sent, repairBits, next) = pacer.withLock { pacer -> ([SentPacket], Int, MonotonicTime?) in
-            var sent: [SentPacket] = []
-            var repairBits = 0
-            pacer.release(now: now) { bytes, kind in
-                socket.send(bytes)
-                if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
-                if kind == .retransmission { repairBits += bytes.count * 8 }
-            }
-            return (sent, repairBits, pacer.nextRelease(now: now))
-        }
-        if !sent.isEmpty {
-            controller.withLock { controller in for packet in sent { controller.sent(packet) } }
-        }
-        repairs.withLock { window in
-            if repairBits > 0 { window.append((clock, repairBits)) }
-            while let first = window.first, clock &- first.at > 1_000_000_000 { window.removeFirst() }
-            repairBitrate.store(window.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
-        }
-        return next
-    }
-
-    /// What the congestion controller needs of a datagram that left: its
-    /// SSRC and sequence number (in the clear in SRTP) and size. RTCP is not
-    /// reported on, so it is not recorded.
-    static func sentPacket(_ bytes: ArraySlice<UInt8>, kind: PacketPacer.Kind, at now: MonotonicTime) -> SentPacket? {
-        guard bytes.count >= 12 else { return nil }
-        let start = bytes.startIndex
-        guard !RTCPPacket.isRTCP(payloadTypeByte: bytes[start + 1]) else { return nil }
-        let sequence = UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
-        var ssrc: UInt32 = 0
-        for index in 8..<12 { ssrc = ssrc << 8 | UInt32(bytes[start + index]) }
-        return SentPacket(ssrc: ssrc, sequence: sequence, size: bytes.count, sendTime: now,
-                          isRetransmission: kind == .retransmission)
     }
 
     // MARK: feedback thread
@@ -309,10 +253,10 @@ final class NetworkDriver: @unchecked Sendable {
                 next = min(next, due.nanoseconds)
             }
             // Reports and repairs just queued leave now when the budget allows.
-            if release(at: Clock.monotonic()) != nil { wake.signal() }
+            paced.flush()
             tell(presence.poll(now: now), context)
             if clock >= rates.next {
-                let bytes = pacer.withLock { $0.counters.bytesSent }
+                let bytes = paced.bytesSent
                 let state = controller.withLock { RateTimeline.ControllerState($0) }
                 let estimate = state.estimate
                 if presence.present, let news = estimateChanges.check(estimate, now: now) {
@@ -350,9 +294,9 @@ final class NetworkDriver: @unchecked Sendable {
         var datagram = PacketBuffer(bytes)
         let feedback = video.withLock { stream in
             stream.handle(datagram: &datagram, now: now, reply: { bytes in
-                pacer.withLock { _ = $0.enqueue(bytes, kind: .immediate, now: now) }
+                paced.enqueue(bytes, kind: .immediate, now: now)
             }, repair: { bytes in
-                pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
+                paced.enqueue(bytes, kind: .retransmission, now: now)
             })
         }
         if !feedback.isEmpty {
@@ -392,7 +336,7 @@ final class NetworkDriver: @unchecked Sendable {
             } else {
                 let feedback = video.withLock { stream in
                     stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { bytes in
-                        pacer.withLock { _ = $0.enqueue(bytes, kind: .retransmission, now: now) }
+                        paced.enqueue(bytes, kind: .retransmission, now: now)
                     })
                 }
                 for item in feedback { handle(item, now: now, keyframe: keyframe) }
@@ -448,7 +392,7 @@ final class NetworkDriver: @unchecked Sendable {
         guard bits != targetBitrate.load(ordering: .relaxed) || Int(pacingRate) != pacing else { return }
         targetBitrate.store(bits, ordering: .relaxed)
         pacing = Int(pacingRate)
-        pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
+        paced.setTarget(target, pacingRate: pacingRate)
     }
 
     // MARK: statistics
@@ -463,7 +407,7 @@ final class NetworkDriver: @unchecked Sendable {
     func snapshot() -> Snapshot {
         let now = MonotonicTime(nanoseconds: Clock.monotonic())
         let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
-        let (counters, delay) = pacer.withLock { ($0.counters, $0.queueDelay(now: now)) }
+        let (counters, delay) = paced.snapshot(now: now)
         return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay)
     }
 }

@@ -282,7 +282,7 @@ public final class ScreenSender: Sendable {
         let (context, network, capture, pipeline) = (self.context, self.network, self.capture, self.pipeline)
         if let capture { spawn("capture") { capture.run(context) } }
         spawn("encode") { pipeline.run(context) }
-        spawn("pacer") { network.pacerLoop(context) }
+        spawn("pacer") { network.paced.loop(context) }
         spawn("network") { network.feedbackLoop(context) { context.keyframeRequested.store(true, ordering: .relaxed) } }
         for (index, channel) in audio.enumerated() {
             spawn("audio") { channel.run(context, index: index, network: network) }

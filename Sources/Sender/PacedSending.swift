@@ -1,0 +1,104 @@
+import Dispatch
+internal import ShareCongestion
+internal import ShareTransport
+internal import ShareWire
+import Synchronization
+internal import ShareSync
+
+/// The sending half of the sender's network side: the pacer behind its
+/// lock, the pacer thread that sends what it releases as its budget
+/// refills, what left told to the congestion controller, and the repairs
+/// sent over the last second. Any thread queues; whoever queued sends what
+/// may leave at once (an ordinary frame leaves without a thread hop).
+final class PacedSending: @unchecked Sendable {
+    // Safe: the socket is thread-safe for sending; everything mutable is
+    // behind a mutex or an atomic; the pacer's lock is never held with the
+    // controller's, nor while waiting.
+    private let socket: UDPSocket
+    private let pacer: Locked<PacketPacer>
+    private let controller: Locked<CongestionController>
+    private let wake = DispatchSemaphore(value: 0)
+    /// Retransmissions sent over the last second (bits/s), and what they were.
+    let repairBitrate = Atomic<Int>(0)
+    private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
+
+    init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Double) {
+        self.socket = socket
+        self.controller = controller
+        pacer = Locked(PacketPacer(targetBitrate: startRate))
+    }
+
+    /// Queues a protected datagram (it leaves at the next `flush` or pacer turn that allows it).
+    func enqueue(_ bytes: ArraySlice<UInt8>, kind: PacketPacer.Kind, now: MonotonicTime) {
+        pacer.withLock { _ = $0.enqueue(bytes, kind: kind, now: now) }
+    }
+
+    /// Sends what the pacer lets leave now, from the calling thread, and
+    /// wakes the pacer thread for what must wait.
+    func flush() {
+        if release(at: Clock.monotonic()) != nil { wake.signal() }
+    }
+
+    /// The pacer thread: sends as the budget refills, sleeping in between.
+    func loop(_ context: SenderContext) {
+        while context.isActive {
+            let clock = Clock.monotonic()
+            let next = release(at: clock)
+            let wait = next.map { $0.nanoseconds > clock ? $0.nanoseconds - clock : 0 } ?? 50_000_000
+            if wait > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 50_000_000)))) }
+        }
+    }
+
+    /// The controller's new target and pacing rate.
+    func setTarget(_ target: Double, pacingRate: Double) {
+        pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
+    }
+
+    /// Bytes sent so far.
+    var bytesSent: Int { pacer.withLock { $0.counters.bytesSent } }
+
+    /// The pacer's counters and how long its queue would take to drain now.
+    func snapshot(now: MonotonicTime) -> (counters: PacketPacer.Counters, queueDelay: Duration) {
+        pacer.withLock { ($0.counters, $0.queueDelay(now: now)) }
+    }
+
+    /// Sends what the pacer lets leave now (in order, under its lock),
+    /// tells the controller what left, and returns when the pacer next has something.
+    @discardableResult
+    private func release(at clock: UInt64) -> MonotonicTime? {
+        let now = MonotonicTime(nanoseconds: clock)
+        let (sent, repairBits, next) = pacer.withLock { pacer -> ([SentPacket], Int, MonotonicTime?) in
+            var sent: [SentPacket] = []
+            var repairBits = 0
+            pacer.release(now: now) { bytes, kind in
+                socket.send(bytes)
+                if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
+                if kind == .retransmission { repairBits += bytes.count * 8 }
+            }
+            return (sent, repairBits, pacer.nextRelease(now: now))
+        }
+        if !sent.isEmpty {
+            controller.withLock { controller in for packet in sent { controller.sent(packet) } }
+        }
+        repairs.withLock { window in
+            if repairBits > 0 { window.append((clock, repairBits)) }
+            while let first = window.first, clock &- first.at > 1_000_000_000 { window.removeFirst() }
+            repairBitrate.store(window.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
+        }
+        return next
+    }
+
+    /// What the congestion controller needs of a datagram that left: its
+    /// SSRC and sequence number (in the clear in SRTP) and size. RTCP is not
+    /// reported on, so it is not recorded.
+    static func sentPacket(_ bytes: ArraySlice<UInt8>, kind: PacketPacer.Kind, at now: MonotonicTime) -> SentPacket? {
+        guard bytes.count >= 12 else { return nil }
+        let start = bytes.startIndex
+        guard !RTCPPacket.isRTCP(payloadTypeByte: bytes[start + 1]) else { return nil }
+        let sequence = UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
+        var ssrc: UInt32 = 0
+        for index in 8..<12 { ssrc = ssrc << 8 | UInt32(bytes[start + index]) }
+        return SentPacket(ssrc: ssrc, sequence: sequence, size: bytes.count, sendTime: now,
+                          isRetransmission: kind == .retransmission)
+    }
+}
