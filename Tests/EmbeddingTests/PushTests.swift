@@ -27,7 +27,7 @@ struct PushTests {
         #expect(notYet == .notRunning)
         sender.start()
         defer { sender.stop() }
-        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+        #expect(waitForSession(sender), "the handshake")
 
         var outcomes: [PushOutcome] = []
         let pictures = (0..<8).map { frame(width: 640, height: 360, bar: 100 + $0 * 60) }
@@ -98,7 +98,7 @@ struct PushTests {
         #expect(sender.audioWarnings.isEmpty, "\(sender.audioWarnings)")
         sender.start()
         defer { sender.stop() }
-        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+        #expect(waitForSession(sender), "the handshake")
 
         let picture = frame(width: 320, height: 180, bar: 160)
         var outcomes: [PushOutcome] = []
@@ -168,7 +168,7 @@ struct PushTests {
         let sender = try ScreenSender(configuration: sending)
         sender.start()
         defer { sender.stop() }
-        Thread.sleep(forTimeInterval: 0.5)  // the handshake
+        #expect(waitForSession(sender), "the handshake")
         let picture = frame(width: 320, height: 180, bar: 40)
         for _ in 0..<5 {
             _ = picture.withUnsafeBytes { sender.push(.bgra($0.baseAddress!, stride: 320 * 4), width: 320, height: 180) }

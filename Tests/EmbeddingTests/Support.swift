@@ -1,3 +1,4 @@
+import Foundation
 import ShareReceiver
 import ShareSender
 
@@ -26,6 +27,15 @@ func headlessReceiver(_ secret: String, recordPath: String? = nil) -> ReceiverCo
     configuration.playAudio = false
     configuration.recordPath = recordPath
     return configuration
+}
+
+/// Waits (10 s at most) until `sender` has a session with its receiver:
+/// pictures pushed before it are not sent. True when it came up.
+@discardableResult
+func waitForSession(_ sender: ScreenSender) -> Bool {
+    let began = Date()
+    while sender.statistics.sessions == 0 && Date().timeIntervalSince(began) < 10 { Thread.sleep(forTimeInterval: 0.01) }
+    return sender.statistics.sessions > 0
 }
 
 /// A sender of pushed pictures of `width` x `height` (and no sound unless
