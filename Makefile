@@ -13,6 +13,8 @@ APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-
 	janus chromium-headless-shell x11-xserver-utils xserver-xephyr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_FLAGS ?=
+# `make test TEST_FILTER="--filter NetworkTests"` runs some of the tests.
+TEST_FILTER ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control
 
@@ -42,7 +44,11 @@ CI_FUZZ_SECONDS ?= 20
 test: deps
 	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
-	swift test --skip-build $(SWIFT_FLAGS)
+	@# The whole output streams and goes to .build/test.log; on a failure what
+	@# failed is repeated at the end, where a log's tail shows it.
+	set -o pipefail; swift test --skip-build $(SWIFT_FLAGS) $(TEST_FILTER) 2>&1 | tee .build/test.log || { \
+		echo "== what failed (the whole output is in .build/test.log) =="; \
+		grep -E -A2 "recorded an issue|: error:|✘ Test .* failed" .build/test.log | grep -v -e "^--$$" | head -80; exit 1; }
 	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS) && $(MAKE) --no-print-directory docs; fi
 
 ## docs: DocC for the embeddable sender and receiver (ShareSender, ShareReceiver) into $(DOCS_DIR),
