@@ -169,7 +169,8 @@ final class EncodePipeline: @unchecked Sendable {
                 // What changed is only known against the picture just before.
                 let changes = lastPicture != 0 && lease.number == lastPicture + 1 ? lease.changes : nil
                 // Each slice is sent as x264 writes it, while it encodes the rest.
-                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes) { (part, endsFrame) -> Void in
+                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes,
+                                          time: captured.monotonicNanoseconds) { (part, endsFrame) -> Void in
                     guard sendFailure == nil else { return }
                     let now = Clock.monotonic()
                     if firstSent == 0 { firstSent = now }
@@ -271,21 +272,19 @@ final class EncodePipeline: @unchecked Sendable {
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)
         let ceiling = Double(Self.ceilingKbps(configuration, base: baseSize, rung: memory))
         let kbps = max(Int(min(videoBits, ceiling * 1000) / 1000), 50)
-        // The encoder runs at the configured rate whatever the capture rate:
-        // a new frame rate needs no new encoder (and no IDR), only a
-        // bitrate that gives each frame its larger share. A new size does.
-        let perFrame = Double(configuration.fps) / Double(max(fps, 1))
-        let encoderKbps = Int(Double(kbps) * perFrame)
+        // A new frame rate needs no new encoder (and no IDR): its rate
+        // control spends the bitrate in the pictures' own time, so fewer
+        // pictures are each given more. A new size does.
         feed.fps.store(fps, ordering: .relaxed)
         feed.maxHeight.store(height, ordering: .relaxed)
-        // Down at once; up at most every 300 ms (x264 rate control settles in between).
+        // Down at once; up at most every 300 ms.
         let current = encoder.bitrateKbps
-        let change = Double(encoderKbps - current) / Double(max(current, 1))
+        let change = Double(kbps - current) / Double(max(current, 1))
         if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
-            encoder.setBitrate(kbps: encoderKbps)
+            encoder.setBitrate(kbps: kbps)
             lastRateChange = now
         }
-        chosenKbps = Int(Double(encoder.bitrateKbps) / perFrame)
+        chosenKbps = encoder.bitrateKbps
         chosenFPS = fps
         network.encoderKbps.store(chosenKbps, ordering: .relaxed)
         return true

@@ -22,7 +22,9 @@ public struct EncodedFrameInfo: Sendable, Equatable {
 
 /// x264 configured for screen sharing: the ultrafast preset with the
 /// zerolatency tune (no B-frames, no lookahead, sliced threads), Annex B
-/// output with SPS/PPS repeated before each IDR, ABR with a VBV cap.
+/// output with SPS/PPS repeated before each IDR, each picture at the
+/// quantizer a `QuantizerControl` chooses for the bitrate (x264's ABR would
+/// analyse a half-size copy of every picture first, whatever changed).
 ///
 /// With `sliceMaxSize` each picture is cut into slices of at most that many
 /// bytes, and on one encoder thread each slice is handed over the moment
@@ -44,8 +46,9 @@ public final class H264Encoder {
         /// the picture) instead of periodic IDR frames, so no frame is much
         /// larger than the others; an IDR comes only when asked for.
         public var intraRefresh: Bool
-        /// The VBV buffer in frames' worth of the bitrate: how far one frame
-        /// may exceed the average (and so how large an asked-for IDR may be).
+        /// The rate control's bucket in frames' worth of the bitrate: how far
+        /// one frame may exceed the average (and so how large an asked-for
+        /// IDR may be).
         public var vbvFrames: Double
         /// The largest slice in bytes (NAL overhead included), a whole number
         /// of RTP packets' payload; nil: one slice per picture (per thread).
@@ -80,10 +83,9 @@ public final class H264Encoder {
         /// The picture's 16x16 macroblocks.
         var macroblocks: Int { ((width + 15) / 16) * ((height + 15) / 16) }
 
-        /// The VBV buffer in kbit for a bitrate.
-        func vbvBuffer(kbps: Int) -> Int32 {
-            Int32(max(Double(kbps) * vbvFrames / Double(max(fps, 1)), 32))
-        }
+        /// Macroblocks the intra-refresh column codes in a picture: the
+        /// picture swept once every `keyframeInterval` pictures.
+        var refreshMacroblocks: Int { intraRefresh ? (macroblocks + keyframeInterval - 1) / max(1, keyframeInterval) : 0 }
 
         /// A bitrate sized to the picture: 0.1 bit per pixel per frame,
         /// which keeps text sharp for screen content (2.8 Mbit/s at 720p30,
@@ -97,6 +99,12 @@ public final class H264Encoder {
     private let encoder: OpaquePointer
     private var picture = x264_picture_t()
     private var frameCount: Int64 = 0
+    /// Each picture's quantizer, for the bitrate.
+    public private(set) var rate: QuantizerControl
+    /// Pictures since the last IDR (x264 starts with one).
+    private var sinceKeyframe = Int.max
+    /// The last picture's time on the pictures' clock (nanoseconds).
+    private var lastTime: UInt64?
     /// Where x264's NAL units go as they are written, grouped into parts.
     private let parts: SliceCollector
 
@@ -128,14 +136,16 @@ public final class H264Encoder {
         param.i_keyint_min = min(param.i_keyint_max, Int32(c.fps))
         param.i_threads = Int32(c.threads)
         param.i_log_level = X264_LOG_WARNING
-        param.rc.i_rc_method = X264_RC_ABR
-        param.rc.i_bitrate = Int32(c.bitrateKbps)
-        param.rc.i_vbv_max_bitrate = Int32(c.bitrateKbps)
-        param.rc.i_vbv_buffer_size = c.vbvBuffer(kbps: c.bitrateKbps)
-        // The first picture (an IDR) may take a third of the buffer, not
-        // 90%: sent before any feedback, it must not overflow a slow
-        // path's queue on its own.
-        param.rc.f_vbv_buffer_init = 0.3
+        // Every picture is told its quantizer (`rate`). x264 clamps a told
+        // quantizer to the span of its I, P and B quantizers in CQP: the
+        // I and B factors (unused otherwise: every picture is told) stretch
+        // that span over the rate control's.
+        param.rc.i_rc_method = X264_RC_CQP
+        let (finest, coarsest) = (Double(QuantizerControl.finest), Double(QuantizerControl.coarsest))
+        let middle = ((finest + coarsest) / 2).rounded()
+        param.rc.i_qp_constant = Int32(middle)
+        param.rc.f_ip_factor = Float(exp2((middle - finest + 0.5) / 6))
+        param.rc.f_pb_factor = Float(exp2((coarsest - middle) / 6))
         param.b_intra_refresh = c.intraRefresh ? 1 : 0
         // Pictures may say which macroblocks did not change since the one
         // before (`encode(_:changes:)`): x264 skips them without analysis.
@@ -163,6 +173,10 @@ public final class H264Encoder {
         }
         self.encoder = encoder
         self.configuration = configuration
+        // The first picture (an IDR) may take a third of the bucket: sent
+        // before any feedback, it must not overflow a slow path's queue on its own.
+        rate = QuantizerControl(bitrate: Double(c.bitrateKbps) * 1000, fps: c.fps, macroblocks: c.macroblocks,
+                                refreshMacroblocks: c.refreshMacroblocks, bufferFrames: c.vbvFrames, startFullness: 0.7)
         parts = SliceCollector(macroblocks: Int32(c.macroblocks))
         x264_picture_init(&picture)
         if c.streamsSlices { picture.opaque = Unmanaged.passUnretained(parts).toOpaque() }
@@ -216,10 +230,10 @@ public final class H264Encoder {
 
     /// Encodes the picture in `planes` and replaces `accessUnit` with the
     /// whole Annex B output. Returns nil when x264 emitted nothing.
-    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil,
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil, time: UInt64? = nil,
                         into accessUnit: inout [UInt8]) throws(EncoderError) -> EncodedFrameInfo? {
         accessUnit.removeAll(keepingCapacity: true)
-        return try encode(planes, forceKeyframe: forceKeyframe, changes: changes) { part, _ in
+        return try encode(planes, forceKeyframe: forceKeyframe, changes: changes, time: time) { part, _ in
             accessUnit.append(contentsOf: part)
         }
     }
@@ -236,7 +250,10 @@ public final class H264Encoder {
     /// encoded just before: every macroblock outside them is marked constant
     /// (X264_MBINFO_CONSTANT) and skipped without analysis, so a small change
     /// costs x264 in proportion to its size.
-    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil,
+    ///
+    /// `time` is when the picture was taken (monotonic nanoseconds), for
+    /// the rate control's bucket; nil: a frame interval after the one before.
+    package func encode(_ planes: I420Planes, forceKeyframe: Bool = false, changes: [Rectangle]? = nil, time: UInt64? = nil,
                         emit: (_ part: UnsafeBufferPointer<UInt8>, _ endsFrame: Bool) -> Void) throws(EncoderError) -> EncodedFrameInfo? {
         guard planes.width == configuration.width, planes.height == configuration.height else {
             throw EncoderError("picture is \(planes.width)x\(planes.height), encoder is \(configuration.width)x\(configuration.height)")
@@ -244,6 +261,15 @@ public final class H264Encoder {
         var output = x264_picture_t()
         var nals: UnsafeMutablePointer<x264_nal_t>?
         var count: Int32 = 0
+        let c = configuration
+        let keyframe = forceKeyframe || sinceKeyframe == Int.max || (!c.intraRefresh && sinceKeyframe + 1 >= c.keyframeInterval)
+        let flags = changes.map { Self.constantMacroblocks(width: planes.width, height: planes.height, except: $0) }
+        let changed = flags.map { flags in (0..<c.macroblocks).reduce(0) { $0 + (flags[$1] == 0 ? 1 : 0) } } ?? c.macroblocks
+        let kind: QuantizerControl.Kind = keyframe ? .keyframe : (flags == nil ? .whole : .changes)
+        let now = time ?? lastTime.map { $0 &+ 1_000_000_000 / UInt64(c.fps) } ?? 0
+        lastTime = now
+        let quantizer = rate.quantizer(for: kind, changed: changed, at: now)
+        picture.i_qpplus1 = Int32(quantizer + 1)
         picture.i_type = forceKeyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
         picture.i_pts = frameCount
         frameCount += 1
@@ -251,7 +277,7 @@ public final class H264Encoder {
         picture.img.i_plane = 3
         picture.img.plane = (planes.y, planes.u, planes.v, nil)
         picture.img.i_stride = (Int32(planes.lumaStride), Int32(planes.chromaStride), Int32(planes.chromaStride), 0)
-        picture.prop.mb_info = changes.map { Self.constantMacroblocks(width: planes.width, height: planes.height, except: $0) }
+        picture.prop.mb_info = flags
         // x264 keeps the flags with its frame and frees them when done with it.
         picture.prop.mb_info_free = changes == nil ? nil : { free($0) }
         let size = withoutActuallyEscaping(emit) { emit in
@@ -269,7 +295,9 @@ public final class H264Encoder {
         picture.prop.mb_info_free = nil
         guard size >= 0 else { throw EncoderError("x264_encoder_encode failed (\(size))") }
         guard size > 0, let frame = parts.finished else { return nil }
-        return EncodedFrameInfo(isKeyframe: frame.idr, size: frame.bytes, quantizer: Double(output.prop.f_crf_avg))
+        sinceKeyframe = frame.idr ? 0 : sinceKeyframe &+ 1
+        rate.encoded(frame.idr ? .keyframe : kind, changed: changed, quantizer: quantizer, bits: frame.bytes * 8, at: now)
+        return EncodedFrameInfo(isKeyframe: frame.idr, size: frame.bytes, quantizer: Double(output.i_qpplus1 - 1))
     }
 
     /// One flag per macroblock (16x16 pixels, row by row): constant,
@@ -288,17 +316,11 @@ public final class H264Encoder {
     }
 
     /// The bitrate the encoder aims at now (kbit/s).
-    public private(set) lazy var bitrateKbps: Int = configuration.bitrateKbps
+    public var bitrateKbps: Int { Int(rate.bitrate / 1000) }
 
-    /// Changes the target bitrate and the VBV with it, on the fly
-    /// (x264_encoder_reconfig; the next frame is coded to it).
+    /// Changes the target bitrate, and the bucket with it: the next
+    /// picture is coded to it.
     public func setBitrate(kbps: Int) {
-        let kbps = max(16, kbps)
-        var param = x264_param_t()
-        x264_encoder_parameters(encoder, &param)
-        param.rc.i_bitrate = Int32(kbps)
-        param.rc.i_vbv_max_bitrate = Int32(kbps)
-        param.rc.i_vbv_buffer_size = configuration.vbvBuffer(kbps: kbps)
-        if x264_encoder_reconfig(encoder, &param) == 0 { bitrateKbps = kbps }
+        rate.bitrate = Double(max(16, kbps)) * 1000
     }
 }

@@ -58,7 +58,7 @@ struct SliceTests {
             let (info, parts, ends, _) = try encodeInParts(encoder, image, forceKeyframe: frame == 6)
             let frameInfo = try #require(info)
             #expect(ends.filter { $0 }.count == 1 && ends.last == true, "frame \(frame): \(ends)")
-            #expect(parts.count >= 4, "a detailed 640x360 picture takes several slices, got \(parts.count)")
+            #expect(parts.count >= 4, "a detailed 640x360 picture takes several slices, got \(parts.count) frame \(frame) \(frameInfo)")
             var sawIDR = false
             for part in parts {
                 let units = AnnexB.nalUnits(in: part)

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Chooses each picture's quantizer so that the stream keeps to a bitrate
+/// without a queue standing behind it: the rate control of an encoder run
+/// at a constant quantizer per picture (x264's CQP, told each picture's
+/// QP). x264's own ABR needs a half-size copy of every picture and a motion
+/// search over it to guess a picture's cost before it is coded, whatever
+/// changed; here the guess comes from what the capture already knows:
+/// which macroblocks changed.
+///
+/// The model: a picture takes about `complexity` bits for each macroblock
+/// it codes at the reference quantizer (26), halved for every 6 the
+/// quantizer is higher; one complexity is learned for each kind of picture
+/// (a keyframe codes every macroblock intra; a picture told what changed
+/// codes those and the intra-refresh column; one told nothing is analysed
+/// whole). A leaky bucket, drained at the bitrate in the pictures' own
+/// time, holds what was coded and not yet sent: a picture aims at what
+/// drained since the one before, plus half of the way back to a bucket
+/// half full, and never at more than what fits in it (x264's VBV, at the
+/// picture level).
+///
+/// The quantizer goes up at once, and down only with room to spare: x264
+/// codes again every unchanged macroblock that was coded coarser than the
+/// new quantizer (a still screen sharpens that way), so a lower quantizer
+/// costs more than the changes, and staying put costs least. It goes down
+/// at once when the whole picture coded again would fit, else a step or
+/// two a picture. Sans-IO: times are given.
+public struct QuantizerControl: Sendable {
+    /// What a picture is to x264.
+    public enum Kind: Int, Sendable, CaseIterable {
+        /// An IDR: every macroblock coded intra.
+        case keyframe
+        /// A picture told which macroblocks changed: those are coded, and
+        /// the intra-refresh column, the rest skipped.
+        case changes
+        /// A picture told nothing: every macroblock analysed.
+        case whole
+    }
+
+    /// The quantizer the complexities are given at.
+    public static let reference = 26
+    /// The most a quantizer goes down from one picture to the next (x264's
+    /// own rate control's step).
+    static let step = 4
+    /// Quantizers chosen from: 18 keeps screen text sharp, where a lower
+    /// one only spends bits; 51 is H.264's coarsest.
+    public static let finest = 18
+    public static let coarsest = 51
+
+    /// Bits a second the stream is to keep to.
+    public var bitrate: Double
+    /// The bucket in seconds of the bitrate (a picture may take that much
+    /// at most when nothing is waiting).
+    public let bufferSeconds: Double
+    private let macroblocks: Int
+    private let refreshMacroblocks: Int
+    private let frameInterval: UInt64
+    /// Bits coded and not yet drained.
+    public private(set) var fullness: Double
+    private var drainedAt: UInt64?
+    /// Bits per coded macroblock at `reference`, by kind (and a fourth for
+    /// changes of much of the screen).
+    public private(set) var complexity: [Double]
+    /// The quantizer of the last picture.
+    public private(set) var last: Int
+
+    /// `bufferFrames` of `fps` pictures a second at `bitrate` make the
+    /// bucket, which starts `startFullness` full (so the first picture, a
+    /// keyframe, may take at most what is left); `refreshMacroblocks` are
+    /// coded intra in every picture besides its changes.
+    public init(bitrate: Double, fps: Int, macroblocks: Int, refreshMacroblocks: Int, bufferFrames: Double = 4,
+                startFullness: Double = 0.7) {
+        self.bitrate = max(1000, bitrate)
+        self.bufferSeconds = bufferFrames / Double(max(1, fps))
+        self.macroblocks = max(1, macroblocks)
+        self.refreshMacroblocks = max(0, refreshMacroblocks)
+        self.frameInterval = 1_000_000_000 / UInt64(max(1, fps))
+        self.fullness = startFullness * self.bitrate * bufferSeconds
+        // Guessed high (a noisy photo; screen text takes a third of it), so
+        // a first picture comes out coarse rather than flooding the path;
+        // each kind then learns, and is priced as a keyframe until it has.
+        complexity = [1500, 600, 300, 600]
+        last = Self.coarsest
+    }
+
+    /// The bucket's size in bits.
+    public var buffer: Double { bitrate * bufferSeconds }
+
+    /// Macroblocks a picture of `kind` codes, told `changed` of them changed.
+    func coded(_ kind: Kind, changed: Int) -> Int {
+        kind == .changes ? min(macroblocks, changed + refreshMacroblocks) : macroblocks
+    }
+
+    /// The bits a picture of `kind` is expected to take at `quantizer`.
+    public func predictedBits(_ kind: Kind, changed: Int, quantizer: Int) -> Double {
+        atReference(kind, changed: changed) * Self.scale(quantizer)
+    }
+
+    /// The bits a picture of `kind` is expected to take at `reference`.
+    func atReference(_ kind: Kind, changed: Int) -> Double {
+        Double(coded(kind, changed: changed)) * cost(of: model(kind, changed: changed))
+    }
+
+    /// The model a picture is priced and learned by: a change of a quarter
+    /// of the screen or more is new content more than an edit, and has a
+    /// complexity of its own. A model not seen yet is priced as the screen
+    /// coded intra (a keyframe) was, once that is known.
+    private func model(_ kind: Kind, changed: Int) -> Int {
+        kind == .changes && changed * 4 >= macroblocks ? Self.wide : kind.rawValue
+    }
+
+    private static let wide = Kind.allCases.count
+
+    private func cost(of model: Int) -> Double {
+        let keyframe = Kind.keyframe.rawValue
+        return !seen[model] && seen[keyframe] ? complexity[keyframe] : complexity[model]
+    }
+
+    /// Whether a picture of each model was seen yet: the first one replaces the guess.
+    private var seen = [false, false, false, false]
+
+    /// The quantizer for the next picture, `at` nanoseconds on the pictures'
+    /// clock, `changed` macroblocks of it changed (ignored but for `.changes`).
+    public mutating func quantizer(for kind: Kind, changed: Int, at now: UInt64) -> Int {
+        drain(to: now)
+        // What drained since the picture before (a frame interval for the first).
+        let since = Double(previousPicture.map { min(now &- min($0, now), frameInterval * 16) } ?? frameInterval) / 1e9
+        let room = buffer - fullness
+        let aim = bitrate * since + (buffer / 2 - fullness) / 2
+        let target = max(min(aim, room * 0.9), bitrate * Double(frameInterval) / 1e9 / 4)
+        let bits = atReference(kind, changed: changed)
+        // A keyframe may take what fits, as x264's VBV lets it.
+        guard kind != .keyframe else { return clamp(Self.quantizer(bits: bits, target: max(target, room * 0.9))) }
+        let wanted = Self.quantizer(bits: bits, target: target)
+        // Up at once (coarser than where it learned, the model guesses high).
+        if wanted >= last { return clamp(wanted) }
+        // Down only with room to spare, and `step` at most: the model is
+        // surest near where it learned.
+        let spare = Self.quantizer(bits: bits, target: target * 0.7)
+        guard spare < last else { return last }
+        guard kind == .changes else { return clamp(max(spare, last - Self.step)) }
+        // Told what changed, a lower quantizer also codes old macroblocks
+        // again: that far when the whole picture coded intra would fit,
+        // else a step at a time (two when far off).
+        let whole = Self.quantizer(bits: bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue], target: target)
+        return clamp(max(spare, last - Self.step, min(whole, last - (last - spare > 4 ? 2 : 1))))
+    }
+
+    /// What the picture took: into the bucket, and into the model unless it
+    /// was told its changes and coded finer than the one before (then it
+    /// coded old macroblocks again, which says nothing about its changes).
+    public mutating func encoded(_ kind: Kind, changed: Int, quantizer: Int, bits: Int, at now: UInt64) {
+        drain(to: now)
+        previousPicture = now
+        fullness += Double(bits)
+        defer { last = quantizer }
+        guard kind != .changes || quantizer >= last else { return }
+        let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)
+        let model = model(kind, changed: changed)
+        let old = cost(of: model)
+        // Learned fast when dearer than thought (a flood is worse than a blur).
+        let weight = !seen[model] ? 1 : (observed > old ? 0.7 : 0.4)
+        seen[model] = true
+        complexity[model] = max(0.5, old + (observed - old) * weight)
+    }
+
+    private var previousPicture: UInt64?
+
+    private mutating func drain(to now: UInt64) {
+        if let drainedAt, now > drainedAt {
+            fullness = max(0, fullness - bitrate * Double(now - drainedAt) / 1e9)
+        }
+        if drainedAt.map({ now > $0 }) ?? true { drainedAt = now }
+    }
+
+    /// 2^((reference - q) / 6): bits at `q` for a bit at `reference`.
+    static func scale(_ quantizer: Int) -> Double {
+        exp2(Double(reference - quantizer) / 6)
+    }
+
+    /// The finest quantizer at which `bits` (at `reference`) come to at most `target`.
+    static func quantizer(bits: Double, target: Double) -> Int {
+        guard bits > 0 else { return finest }
+        guard target > 0 else { return coarsest }
+        let exact = Double(reference) + 6 * log2(bits / target)
+        return exact >= Double(coarsest) ? coarsest : max(finest, Int(exact.rounded(.up)))
+    }
+
+    private func clamp(_ quantizer: Int) -> Int { min(Self.coarsest, max(Self.finest, quantizer)) }
+}

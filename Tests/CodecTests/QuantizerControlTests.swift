@@ -1,0 +1,179 @@
+import Foundation
+import ShareColor
+import ShareVideo
+import Testing
+
+/// An encoder whose pictures cost exactly what the model says: `cost` bits
+/// per coded macroblock at the reference quantizer.
+private struct ModelEncoder {
+    var control: QuantizerControl
+    let fps: Int
+    let macroblocks = 3600
+    let refresh = 40
+    var time: UInt64 = 0
+    var log: [(time: UInt64, quantizer: Int, bits: Int)] = []
+
+    init(kbps: Double = 2800, fps: Int = 30) {
+        control = QuantizerControl(bitrate: kbps * 1000, fps: fps, macroblocks: 3600, refreshMacroblocks: 40)
+        self.fps = fps
+    }
+
+    /// Codes one picture `changed` macroblocks of which changed, at `cost`; the bits it took.
+    @discardableResult
+    mutating func picture(_ kind: QuantizerControl.Kind = .changes, changed: Int, cost: Double) -> Int {
+        let q = control.quantizer(for: kind, changed: changed, at: time)
+        let coded = kind == .changes ? min(macroblocks, changed + refresh) : macroblocks
+        let bits = Int(Double(coded) * cost * exp2(Double(QuantizerControl.reference - q) / 6))
+        control.encoded(kind, changed: changed, quantizer: q, bits: bits, at: time)
+        log.append((time, q, bits))
+        time += 1_000_000_000 / UInt64(fps)
+        return bits
+    }
+
+    /// Bits a second over the pictures logged from `from` on.
+    func rate(from: Int) -> Double {
+        let span = log[from...]
+        return Double(span.map(\.bits).reduce(0, +)) / (Double(span.count) / Double(fps))
+    }
+}
+
+@Suite("Each picture's quantizer, for the bitrate")
+struct QuantizerControlTests {
+    /// Costs from a cheap whole-screen change to the dearest the bitrate
+    /// can take at the coarsest quantizer (about 460 bits a macroblock here).
+    @Test(arguments: [60.0, 150.0, 400.0])
+    func keepsToTheBitrateWhateverAPictureCosts(cost: Double) {
+        var encoder = ModelEncoder()
+        for _ in 0..<300 { encoder.picture(changed: 3600, cost: cost) }
+        let rate = encoder.rate(from: 60)
+        #expect(rate <= 2800_000 * 1.05 && rate >= 2800_000 * 0.85, "\(Int(rate)) bit/s at \(cost) bits a macroblock")
+        #expect(encoder.log.allSatisfy { Double($0.bits) <= encoder.control.buffer }, "no picture larger than the bucket")
+        // Steady content settles on a quantizer and stays there.
+        let settled = Set(encoder.log[90...].map(\.quantizer))
+        #expect(settled.count <= 2, "\(settled.sorted())")
+    }
+
+    @Test func cheapChangesAreCodedFinestAndTheQuantizerStaysPut() {
+        var encoder = ModelEncoder()
+        for _ in 0..<150 { encoder.picture(changed: 60, cost: 150) }
+        #expect(encoder.log[30...].allSatisfy { $0.quantizer == QuantizerControl.finest },
+                "\(encoder.log.map(\.quantizer))")
+        #expect(encoder.rate(from: 30) < 2800_000 / 2, "what the changes need, not the bitrate")
+    }
+
+    @Test func aWholeScreenChangeAfterSmallOnesFitsTheBucket() {
+        var encoder = ModelEncoder()
+        for _ in 0..<90 { encoder.picture(changed: 60, cost: 150) }
+        let room = encoder.control.buffer - encoder.control.fullness
+        let bits = encoder.picture(changed: 3600, cost: 150)
+        #expect(Double(bits) <= room, "\(bits) bits into \(Int(room)) of room")
+        #expect(encoder.log.last!.quantizer > QuantizerControl.finest, "coarser for the whole screen")
+    }
+
+    /// A whole screen of new content, after small changes of a screen that
+    /// cost as much coded intra: priced as the keyframe was, it fits.
+    @Test func aWholeScreenOfNewContentIsPricedAsTheKeyframeWas() {
+        var encoder = ModelEncoder()
+        encoder.picture(.keyframe, changed: 3600, cost: 300)
+        for _ in 0..<90 { encoder.picture(changed: 60, cost: 80) }
+        let room = encoder.control.buffer - encoder.control.fullness
+        let bits = encoder.picture(changed: 3600, cost: 300)
+        #expect(Double(bits) <= room, "\(bits) bits into \(Int(room)) of room")
+    }
+
+    /// Dearer than anything learned: the picture overshoots by as much, and
+    /// the pictures after are as small as they can be until the bucket is
+    /// back under its size.
+    @Test func contentDearerThanLearnedIsCaughtUpWithinAFewPictures() {
+        var encoder = ModelEncoder()
+        encoder.picture(.keyframe, changed: 3600, cost: 40)
+        for _ in 0..<90 { encoder.picture(changed: 60, cost: 40) }
+        // The whole screen at four times anything before.
+        var fullness: [Double] = []
+        for _ in 0..<60 {
+            encoder.picture(changed: 3600, cost: 160)
+            fullness.append(encoder.control.fullness)
+        }
+        let buffer = encoder.control.buffer
+        let overshoot = Double(encoder.log[91].bits)
+        #expect(overshoot <= 4 * 1.1 * buffer / 2, "at most four times what it aimed at: \(Int(overshoot))")
+        // Every picture taken while the bucket was over its size is at the
+        // coarsest quantizer, and the bucket drains as fast as those allow.
+        for index in 1..<fullness.count where fullness[index - 1] > buffer {
+            #expect(encoder.log[91 + index].quantizer == QuantizerControl.coarsest, "picture \(index) after")
+        }
+        let smallest = Double(encoder.log[92].bits)
+        let drains = Int(((fullness[0] - buffer) / (2800_000.0 / 30 - smallest)).rounded(.up))
+        #expect(fullness[drains...].allSatisfy { $0 <= buffer }, "\(drains): \(fullness.prefix(drains + 2).map { Int($0) })")
+        // The two seconds keep to the bitrate.
+        #expect(encoder.rate(from: 91) <= 2800_000 * 1.1, "\(Int(encoder.rate(from: 91)))")
+    }
+
+    /// Up to the dearest a keyframe can be and fit at the coarsest quantizer.
+    @Test func theFirstKeyframeTakesAtMostAThirdOfTheBucket() {
+        for cost in [100.0, 300.0, 450.0] {
+            var encoder = ModelEncoder()
+            let bits = encoder.picture(.keyframe, changed: 3600, cost: cost)
+            #expect(Double(bits) <= 0.3 * encoder.control.buffer, "\(bits) of \(Int(encoder.control.buffer)) at \(cost)")
+        }
+    }
+
+    @Test func fewerPicturesAreEachGivenMore() {
+        var fast = ModelEncoder(fps: 30)
+        var slow = ModelEncoder(fps: 10)
+        for _ in 0..<300 { fast.picture(changed: 3600, cost: 300) }
+        for _ in 0..<100 { slow.picture(changed: 3600, cost: 300) }
+        let (fastRate, slowRate) = (fast.rate(from: 60), slow.rate(from: 20))
+        #expect(abs(slowRate - fastRate) / fastRate < 0.1, "\(Int(slowRate)) against \(Int(fastRate))")
+        let perPicture = Double(slow.log.last!.bits) / Double(fast.log.last!.bits)
+        #expect(perPicture > 2.4 && perPicture < 3.6, "\(perPicture)")
+    }
+
+    @Test func aLowerBitrateIsFollowedAtOnce() {
+        var encoder = ModelEncoder()
+        for _ in 0..<90 { encoder.picture(changed: 3600, cost: 150) }
+        encoder.control.bitrate = 1400_000
+        for _ in 0..<90 { encoder.picture(changed: 3600, cost: 150) }
+        let after = encoder.rate(from: 95)
+        #expect(after <= 1400_000 * 1.05 && after >= 1400_000 * 0.85, "\(Int(after))")
+    }
+
+    /// The real encoder: new noise every picture (every macroblock dear,
+    /// nothing to predict from; 2 Mbit/s at the coarsest quantizer) at 4
+    /// Mbit/s keeps to it, no picture larger than the bucket; a still
+    /// picture settles at the finest quantizer.
+    @Test func x264KeepsToTheBitrate() throws {
+        let (width, height) = (320, 240)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let encoder = try H264Encoder(.init(width: width, height: height, fps: 30, bitrateKbps: 4000, threads: 1))
+        var unit: [UInt8] = []
+        var sizes: [Int] = []
+        var quantizersOf: [Int] = []
+        for n in 0..<90 {
+            var pixels = [UInt8](repeating: 0, count: width * height * 4)
+            pixels.withUnsafeMutableBytes { bytes in
+                for word in bytes.bindMemory(to: UInt64.self).indices {
+                    state ^= state << 13; state ^= state >> 7; state ^= state << 17
+                    bytes.storeBytes(of: state, toByteOffset: word * 8, as: UInt64.self)
+                }
+            }
+            var image = ColorConversion.i420(fromBGRA: pixels, width: width, height: height)
+            let info = try image.withPlanes { planes in try encoder.encode(planes, into: &unit) }
+            sizes.append((info?.size ?? 0) * 8)
+            quantizersOf.append(Int(info?.quantizer ?? -1))
+        }
+        let rate = Double(sizes[30...].reduce(0, +)) / 2
+        #expect(rate <= 4000_000 * 1.1 && rate >= 4000_000 * 0.6, "\(Int(rate)) bit/s")
+        #expect(sizes.allSatisfy { Double($0) <= encoder.rate.buffer }, "\(sizes.max()!) bits, bucket \(Int(encoder.rate.buffer))")
+        #expect(quantizersOf[30...].allSatisfy { $0 > QuantizerControl.finest + 10 }, "\(quantizersOf)")
+
+        let still = try H264Encoder(.init(width: width, height: height, fps: 30, bitrateKbps: 300, threads: 1))
+        var image = ColorConversion.i420(fromBGRA: testPicture(width: width, height: height, offset: 0), width: width, height: height)
+        var quantizers: [Double] = []
+        for n in 0..<30 {
+            let info = try image.withPlanes { planes in try still.encode(planes, changes: n == 0 ? nil : [], into: &unit) }
+            quantizers.append(info?.quantizer ?? -1)
+        }
+        #expect(quantizers.last == Double(QuantizerControl.finest), "\(quantizers)")
+    }
+}
