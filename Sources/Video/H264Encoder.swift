@@ -16,7 +16,7 @@ public struct EncodedFrameInfo: Sendable, Equatable {
     public var isKeyframe: Bool
     /// Size of the Annex B access unit in bytes.
     public var size: Int
-    /// x264's frame QP average, a rough quality signal.
+    /// The quantizer x264 coded the picture at (the rate control's choice).
     public var quantizer: Double
 }
 
