@@ -25,8 +25,9 @@ internal import Glibc
 /// codes again every unchanged macroblock that was coded coarser than the
 /// new quantizer (a still screen sharpens that way), so a lower quantizer
 /// costs more than the changes, and staying put costs least. It goes down
-/// at once when the whole picture coded again would fit, else a step or
-/// two a picture. Sans-IO: times are given.
+/// by at most 4 a picture (x264's own step), and told what changed, by 4
+/// only when the whole picture coded again would fit, else by one or two.
+/// Sans-IO: times are given.
 public struct QuantizerControl: Sendable {
     /// What a picture is to x264.
     public enum Kind: Int, Sendable, CaseIterable {
@@ -44,9 +45,10 @@ public struct QuantizerControl: Sendable {
     /// The most a quantizer goes down from one picture to the next (x264's
     /// own rate control's step).
     static let step = 4
-    /// Quantizers chosen from: 18 keeps screen text sharp, where a lower
-    /// one only spends bits; 51 is H.264's coarsest.
+    /// The finest quantizer chosen: 18 keeps screen text sharp, where a
+    /// lower one only spends bits.
     public static let finest = 18
+    /// The coarsest quantizer chosen: H.264's coarsest.
     public static let coarsest = 51
 
     /// Bits a second the stream is to keep to.
