@@ -201,6 +201,7 @@ final class EncodePipeline: @unchecked Sendable {
                 Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
             }
             guard let info else { continue }
+            network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
             if !delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
             let queued = Clock.monotonic()
             captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
@@ -219,6 +220,7 @@ final class EncodePipeline: @unchecked Sendable {
                 s.encodedFPS = fps
                 s.encodedWidth = width
                 s.encodedHeight = height
+                s.quantizer = Int(info.quantizer)
                 if let summaries {
                     s.captureToSend = summaries.0
                     s.encodeMilliseconds = summaries.1

@@ -32,6 +32,8 @@ final class NetworkDriver: @unchecked Sendable {
     private var protection = ProtectionPolicy()
     /// The encoder's bitrate (kbit/s), for the timeline.
     let encoderKbps = Atomic<Int>(0)
+    /// The quantizer of the last picture coded (0: none yet), for the rate timeline.
+    let encoderQuantizer = Atomic<Int>(0)
     /// How long the feedback thread waits for the receiver at most: while
     /// a handshake is under way (its retransmissions, this end's answer)
     /// or the pointer is sent apart (a position held back a few ms), and
@@ -270,6 +272,7 @@ final class NetworkDriver: @unchecked Sendable {
                     }
                 }
                 rates.record(at: clock, bytesSent: bytes, controller: state, encoderKbps: encoderKbps.load(ordering: .relaxed),
+                             quantizer: encoderQuantizer.load(ordering: .relaxed),
                              framesEncoded: context.stats.withLock { $0.framesEncoded })
             }
             next = min(next, rates.next)

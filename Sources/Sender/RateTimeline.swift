@@ -49,7 +49,8 @@ final class RateTimeline: Sendable {
     /// (`bytesSent` is the running total), the controller's estimate, and
     /// its delay verdict over the interval (overusing if any report since
     /// the last sample said so, else underusing if any said that).
-    func record(at clock: UInt64, bytesSent: Int, controller: ControllerState, encoderKbps: Int, framesEncoded: Int) {
+    func record(at clock: UInt64, bytesSent: Int, controller: ControllerState, encoderKbps: Int, quantizer: Int,
+                framesEncoded: Int) {
         let estimate = controller.estimate
         let seconds = Double(clock &- began) / 1e9
         state.withLock { s in
@@ -61,6 +62,7 @@ final class RateTimeline: Sendable {
                                     queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
                                     roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
             sample.framesEncoded = framesEncoded
+            sample.quantizer = quantizer > 0 ? quantizer : nil
             sample.bottleneckKbps = estimate.bottleneck.map { $0 / 1000 }
             sample.limitedBy = controller.limit.rawValue
             sample.delayVerdict = controller.overuseReports > s.verdictsAtLast.overuse ? "overusing"

@@ -440,6 +440,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var encodedWidth = 0
     /// The height pictures are encoded at now.
     public var encodedHeight = 0
+    /// The quantizer the last picture was coded at: from 18 (the finest the
+    /// rate control chooses) to 51 (H.264's coarsest), how much detail the
+    /// bitrate leaves; 0 before the first picture.
+    public var quantizer = 0
     /// Steps of the quality ladder (rate and size for bandwidth).
     public var qualitySteps = 0
     /// NACKed packets not resent: a repair had left less than a round trip before.
@@ -505,6 +509,9 @@ public struct RateSample: Sendable, Codable, Equatable {
     /// repairs), "feedbackTimeout" (nothing heard back: halved), "ceiling"
     /// or "floor" (the configured maximum or minimum).
     public var limitedBy = "ceiling"
+    /// The quantizer of the last picture coded before the sample (18, the
+    /// finest the rate control chooses, to 51), once one was.
+    public var quantizer: Int?
 
     /// A sample of the rate at `seconds`.
     public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,

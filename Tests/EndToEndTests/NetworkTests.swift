@@ -126,6 +126,12 @@ struct NetworkTests {
         let bottlenecks = run.rate.compactMap { ($0["bottleneckKbps"] as? NSNumber)?.doubleValue }.sorted()
         let bottleneck = bottlenecks.isEmpty ? 0 : bottlenecks[bottlenecks.count / 2]
         #expect(bottleneck > 800 && bottleneck < 1300, "median bottleneck \(bottleneck) kbit/s of \(bottlenecks.count) samples")
+        // And what it costs the picture: the scene takes 1.1 Mbit/s at the
+        // finest quantizer (18) on an open path; under the cap it is coarser.
+        let quantizers = run.rate.filter { (($0["seconds"] as? NSNumber)?.doubleValue ?? 0) >= 5 }
+            .compactMap { ($0["quantizer"] as? NSNumber)?.intValue }.sorted()
+        #expect(!quantizers.isEmpty && quantizers.allSatisfy { (18...51).contains($0) }
+                && quantizers[quantizers.count / 2] > 18, "quantizers after 5 s: \(quantizers)")
     }
 
     /// 3 Mbit/s with a 50 ms queue: paced and without keyframe bursts, the
