@@ -38,8 +38,9 @@ package struct GrabSchedule: Sendable {
     package let quiet: UInt64
     /// …or when it has gone on this long (the rest is in the next picture).
     package let settle: UInt64
-    /// How often a still screen is grabbed anyway.
-    package let refresh: UInt64
+    /// How often a still screen is grabbed anyway (the capture loop makes
+    /// it the frame interval while the encoder's picture sharpens).
+    package var refresh: UInt64
     /// The longest wait for a change before the thread looks at its flags.
     package let longestWait: UInt64
     /// The frame interval (it follows the frame rate asked for).

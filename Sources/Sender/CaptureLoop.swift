@@ -21,7 +21,8 @@ internal import ShareSync
 /// average, 17 ms at 30 fps). Content that changes faster than `fps` in a
 /// steady rhythm (a video) is grabbed right after a change is drawn, not at
 /// whatever age the slot finds it. A still screen costs one picture every
-/// `stillRefresh`, and a keyframe request always gets a fresh one. Without
+/// `stillRefresh` (every `sharpeningRefresh` while the encoder's picture of
+/// it is still sharpening), and a keyframe request always gets a fresh one. Without
 /// XDamage (or with `stillRefresh` nil) it grabs on a timer at `fps`.
 final class CaptureLoop: @unchecked Sendable {
     // Safe: `capturer` and the pointer state are used by the capture thread
@@ -52,6 +53,11 @@ final class CaptureLoop: @unchecked Sendable {
     /// other), or after 2 ms at most.
     static let quiet: UInt64 = 250_000
     static let settle: UInt64 = 2_000_000
+    /// How often a still screen is grabbed while the encoder's picture of it
+    /// sharpens: often enough to be sharp within a second or so, seldom
+    /// enough that a change drawn meanwhile rarely finds the frame slot
+    /// taken by one (it would wait for the next, up to a frame interval).
+    static let sharpeningRefresh: UInt64 = 100_000_000
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end).
     static let longestWait: UInt64 = 20_000_000
@@ -99,6 +105,10 @@ final class CaptureLoop: @unchecked Sendable {
         var found: Bool?
         while context.isActive {
             schedule.interval = Self.interval(feed)
+            // A still screen coded coarse (the first picture, after a big
+            // change, a narrow path) sharpens a step a picture: a picture
+            // every `sharpeningRefresh` until it is sharp, then one a second.
+            schedule.refresh = feed.sharpening.load(ordering: .relaxed) ? max(schedule.interval, Self.sharpeningRefresh) : refresh
             guard context.isRunning else {
                 found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)

@@ -202,6 +202,7 @@ final class EncodePipeline: @unchecked Sendable {
             }
             guard let info else { continue }
             network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
+            feed.sharpening.store(encoder.rate.sharpening, ordering: .relaxed)
             if !delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
             let queued = Clock.monotonic()
             captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)

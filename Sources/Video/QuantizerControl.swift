@@ -26,8 +26,9 @@ internal import Glibc
 /// new quantizer (a still screen sharpens that way), so a lower quantizer
 /// costs more than the changes, and staying put costs least. It goes down
 /// by at most 4 a picture (x264's own step), and told what changed, by 4
-/// only when the whole picture coded again would fit, else by one or two.
-/// Sans-IO: times are given.
+/// only when the whole picture coded again would fit, else by one or two;
+/// further only when even four times what the model says would fit (a
+/// plain screen sharpens at once). Sans-IO: times are given.
 public struct QuantizerControl: Sendable {
     /// What a picture is to x264.
     public enum Kind: Int, Sendable, CaseIterable {
@@ -90,6 +91,14 @@ public struct QuantizerControl: Sendable {
     /// The bucket's size in bits.
     public var buffer: Double { bitrate * bufferSeconds }
 
+    /// Whether the picture is sharpening: the last one was a keyframe
+    /// coded coarser than the finest, or was coded finer than the one
+    /// before. A still screen then sharpens with each picture (a step at a
+    /// time, as the bucket allows), so its pictures are worth sending often
+    /// rather than once a second until it is sharp; when the bucket holds
+    /// the quantizer where it is, they are not.
+    public private(set) var sharpening = false
+
     /// Macroblocks a picture of `kind` codes, told `changed` of them changed.
     func coded(_ kind: Kind, changed: Int) -> Int {
         kind == .changes ? min(macroblocks, changed + refreshMacroblocks) : macroblocks
@@ -138,16 +147,20 @@ public struct QuantizerControl: Sendable {
         let wanted = Self.quantizer(bits: bits, target: target)
         // Up at once (coarser than where it learned, the model guesses high).
         if wanted >= last { return clamp(wanted) }
-        // Down only with room to spare, and `step` at most: the model is
-        // surest near where it learned.
+        // Down only with room to spare, and `step` at most, as the model is
+        // surest near where it learned; further when even four times what
+        // it says would fit.
         let spare = Self.quantizer(bits: bits, target: target * 0.7)
         guard spare < last else { return last }
-        guard kind == .changes else { return clamp(max(spare, last - Self.step)) }
+        guard kind == .changes else {
+            return clamp(max(spare, min(last - Self.step, Self.quantizer(bits: bits * 4, target: target))))
+        }
         // Told what changed, a lower quantizer also codes old macroblocks
         // again: that far when the whole picture coded intra would fit,
         // else a step at a time (two when far off).
-        let whole = Self.quantizer(bits: bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue], target: target)
-        return clamp(max(spare, last - Self.step, min(whole, last - (last - spare > 4 ? 2 : 1))))
+        let recoded = bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue]
+        let stepped = max(last - Self.step, min(Self.quantizer(bits: recoded, target: target), last - (last - spare > 4 ? 2 : 1)))
+        return clamp(max(spare, min(stepped, Self.quantizer(bits: recoded * 4, target: target))))
     }
 
     /// What the picture took: into the bucket, and into the model unless it
@@ -157,6 +170,7 @@ public struct QuantizerControl: Sendable {
         drain(to: now)
         previousPicture = now
         fullness += Double(bits)
+        sharpening = kind == .keyframe ? quantizer > Self.finest : quantizer < last
         defer { last = quantizer }
         guard kind != .changes || quantizer >= last else { return }
         let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)

@@ -55,7 +55,16 @@ struct QuantizerControlTests {
 
     @Test func cheapChangesAreCodedFinestAndTheQuantizerStaysPut() {
         var encoder = ModelEncoder()
-        for _ in 0..<150 { encoder.picture(changed: 60, cost: 150) }
+        encoder.picture(.keyframe, changed: 3600, cost: 150)
+        #expect(encoder.control.sharpening, "a coarse keyframe: sharpening (quantizer \(encoder.log[0].quantizer))")
+        var sharpening: [Bool] = []
+        for _ in 0..<149 {
+            encoder.picture(changed: 60, cost: 150)
+            sharpening.append(encoder.control.sharpening)
+        }
+        // Sharpening while the quantizer comes down, not once it stays put.
+        let steps = zip(encoder.log.dropFirst(), encoder.log).map { $0.quantizer < $1.quantizer }
+        #expect(sharpening == steps && !sharpening.last!, "\(encoder.log.prefix(12).map(\.quantizer))")
         #expect(encoder.log[30...].allSatisfy { $0.quantizer == QuantizerControl.finest },
                 "\(encoder.log.map(\.quantizer))")
         #expect(encoder.rate(from: 30) < 2800_000 / 2, "what the changes need, not the bitrate")

@@ -109,14 +109,21 @@ struct SenderTests {
     }
 
     /// A still screen costs a picture a second (XDamage says nothing
-    /// changed), and a change is grabbed as soon as it is drawn. Still time
-    /// is counted in frame ticks, so a loaded machine (slower ticks) passes.
+    /// changed) once it is sharp, and a change is grabbed as soon as it is
+    /// drawn. Still time is counted in frame ticks, so a loaded machine
+    /// (slower ticks) passes.
     @Test func stillScreenIsNotGrabbedUntilItChanges() throws {
         let display = try VirtualDisplay(width: 640, height: 480)
         let sender = try ScreenSender(configuration: testSenderConfiguration(display: display))
         sender.start()
         defer { sender.stop() }
+        // Sharpening first: a picture every 100 ms while each codes the
+        // screen finer (with no receiver here, the bitrate falls and that
+        // takes a second or two).
+        let began = Date()
         Thread.sleep(forTimeInterval: 0.5)
+        while sender.statistics.quantizer != 18 && Date().timeIntervalSince(began) < 8 { usleep(20_000) }
+        Thread.sleep(forTimeInterval: 0.2)
         let early = sender.statistics
         Thread.sleep(forTimeInterval: 3)
         let still = sender.statistics
@@ -143,6 +150,39 @@ struct SenderTests {
         let median = delays.sorted()[delays.count / 2]
         #expect(median < 8, "a change is grabbed \(median) ms after it is drawn (median; all: \(delays.map { Int($0) }))")
         #expect(delays.max()! < 500, "every change grabbed long before the refresh: \(delays.map { Int($0) })")
+    }
+
+    /// A still screen's first picture is coded coarse (the rate control
+    /// starts cautious, and each picture after codes the whole screen a
+    /// step finer, as the bucket allows): its pictures come at the frame
+    /// rate until it is sharp, within a second or two, not once a second
+    /// (which took over eight seconds to get from 51 to 32), and then once
+    /// a second again.
+    @Test func aStillScreenSharpensWithinSecondsThenRestsAtOnePictureASecond() throws {
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        try DemoScene(display: display.display).draw(frame: 0)
+        let secret = Array("sharpening".utf8)
+        let receiver = try ScreenReceiver(configuration: headlessReceiving(secret))
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = try ScreenSender(configuration: screenSending(secret, to: receiver.port, display: display))
+        sender.start()
+        defer { sender.stop() }
+        let start = Date()
+        while sender.statistics.framesEncoded == 0 && Date().timeIntervalSince(start) < 10 { usleep(10_000) }
+        let first = Date()
+        var quantizers: [Int] = []
+        while sender.statistics.quantizer != 18 && Date().timeIntervalSince(first) < 3 {
+            if quantizers.last != sender.statistics.quantizer { quantizers.append(sender.statistics.quantizer) }
+            usleep(10_000)
+        }
+        let took = Date().timeIntervalSince(first)
+        #expect(sender.statistics.quantizer == 18, "sharp (quantizer 18) within 3 s of the first picture: \(quantizers)")
+        Thread.sleep(forTimeInterval: 0.5)
+        let resting = sender.statistics.framesEncoded
+        Thread.sleep(forTimeInterval: 3)
+        let rested = sender.statistics.framesEncoded - resting
+        #expect(rested >= 2 && rested <= 5, "sharp after \(took) s, then one picture a second: \(rested) in 3 s")
     }
 
     /// Content redrawn 59 times a second (a video, faster than the 30 fps
