@@ -39,7 +39,7 @@ package struct GrabSchedule: Sendable {
     /// …or when it has gone on this long (the rest is in the next picture).
     package let settle: UInt64
     /// How often a still screen is grabbed anyway (the capture loop makes
-    /// it the frame interval while the encoder's picture sharpens).
+    /// it shorter while the encoder's picture of it sharpens).
     package var refresh: UInt64
     /// The longest wait for a change before the thread looks at its flags.
     package let longestWait: UInt64

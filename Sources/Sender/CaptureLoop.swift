@@ -22,8 +22,8 @@ internal import ShareSync
 /// steady rhythm (a video) is grabbed right after a change is drawn, not at
 /// whatever age the slot finds it. A still screen costs one picture every
 /// `stillRefresh` (every `sharpeningRefresh` while the encoder's picture of
-/// it is still sharpening), and a keyframe request always gets a fresh one. Without
-/// XDamage (or with `stillRefresh` nil) it grabs on a timer at `fps`.
+/// it is still sharpening), and a keyframe request always gets a fresh one.
+/// Without XDamage (or with `stillRefresh` nil) it grabs on a timer at `fps`.
 final class CaptureLoop: @unchecked Sendable {
     // Safe: `capturer` and the pointer state are used by the capture thread
     // only (the capturer's counters are atomic); the feed is Sendable.
@@ -108,7 +108,8 @@ final class CaptureLoop: @unchecked Sendable {
             // A still screen coded coarse (the first picture, after a big
             // change, a narrow path) sharpens a step a picture: a picture
             // every `sharpeningRefresh` until it is sharp, then one a second.
-            schedule.refresh = feed.sharpening.load(ordering: .relaxed) ? max(schedule.interval, Self.sharpeningRefresh) : refresh
+            let sharpening = feed.sharpening.load(ordering: .relaxed)
+            schedule.refresh = sharpening ? max(schedule.interval, Self.sharpeningRefresh) : refresh
             guard context.isRunning else {
                 found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)

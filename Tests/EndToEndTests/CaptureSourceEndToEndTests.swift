@@ -158,11 +158,13 @@ struct CaptureSourceEndToEndTests {
         let port = freeUDPPort()
         let recording = dir.path("pointer.mkv")
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
-                                              "--no-audio", "--record", recording, "--duration", "10",
+                                              "--no-audio", "--record", recording, "--duration", "18",
                                               "--stats-json", dir.path("recv.json")])
         usleep(300_000)
+        // Long enough for the steps below on a loaded machine (each grabs
+        // the viewer's screen twice or more with ffmpeg): its status is read after them.
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display, "--key-file", key,
-                                            "--audio", "none", "--cursor", "metadata", "--duration", "7",
+                                            "--audio", "none", "--cursor", "metadata", "--duration", "14",
                                             "--control", dir.path("send.sock"), "--stats-json", dir.path("send.json")])
         func readStatus(_: ChildProcess) throws -> [String: Any] {
             let answer = try ShareBinary.run(["ctl", "status", "--socket", dir.path("send.sock")]).output
@@ -186,6 +188,7 @@ struct CaptureSourceEndToEndTests {
             return count
         }
         let before = try readStatus(sender)
+        let beganMoving = Date()
         var was = (x: 100, y: 100)
         for (step, spot) in [(900, 500), (300, 600), (640, 80), (1200, 300)].enumerated() {
             for t in 1...10 {
@@ -193,17 +196,29 @@ struct CaptureSourceEndToEndTests {
                 usleep(16_000)
             }
             usleep(200_000)
-            #expect(try dark(around: spot.0, spot.1) >= 10, "step \(step): the pointer drawn at \(spot)")
-            #expect(try dark(around: was.x, was.y) == 0, "step \(step): and not left at \(was)")
+            // Drawn there and gone from where it was: looked at again for a
+            // second at most (a loaded machine draws late).
+            func settles(_ condition: () throws -> Bool) throws -> Bool {
+                let until = Date().addingTimeInterval(1)
+                while try !condition() {
+                    guard Date() < until else { return false }
+                    usleep(50_000)
+                }
+                return true
+            }
+            #expect(try settles { try dark(around: spot.0, spot.1) >= 10 }, "step \(step): the pointer drawn at \(spot)")
+            #expect(try settles { try dark(around: was.x, was.y) == 0 }, "step \(step): and not left at \(was)")
             was = (spot.0, spot.1)
         }
         let after = try readStatus(sender)
-        let sent = sender.wait(timeout: 15)
+        let moving = Date().timeIntervalSince(beganMoving)
+        let sent = sender.wait(timeout: 25)
         #expect(sent.status == 0, "\(sent.output)")
-        _ = receiver.wait(timeout: 15)
-        // Four seconds of a moving pointer: the still screen's refresh (one a second), not 30 pictures a second.
+        _ = receiver.wait(timeout: 25)
+        // Seconds of a moving pointer (about four; more on a loaded machine):
+        // the still screen's refresh (one a second), not 30 pictures a second.
         let encoded = (after["framesEncoded"] as? Int ?? 0) - (before["framesEncoded"] as? Int ?? 0)
-        #expect(encoded <= 8, "\(encoded) pictures while only the pointer moved")
+        #expect(Double(encoded) <= 2 * max(4, moving), "\(encoded) pictures in \(moving) s while only the pointer moved")
         let grabbed = (after["bandsGrabbed"] as? Int ?? -1) - (before["bandsGrabbed"] as? Int ?? 0)
         #expect(grabbed == 0, "nothing on screen changed, nothing was grabbed: \(grabbed) bands")
         // The pictures hold no pointer: the recording's last one is white where it was left.
