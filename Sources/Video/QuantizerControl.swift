@@ -63,9 +63,11 @@ public struct QuantizerControl: Sendable {
     /// Bits coded and not yet drained.
     public private(set) var fullness: Double
     private var drainedAt: UInt64?
+    /// When the last picture was coded.
+    private var previousPicture: UInt64?
     /// Bits per coded macroblock at `reference`, by kind (and a fourth for
     /// changes of much of the screen).
-    public private(set) var complexity: [Double]
+    private var complexity: [Double]
     /// The quantizer of the last picture.
     public private(set) var last: Int
 
@@ -143,24 +145,24 @@ public struct QuantizerControl: Sendable {
         let target = max(min(aim, room * 0.9), bitrate * Double(frameInterval) / 1e9 / 4)
         let bits = atReference(kind, changed: changed)
         // A keyframe may take what fits, as x264's VBV lets it.
-        guard kind != .keyframe else { return clamp(Self.quantizer(bits: bits, target: max(target, room * 0.9))) }
+        guard kind != .keyframe else { return Self.quantizer(bits: bits, target: max(target, room * 0.9)) }
         let wanted = Self.quantizer(bits: bits, target: target)
         // Up at once (coarser than where it learned, the model guesses high).
-        if wanted >= last { return clamp(wanted) }
+        if wanted >= last { return wanted }
         // Down only with room to spare, and `step` at most, as the model is
         // surest near where it learned; further when even four times what
         // it says would fit.
         let spare = Self.quantizer(bits: bits, target: target * 0.7)
         guard spare < last else { return last }
         guard kind == .changes else {
-            return clamp(max(spare, min(last - Self.step, Self.quantizer(bits: bits * 4, target: target))))
+            return max(spare, min(last - Self.step, Self.quantizer(bits: bits * 4, target: target)))
         }
         // Told what changed, a lower quantizer also codes old macroblocks
         // again: that far when the whole picture coded intra would fit,
         // else a step at a time (two when far off).
         let recoded = bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue]
         let stepped = max(last - Self.step, min(Self.quantizer(bits: recoded, target: target), last - (last - spare > 4 ? 2 : 1)))
-        return clamp(max(spare, min(stepped, Self.quantizer(bits: recoded * 4, target: target))))
+        return max(spare, min(stepped, Self.quantizer(bits: recoded * 4, target: target)))
     }
 
     /// What the picture took: into the bucket, and into the model unless it
@@ -182,8 +184,6 @@ public struct QuantizerControl: Sendable {
         complexity[model] = max(0.5, old + (observed - old) * weight)
     }
 
-    private var previousPicture: UInt64?
-
     private mutating func drain(to now: UInt64) {
         if let drainedAt, now > drainedAt {
             fullness = max(0, fullness - bitrate * Double(now - drainedAt) / 1e9)
@@ -196,13 +196,12 @@ public struct QuantizerControl: Sendable {
         exp2(Double(reference - quantizer) / 6)
     }
 
-    /// The finest quantizer at which `bits` (at `reference`) come to at most `target`.
+    /// The finest quantizer at which `bits` (at `reference`) come to at most
+    /// `target`, between `finest` and `coarsest` (every choice is made of these).
     static func quantizer(bits: Double, target: Double) -> Int {
         guard bits > 0 else { return finest }
         guard target > 0 else { return coarsest }
         let exact = Double(reference) + 6 * log2(bits / target)
         return exact >= Double(coarsest) ? coarsest : max(finest, Int(exact.rounded(.up)))
     }
-
-    private func clamp(_ quantizer: Int) -> Int { min(Self.coarsest, max(Self.finest, quantizer)) }
 }

@@ -187,6 +187,16 @@ struct CaptureSourceEndToEndTests {
             }
             return count
         }
+        /// Whether `condition` holds, looked at again for a second at most
+        /// (a loaded machine draws late).
+        func settles(_ condition: () throws -> Bool) throws -> Bool {
+            let until = Date().addingTimeInterval(1)
+            while try !condition() {
+                guard Date() < until else { return false }
+                usleep(50_000)
+            }
+            return true
+        }
         let before = try readStatus(sender)
         let beganMoving = Date()
         var was = (x: 100, y: 100)
@@ -196,16 +206,6 @@ struct CaptureSourceEndToEndTests {
                 usleep(16_000)
             }
             usleep(200_000)
-            // Drawn there and gone from where it was: looked at again for a
-            // second at most (a loaded machine draws late).
-            func settles(_ condition: () throws -> Bool) throws -> Bool {
-                let until = Date().addingTimeInterval(1)
-                while try !condition() {
-                    guard Date() < until else { return false }
-                    usleep(50_000)
-                }
-                return true
-            }
             #expect(try settles { try dark(around: spot.0, spot.1) >= 10 }, "step \(step): the pointer drawn at \(spot)")
             #expect(try settles { try dark(around: was.x, was.y) == 0 }, "step \(step): and not left at \(was)")
             was = (spot.0, spot.1)
