@@ -105,7 +105,7 @@ let package = Package(
         // stepped down and up by the footprint measured.
         .target(name: "ShareGovernor", dependencies: ["ShareWire"], path: "Sources/Governor", swiftSettings: strict),
         // Latency samples and their percentiles (sender and receiver statistics).
-        .target(name: "ShareLatency", dependencies: ["ShareWire"], path: "Sources/Latency", swiftSettings: strict),
+        .target(name: "ShareLatency", dependencies: ["ShareWire", "ShareSync"], path: "Sources/Latency", swiftSettings: strict),
         // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
         // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
                     path: "Tests/EndToEndTests",
                     swiftSettings: strict),
-        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareGovernor", "ShareSRTP", "ShareWire", "TestSupport"],
+        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareGovernor", "ShareLatency", "ShareSRTP", "ShareWire", "TestSupport"],
                     path: "Tests/SessionTests", swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),

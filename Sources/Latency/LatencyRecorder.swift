@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareSync
 
 /// Latency samples in milliseconds with percentiles. Keeps the most recent
 /// `capacity` samples (16384: nine minutes at 30 fps) in storage reserved at
@@ -20,21 +21,43 @@ public struct LatencyRecorder: Sendable {
 
     /// The p-th percentile (0...100) by nearest rank, nil with no samples.
     public func percentile(_ p: Double) -> Double? {
-        Self.percentile(p, ofSorted: samples.unordered.sorted())
-    }
-
-    private static func percentile(_ p: Double, ofSorted sorted: [Double]) -> Double? {
-        guard !sorted.isEmpty else { return nil }
-        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
-        return sorted[min(max(rank, 0), sorted.count - 1)]
+        LatencySummary.percentile(p, ofSorted: samples.unordered.sorted())
     }
 
     /// Percentiles of the kept samples (one sort; not for every packet).
     public var summary: LatencySummary {
-        let sorted = samples.unordered.sorted()
-        return LatencySummary(samples: count, p50: Self.percentile(50, ofSorted: sorted),
-                              p95: Self.percentile(95, ofSorted: sorted), p99: Self.percentile(99, ofSorted: sorted),
-                              max: sorted.last)
+        var kept = samples.unordered
+        return LatencySummary(samples: count, sorting: &kept)
+    }
+
+    /// The kept samples, in no particular order, in storage of their own:
+    /// a copy that shares nothing with the recorder (sharing, the
+    /// recorder's next sample would copy them all).
+    func detachedSamples() -> [Double] {
+        samples.unordered.withUnsafeBufferPointer { Array($0) }
+    }
+}
+
+/// Latencies recorded on one thread (the frame path) and summarized on
+/// any other: a sample is an append under a lock; whoever asks for the
+/// percentiles copies the samples under the lock and sorts them on its own
+/// thread. The frame path never sorts (a full window of 16384 samples takes
+/// about a millisecond), however often statistics are read.
+public final class LatencyLog: Sendable {
+    private let recorder: Locked<LatencyRecorder>
+
+    public init(capacity: Int = 16_384) {
+        recorder = Locked(LatencyRecorder(capacity: capacity))
+    }
+
+    public func record(milliseconds: Double) {
+        recorder.withLock { $0.record(milliseconds: milliseconds) }
+    }
+
+    /// Percentiles of the samples kept so far (sorted on the calling thread).
+    public var summary: LatencySummary {
+        var (count, kept) = recorder.withLock { ($0.count, $0.detachedSamples()) }
+        return LatencySummary(samples: count, sorting: &kept)
     }
 }
 
@@ -58,6 +81,19 @@ public struct LatencySummary: Sendable, Equatable, Codable {
         self.p95 = p95
         self.p99 = p99
         self.max = max
+    }
+
+    /// The summary of `count` latencies of which `kept` were kept; sorts `kept`.
+    init(samples count: Int, sorting kept: inout [Double]) {
+        kept.sort()
+        self.init(samples: count, p50: Self.percentile(50, ofSorted: kept), p95: Self.percentile(95, ofSorted: kept),
+                  p99: Self.percentile(99, ofSorted: kept), max: kept.last)
+    }
+
+    static func percentile(_ p: Double, ofSorted sorted: [Double]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[Swift.min(Swift.max(rank, 0), sorted.count - 1)]
     }
 
     /// "p50 / p95 / p99 ms (p50/p95/p99)" with one decimal, or "no samples".

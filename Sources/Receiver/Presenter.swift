@@ -14,6 +14,10 @@ internal import ShareSync
 final class ReceiverShared: Sendable {
     let running = Atomic<Bool>(false)
     let stats = Locked(ReceiverStatistics())
+    /// The decode thread's latencies, summarized when the statistics are read.
+    let captureToDisplay = LatencyLog()
+    let lastPacketToDisplay = LatencyLog()
+    let glassToGlass = LatencyLog()
 }
 
 /// The receiver's decode thread: decodes each frame the network thread
@@ -30,9 +34,9 @@ final class Presenter: @unchecked Sendable {
     private let events: @Sendable (ReceiverEvent) -> Void
     private var window: PictureWindow?
     private let recording: SessionRecording?
-    private var latency = LatencyRecorder()
-    private var receiving = LatencyRecorder()
-    private var glassToGlass = LatencyRecorder()
+    private let latency: LatencyLog
+    private let receiving: LatencyLog
+    private let glassToGlass: LatencyLog
     private var lastStamp: FrameStamp?
     private var waitingForKeyframe = true
     private var local = ReceiverStatistics()
@@ -69,7 +73,10 @@ final class Presenter: @unchecked Sendable {
     }
 
     init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
-         events: @escaping @Sendable (ReceiverEvent) -> Void) {
+         latencies: ReceiverShared, events: @escaping @Sendable (ReceiverEvent) -> Void) {
+        latency = latencies.captureToDisplay
+        receiving = latencies.lastPacketToDisplay
+        glassToGlass = latencies.glassToGlass
         self.configuration = configuration
         self.decoder = decoder
         self.queue = queue
@@ -84,9 +91,9 @@ final class Presenter: @unchecked Sendable {
             recording?.finish(audioChannels: audioChannels)
             player?.stop()
         }
-        var summarizedAt: UInt64 = 0
+        var sampledAt: UInt64 = 0
         let began = monotonicNow()
-        local.timelineOriginUnix = Double(wallNow()) / 1e9
+        shared.stats.withLock { $0.timelineOriginUnix = Double(wallNow()) / 1e9 }
         while shared.running.load(ordering: .relaxed) {
             // Wake for the next held frame, or at least every 10 ms for timers.
             let now = monotonicNow()
@@ -104,20 +111,23 @@ final class Presenter: @unchecked Sendable {
             } catch {
                 return error
             }
-            // Percentiles sort every sample: four times a second, not per frame.
-            let summarize = monotonicNow() - summarizedAt >= 250_000_000
-            if summarize {
-                summarizedAt = monotonicNow()
-                local.timeline.append(ReceiverSample(seconds: Double(summarizedAt - began) / 1e9,
-                                                     framesDecoded: local.framesDecoded, freezeSeconds: local.freezeSeconds,
-                                                     framesLost: shared.stats.withLock { $0.framesLost }))
-                if local.timeline.count > 4 * 3600 { local.timeline.removeFirst() }
+            publish(shared)
+            // Four samples a second for the timeline (an hour of them),
+            // appended where it is kept: a copy kept here too would be
+            // copied whole at the next append once published.
+            if monotonicNow() - sampledAt >= 250_000_000 {
+                sampledAt = monotonicNow()
+                let (seconds, decoded, frozen) = (Double(sampledAt - began) / 1e9, local.framesDecoded, local.freezeSeconds)
+                shared.stats.withLock { s in
+                    s.timeline.append(ReceiverSample(seconds: seconds, framesDecoded: decoded, freezeSeconds: frozen,
+                                                     framesLost: s.framesLost))
+                    if s.timeline.count > 4 * 3600 { s.timeline.removeFirst() }
+                }
             }
-            publish(shared, summarize: summarize)
         }
         recording?.finish(audioChannels: audioChannels)
         local.framesRecorded = recording?.framesWritten ?? 0
-        publish(shared, summarize: true)
+        publish(shared)
         return nil
     }
 
@@ -447,17 +457,12 @@ final class Presenter: @unchecked Sendable {
         return audio
     }
 
-    private func publish(_ shared: ReceiverShared, summarize: Bool) {
+    private func publish(_ shared: ReceiverShared) {
         var audio = sessionAudio()
         audio.add(audioBefore)
         audio.packetsRecorded = recording?.audioPacketsWritten ?? 0
         audio.framesDroppedForPlayback = player?.framesDropped ?? 0
         local.audio = audio
-        if summarize {
-            local.captureToDisplay = latency.summary
-            local.lastPacketToDisplay = receiving.summary
-            local.glassToGlass = glassToGlass.summary
-        }
         let mine = local
         shared.stats.withLock { s in
             s.framesAssembled = mine.framesAssembled
@@ -476,13 +481,6 @@ final class Presenter: @unchecked Sendable {
             s.stampsRepeated = mine.stampsRepeated
             s.stampsUnreadable = mine.stampsUnreadable
             s.audio = mine.audio
-            if summarize {
-                s.captureToDisplay = mine.captureToDisplay
-                s.lastPacketToDisplay = mine.lastPacketToDisplay
-                s.glassToGlass = mine.glassToGlass
-                s.timeline = mine.timeline
-                s.timelineOriginUnix = mine.timelineOriginUnix
-            }
         }
     }
 }

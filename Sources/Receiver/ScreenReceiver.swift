@@ -11,6 +11,7 @@ import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 internal import ShareSync
+internal import ShareLatency
 #endif
 
 /// The embeddable receiver: a network thread receives SRTP, rebuilds frames
@@ -110,7 +111,7 @@ public final class ScreenReceiver: Sendable {
         let network = ReceiverNetworkLoop(socket: socket, session: parts.session, gate: parts.gate, queue: queue,
                                           confirmation: configuration.confirmation, events: events)
         let presenter = Presenter(configuration: configuration, decoder: parts.decoder, queue: queue, network: network,
-                                  events: events)
+                                  latencies: shared, events: events)
         let shared = self.shared
         events(.listening(port: port))
         // Linux reports twice what it reserves; under half of what we asked
@@ -178,8 +179,13 @@ public final class ScreenReceiver: Sendable {
     /// A snapshot of the counters.
     public var statistics: ReceiverStatistics {
         let start = began.load(ordering: .relaxed)
+        // Sorted here, on the reader's thread, never on the decode thread's.
+        let latencies = (shared.captureToDisplay.summary, shared.lastPacketToDisplay.summary, shared.glassToGlass.summary)
         return shared.stats.withLock { s in
             if start != 0 { s.elapsedSeconds = Double(monotonicNow() - start) / 1e9 }
+            s.captureToDisplay = latencies.0
+            s.lastPacketToDisplay = latencies.1
+            s.glassToGlass = latencies.2
             return s
         }
     }

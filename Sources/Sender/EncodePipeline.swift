@@ -111,10 +111,6 @@ final class EncodePipeline: @unchecked Sendable {
     func run(_ context: SenderContext) {
         var slice: [UInt8] = []
         slice.reserveCapacity(64 * 1024)
-        var captureToSend = LatencyRecorder()
-        var encodeTime = LatencyRecorder()
-        var lead = LatencyRecorder()
-        var frames = 0
         while context.isActive {
             let signalled = feed.frameReady.wait(timeout: .now() + .milliseconds(idle == nil ? 100 : 30)) == .success
             guard let lease = feed.take() else {
@@ -205,14 +201,9 @@ final class EncodePipeline: @unchecked Sendable {
             feed.sharpening.store(encoder.rate.sharpening, ordering: .relaxed)
             if !delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
             let queued = Clock.monotonic()
-            captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
-            encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
-            lead.record(milliseconds: Double(encoded &- min(firstSent, encoded)) / 1e6)
-            frames += 1
-            // Percentiles sort every sample: once a second (and at the end),
-            // not per frame, and never under the statistics' lock.
-            let summaries = frames % max(1, chosenFPS) == 1 || frames < 15
-                ? (captureToSend.summary, encodeTime.summary, lead.summary) : nil
+            context.captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
+            context.encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
+            context.firstPacketLead.record(milliseconds: Double(encoded &- min(firstSent, encoded)) / 1e6)
             let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
             context.stats.withLock { s in
                 s.framesEncoded += 1
@@ -222,20 +213,9 @@ final class EncodePipeline: @unchecked Sendable {
                 s.encodedWidth = width
                 s.encodedHeight = height
                 s.quantizer = Int(info.quantizer)
-                if let summaries {
-                    s.captureToSend = summaries.0
-                    s.encodeMilliseconds = summaries.1
-                    s.firstPacketLead = summaries.2
-                }
             }
             // Counted first: a frame sent is a frame counted, even the last.
             guard adapt(context) else { return }
-        }
-        let summaries = (captureToSend.summary, encodeTime.summary, lead.summary)
-        context.stats.withLock { s in
-            s.captureToSend = summaries.0
-            s.encodeMilliseconds = summaries.1
-            s.firstPacketLead = summaries.2
         }
     }
 

@@ -466,7 +466,12 @@ public final class ScreenSender: Sendable {
         let driver = network.snapshot()
         let rates = network.rates.samples
         let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
+        // Sorted here, on the reader's thread, never on the encode thread's.
+        let latencies = (context.captureToSend.summary, context.encodeTime.summary, context.firstPacketLead.summary)
         context.stats.withLock { s in
+            s.captureToSend = latencies.0
+            s.encodeMilliseconds = latencies.1
+            s.firstPacketLead = latencies.2
             s.memoryAccountedBytes = accounted
             s.audioPacketsSent = audioPackets
             s.audioStreams = audioCount

@@ -1,3 +1,4 @@
+internal import ShareLatency
 internal import ShareWire
 import Synchronization
 internal import ShareSync
@@ -17,6 +18,12 @@ final class SenderContext: @unchecked Sendable {
     /// The highest footprint the governor sampled (ten times a second): the
     /// statistics' peak, however rarely they are read.
     let peakFootprint = Atomic<Int>(0)
+    /// Each frame's capture-to-send time, encode time and how far its first
+    /// packet left ahead of the encode's end: recorded by the encode thread,
+    /// summarized when the statistics are read.
+    let captureToSend = LatencyLog()
+    let encodeTime = LatencyLog()
+    let firstPacketLead = LatencyLog()
     private let handlers = Locked<(events: (@Sendable (SenderEvent) -> Void)?, fail: (@Sendable (SenderError) -> Void)?)>((nil, nil))
 
     /// Capturing or paused: the threads keep going.
