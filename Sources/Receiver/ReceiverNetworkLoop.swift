@@ -172,6 +172,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             local.framesLost = s.framesLost
             local.authenticationFailures = s.authenticationFailures
             local.replays = s.replays
+            local.streamsResumed = s.streamsResumed
             local.malformed = s.malformed + gateCounters.malformedHandshakes
             local.duplicates = s.duplicates
             local.nacksSent = s.nacksSent

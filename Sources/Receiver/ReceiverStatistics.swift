@@ -29,6 +29,10 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var authenticationFailures = 0
     /// Packets refused as replays of ones already received.
     public var replays = 0
+    /// Streams first heard after their sender's sequence numbers wrapped
+    /// (static keys carry no rollover counter): received from the counter
+    /// their packets' tags told.
+    public var streamsResumed = 0
     /// Sessions begun (one per sender instance) and key renewals.
     public var sessions = 0
     /// Key renewals within a sender's session (see `sessions`).

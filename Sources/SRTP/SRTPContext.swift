@@ -19,6 +19,10 @@ public final class SRTPContext {
     /// before it looked at their tags.
     private let verifier: OpaquePointer?
 
+    /// Inbound only: the master key, for `resume`. Zeroed when the context goes.
+    private var masterKey: [UInt8] = []
+    private let replayWindow: Int
+
     /// Replay window for inbound contexts: wide enough that packets
     /// retransmitted after a NACK still fall inside it.
     public static let defaultReplayWindow = 1024
@@ -28,24 +32,8 @@ public final class SRTPContext {
         try SRTPLibrary.ensureInitialized()
         profile = keying.profile
         self.direction = direction
-        var policy = srtp_policy_t()
-        switch keying.profile {
-        case .aes128CmHmacSha1_80:
-            // The _sha1_80 setter is a function-like macro for rtp_default.
-            srtp_crypto_policy_set_rtp_default(&policy.rtp)
-            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
-        case .aes128CmHmacSha1_32:
-            // RFC 4568 §6.2.1: SRTCP keeps the 80-bit tag with this suite.
-            srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp)
-            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
-        case .aeadAes128Gcm:
-            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
-            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
-        }
+        var policy = Self.policy(keying.profile, direction: direction, replayWindow: replayWindow)
         share_srtp_policy_set_ssrc_any(&policy, direction == .inbound ? 1 : 0)
-        policy.window_size = UInt(max(64, min(replayWindow, 0x7FFF)))
-        // Retransmissions reuse the original sequence number and payload.
-        policy.allow_repeat_tx = direction == .outbound ? 1 : 0
         var key = keying.bytes
         var created: srtp_t?
         let status = key.withUnsafeMutableBufferPointer { buffer in
@@ -64,11 +52,77 @@ public final class SRTPContext {
         }
         session = created
         self.verifier = verifier
+        self.replayWindow = replayWindow
+        // Inbound, the master key stays for streams joined past a rollover (`resume`).
+        if direction == .inbound { masterKey = keying.bytes }
+    }
+
+    /// The policy for `profile` in `direction`, without key or SSRC.
+    private static func policy(_ profile: SRTPProfile, direction: Direction, replayWindow: Int) -> srtp_policy_t {
+        var policy = srtp_policy_t()
+        switch profile {
+        case .aes128CmHmacSha1_80:
+            // The _sha1_80 setter is a function-like macro for rtp_default.
+            srtp_crypto_policy_set_rtp_default(&policy.rtp)
+            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
+        case .aes128CmHmacSha1_32:
+            // RFC 4568 §6.2.1: SRTCP keeps the 80-bit tag with this suite.
+            srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp)
+            srtp_crypto_policy_set_rtp_default(&policy.rtcp)
+        case .aeadAes128Gcm:
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
+        }
+        policy.window_size = UInt(max(64, min(replayWindow, 0x7FFF)))
+        // Retransmissions reuse the original sequence number and payload.
+        policy.allow_repeat_tx = direction == .outbound ? 1 : 0
+        return policy
     }
 
     deinit {
         srtp_dealloc(session)
         share_srtp_verifier_free(verifier)
+        for index in masterKey.indices { masterKey[index] = 0 }
+    }
+
+    /// Whether a packet of this SSRC has been authenticated yet (libsrtp2
+    /// keeps a stream for it from then on).
+    public func knows(ssrc: UInt32) -> Bool {
+        var roc: UInt32 = 0
+        return srtp_get_stream_roc(session, ssrc, &roc) == srtp_err_status_ok
+    }
+
+    /// The rollover counter (RFC 3711 §3.3.1) under which this RTP packet's
+    /// tag is genuine, among `candidates`; nil when none. A receiver that
+    /// starts listening after the sender's sequence numbers wrapped cannot
+    /// know it (a static key carries none): libsrtp2 assumes 0 and refuses
+    /// every packet. Each candidate costs one tag computation over the
+    /// packet, so a caller bounds how often it asks. The packet is left as
+    /// it is.
+    public func rolloverCounter(of packet: PacketBuffer, among candidates: ClosedRange<UInt32>) -> UInt32? {
+        guard let verifier, packet.count >= RTPPacket.fixedHeaderSize else { return nil }
+        return packet.bytes.withUnsafeBufferPointer { buffer in
+            let (base, length) = (buffer.baseAddress!, Int32(buffer.count))
+            return candidates.first { share_srtp_verify_rtp(verifier, base, length, $0) == 1 }
+        }
+    }
+
+    /// Receives the stream of `ssrc` from rollover counter
+    /// `rolloverCounter` on (found by `rolloverCounter(of:among:)`): a
+    /// stream of its own under the same key, its counter set. Inbound only,
+    /// for an SSRC not `knows` yet.
+    public func resume(ssrc: UInt32, rolloverCounter: UInt32) throws(SRTPError) {
+        guard direction == .inbound, !knows(ssrc: ssrc) else {
+            throw SRTPError(.library, detail: "a stream can be resumed only inbound, before its first packet")
+        }
+        var policy = Self.policy(profile, direction: direction, replayWindow: replayWindow)
+        share_srtp_policy_set_ssrc(&policy, ssrc)
+        var status = masterKey.withUnsafeMutableBufferPointer { buffer in
+            policy.key = buffer.baseAddress
+            return srtp_add_stream(session, &policy)
+        }
+        if status == srtp_err_status_ok { status = srtp_set_stream_roc(session, ssrc, rolloverCounter) }
+        guard status == srtp_err_status_ok else { throw SRTPLibrary.error(status, detail: "resuming a stream") }
     }
 
     /// Whether an SRTP packet that `unprotect` refused as replayed or too old

@@ -53,6 +53,13 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var feedbackReportsSent = 0
     /// NACKs whose original arrived after all: the path reordered it.
     public var needlessNACKs = 0
+    /// Streams first heard after their sender's sequence numbers wrapped,
+    /// received from the rollover counter their tags told (static keys).
+    public var streamsResumed = 0
+    /// Searches for a rollover counter (a new SSRC's first packet refused
+    /// at 0), and those refused because four a second were made already.
+    public var rolloverSearches = 0
+    public var rolloverSearchesLimited = 0
 }
 
 /// The receiving side of an RTP/SAVP session on one port (rtcp-mux),
@@ -114,6 +121,8 @@ public final class ReceiveSession {
     private var reportedTitle: String?
     private var reportedAudio: [AudioStreamLayout]?
     private var goodbyeReported = false
+    /// Bounds the searches for a late stream's rollover counter.
+    private var rolloverSearchLimit = RateLimiter(rate: 4, burst: 4)
 
     /// A session with one static key for both directions (SDES).
     public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
@@ -176,6 +185,34 @@ public final class ReceiveSession {
          configuration.congestionFeedback ? feedback.deadline : nil, nextReport].compactMap { $0 }.min()
     }
 
+    /// Rollover counters tried for a stream heard first after its sender's
+    /// sequence numbers wrapped: up to 1023 wraps, 67 million packets (62
+    /// hours at 300 packets a second).
+    static let rolloverCandidates: ClosedRange<UInt32> = 1...1023
+
+    /// A receiver that starts after its sender's sequence numbers wrapped
+    /// cannot know the rollover counter (a static key carries none, RFC
+    /// 4568): libsrtp2 assumes 0 and would refuse every packet of the
+    /// stream. So the first packet of an SSRC not heard yet whose tag is
+    /// not genuine at 0 is tried at the counters after it; the one that
+    /// makes its tag genuine resumes the stream there. A search costs up to
+    /// 1023 tag checks (a few milliseconds): four a second at most, so a
+    /// stranger's packets under ever new SSRCs cost bounded work.
+    private func resumeIfJoinedLate(_ datagram: PacketBuffer, now: MonotonicTime) {
+        let bytes = datagram.bytes
+        guard bytes.count >= RTPPacket.fixedHeaderSize else { return }
+        let ssrc = bytes[(bytes.startIndex + 8)..<(bytes.startIndex + 12)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard !srtp.knows(ssrc: ssrc), srtp.rolloverCounter(of: datagram, among: 0...0) == nil else { return }
+        guard rolloverSearchLimit.take(now: now) else {
+            statistics.rolloverSearchesLimited += 1
+            return
+        }
+        statistics.rolloverSearches += 1
+        guard let counter = srtp.rolloverCounter(of: datagram, among: Self.rolloverCandidates),
+              (try? srtp.resume(ssrc: ssrc, rolloverCounter: counter)) != nil else { return }
+        statistics.streamsResumed += 1
+    }
+
     /// Waits sized to the path: the first NACK waits out the reordering,
     /// a repair takes a round trip, and one more try fits before the jitter
     /// buffer gives up (RTT 1 ms: 50 ms; RTT 100 ms: ~230 ms).
@@ -202,6 +239,7 @@ public final class ReceiveSession {
         if RTCPPacket.isRTCP(payloadTypeByte: second) {
             return handleRTCP(&datagram, now: now, emit: emit)
         }
+        resumeIfJoinedLate(datagram, now: now)
         do {
             try srtp.unprotect(&datagram)
         } catch {

@@ -190,6 +190,38 @@ struct EndToEndTests {
         #expect(probe.videoFrames >= 228, "\(probe.errors)")
     }
 
+    /// A static key carries no SRTP rollover counter: a receiver that opens
+    /// the SDP after the sender's sequence numbers wrapped would assume 0
+    /// and authenticate nothing (ffmpeg and GStreamer do). ffmpeg starts its
+    /// sequence 136 packets short of the wrap; `share recv` joins 3 s later,
+    /// finds the counter from the first packet's tag and shows the stream.
+    @Test func aReceiverJoiningAfterTheSendersSequenceWrappedShowsTheStream() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let inline = try ShareBinary.inlineKey(key)
+        let port = freeUDPPort()
+        let sdp = dir.path("ffmpeg.sdp")
+        let ffmpegArguments = ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
+                               "-i", "testsrc=size=1280x720:rate=30", "-t", "9", "-c:v", "libx264", "-preset", "ultrafast",
+                               "-tune", "zerolatency", "-g", "30", "-f", "rtp", "-seq", "65400",
+                               "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "-sdp_file", sdp,
+                               "srtp://127.0.0.1:\(port)"]
+        let probeRun = try ChildProcess("ffmpeg", ffmpegArguments.map { $0 == "9" ? "0.1" : $0 })
+        _ = probeRun.wait(timeout: 10)
+        chmod(sdp, 0o600)
+        let sender = try ChildProcess("ffmpeg", ffmpegArguments)
+        sleep(3)
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--duration", "6",
+                                              "--stats-json", dir.path("recv.json")])
+        #expect(sender.wait(timeout: 30).status == 0)
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        // About 6 s x 30 frames reach it; the first keyframe comes within a second.
+        #expect((stats["framesDecoded"] as? Int ?? 0) >= 120, "\(stats)")
+        #expect(stats["streamsResumed"] as? Int == 1 && stats["decodeErrors"] as? Int == 0, "\(stats)")
+    }
+
     @Test(arguments: ["mkv", "mp4"])
     func recordingStaysPlayableAfterKillDashNine(container: String) throws {
         let dir = try TemporaryDirectory()

@@ -120,6 +120,48 @@ struct SRTPTests {
         #expect(!receiver.carriesGenuineTag(rtcp: PacketBuffer([])) && !receiver.carriesGenuineTag(rtp: PacketBuffer([])))
     }
 
+    /// A receiver that starts listening after the sender's sequence numbers
+    /// wrapped (a static key carries no rollover counter) refuses every
+    /// packet; it finds the counter from a packet's tag and, its stream
+    /// resumed there, receives from then on, replays still refused, for
+    /// every profile. A forged packet matches no counter.
+    @Test(arguments: SRTPProfile.allCases)
+    func aReceiverJoiningAfterTheSequenceWrappedFindsTheRolloverCounter(profile: SRTPProfile) throws {
+        let (sender, receiver) = try contexts(profile)
+        // Two wraps, in steps of a quarter of the sequence space (libsrtp2 follows steps under half).
+        for step in 0..<8 {
+            var packet = rtp(sequence: UInt16(step % 4) * 16_384)
+            try sender.protect(&packet)
+        }
+        var sent: [[UInt8]] = []
+        for sequence: UInt16 in 1...20 {
+            var packet = rtp(sequence: sequence, payload: [UInt8](repeating: UInt8(sequence), count: 60))
+            try sender.protect(&packet)
+            sent.append(Array(packet.bytes))
+        }
+        var refused = PacketBuffer(sent[0])
+        #expect(throws: SRTPError.self) { try receiver.unprotect(&refused) }
+        #expect(!receiver.knows(ssrc: 0x1111))
+        #expect(receiver.rolloverCounter(of: PacketBuffer(sent[0]), among: 0...1) == nil)
+        #expect(receiver.rolloverCounter(of: PacketBuffer(sent[0]), among: 0...1023) == 2)
+        var forged = sent[0]
+        forged[14] ^= 0x01
+        #expect(receiver.rolloverCounter(of: PacketBuffer(forged), among: 0...1023) == nil)
+        #expect(sender.rolloverCounter(of: PacketBuffer(sent[0]), among: 0...1023) == nil, "outbound has nothing to check with")
+
+        try receiver.resume(ssrc: 0x1111, rolloverCounter: 2)
+        #expect(receiver.knows(ssrc: 0x1111))
+        for (index, bytes) in sent.enumerated() {
+            var packet = PacketBuffer(bytes)
+            try receiver.unprotect(&packet)
+            #expect(try RTPPacket(parsing: packet.bytes).payload.elementsEqual(repeatElement(UInt8(index + 1), count: 60)))
+        }
+        var replay = PacketBuffer(sent[7])
+        do { try receiver.unprotect(&replay); Issue.record("replay accepted") } catch { #expect(error.kind == .replayed) }
+        #expect(throws: SRTPError.self) { try receiver.resume(ssrc: 0x1111, rolloverCounter: 3) }
+        #expect(throws: SRTPError.self) { try sender.resume(ssrc: 0x2222, rolloverCounter: 1) }
+    }
+
     /// Every single flipped bit, header or payload or tag, fails authentication.
     @Test(arguments: SRTPProfile.allCases)
     func everyFlippedBitFailsAuthentication(profile: SRTPProfile) throws {

@@ -168,6 +168,31 @@ struct SessionTests {
         #expect(link.losses == 0)
     }
 
+    /// A static-key receiver that starts listening after the sender's
+    /// sequence numbers wrapped: libsrtp2 alone would assume rollover
+    /// counter 0 and refuse every packet. The session finds the counter from
+    /// the first packet's tag and receives everything from then on.
+    @Test func aReceiverJoiningAfterTheSequenceWrapped() throws {
+        let link = try Link(initialSequenceNumber: 65_000)
+        // ~1000 packets go to no one: the sender's counter is 1 when the receiver comes.
+        for n in 0..<30 {
+            try link.send(n, size: 40_000, keyframe: n == 0)
+            link.deliver(drop: { _, _ in true })
+            link.advance(.milliseconds(33))
+        }
+        for n in 30..<45 {
+            try link.send(n, size: 40_000, keyframe: n == 30)
+            link.deliver()
+            link.advance(.milliseconds(33))
+        }
+        let s = link.receiver.statistics
+        #expect(s.streamsResumed == 1 && s.rolloverSearches == 1 && s.rolloverSearchesLimited == 0)
+        #expect(s.authenticationFailures == 0 && s.replays == 0)
+        #expect(link.frames.count == 15, "every frame from the first one heard: \(link.frames.count)")
+        #expect(link.frames.last.map { $0.data == accessUnit(44, size: 40_000, keyframe: false) } == true)
+        #expect(link.losses == 0)
+    }
+
     /// A sender paused for 60 hours still writes its sender report (the RTP
     /// time of "now" is extrapolated from the last frame without overflow).
     @Test func aSenderReportAfterALongPause() throws {
@@ -371,6 +396,10 @@ struct SessionTests {
         #expect(s.authenticationFailures >= genuine.count + strangerPackets, "forgeries that look old are forgeries")
         #expect(s.replays + s.authenticationFailures + s.malformed == 2000 + 2 * genuine.count + strangerPackets,
                 "every hostile datagram is counted exactly once")
+        // Datagrams under SSRCs not heard yet each looked like a stream
+        // joined late: four searches for their rollover counter (the
+        // burst, all at one instant), none found, the rest refused a search.
+        #expect(s.rolloverSearches == 4 && s.streamsResumed == 0 && s.rolloverSearchesLimited > 100)
         try link.send(1, size: 3000)
         link.deliver()
         #expect(link.frames.count == 2, "the genuine stream carries on")

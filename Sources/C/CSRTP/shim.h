@@ -13,4 +13,10 @@ static inline void share_srtp_policy_set_ssrc_any(srtp_policy_t *policy, int inb
     policy->ssrc.type = inbound ? ssrc_any_inbound : ssrc_any_outbound;
     policy->ssrc.value = 0;
 }
+
+/// The policy of one stream, the SSRC given (host order).
+static inline void share_srtp_policy_set_ssrc(srtp_policy_t *policy, uint32_t ssrc) {
+    policy->ssrc.type = ssrc_specific;
+    policy->ssrc.value = ssrc;
+}
 #endif

@@ -138,7 +138,9 @@ struct Receive: ParsableCommand {
             sessions: \(s.sessions) (\(s.sessionRenewals) key renewals), \(s.handshakesRefused) handshakes refused, \
             \(s.handshakesRateLimited) not answered (rate limit)
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed, \
-            \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses
+            \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses\(s.streamsResumed > 0 ? """
+                ; \(s.streamsResumed) streams joined after their sequence numbers wrapped
+                """ : "")
             capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(o.readStamps ? """
 
                 glass to glass: \(s.glassToGlass.text), \(s.stampsNew) stamps (\(s.stampsRepeated) repeated, \(s.stampsUnreadable) unreadable)
