@@ -41,8 +41,9 @@ package struct GrabSchedule: Sendable {
     /// How often a still screen is grabbed anyway (the capture loop makes
     /// it shorter while the encoder's picture of it sharpens).
     package var refresh: UInt64
-    /// The longest wait for a change before the thread looks at its flags.
-    package let longestWait: UInt64
+    /// The longest wait for a change before the thread looks at its flags
+    /// (and, drawing the pointer, where it is).
+    package var longestWait: UInt64
     /// The frame interval (it follows the frame rate asked for).
     package var interval: UInt64
     package private(set) var rhythm = ChangeRhythm()

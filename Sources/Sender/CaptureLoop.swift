@@ -59,8 +59,16 @@ final class CaptureLoop: @unchecked Sendable {
     /// taken by one (it would wait for the next, up to a frame interval).
     static let sharpeningRefresh: UInt64 = 100_000_000
     /// The longest wait for damage before the thread looks at its flags
-    /// (a keyframe request, a pause, the end).
+    /// (a keyframe request, a pause, the end) and, drawing the pointer, asks
+    /// the server where it is (the server tells no motion): 20 ms while the
+    /// pointer moves and for a second after, 50 ms once it has been still
+    /// that long. Each look is a wake-up and each question a round trip:
+    /// on a still screen they were half the sender's cost (0.47% of a core
+    /// against 0.15-0.31% without the pointer, 720p); the first move after
+    /// a rest then shows up to 50 ms late instead of 20.
     static let longestWait: UInt64 = 20_000_000
+    static let restingWait: UInt64 = 50_000_000
+    static let pointerRest: UInt64 = 1_000_000_000
 
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`); nil otherwise.
@@ -110,6 +118,10 @@ final class CaptureLoop: @unchecked Sendable {
             // every `sharpeningRefresh` until it is sharp, then one a second.
             let sharpening = feed.sharpening.load(ordering: .relaxed)
             schedule.refresh = sharpening ? max(schedule.interval, Self.sharpeningRefresh) : refresh
+            if pointerSink == nil {
+                let resting = Clock.monotonic() &- capturer.pointerMovedAt >= Self.pointerRest
+                schedule.longestWait = resting ? Self.restingWait : Self.longestWait
+            }
             guard context.isRunning else {
                 found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)

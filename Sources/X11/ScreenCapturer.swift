@@ -131,6 +131,10 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// when it moves.
     private var drawnCursor: Rectangle?
     private var drawnPointer = (x: Int.min, y: Int.min)
+    /// Where the pointer was when last asked, and when (monotonic ns) it
+    /// was last seen somewhere else: how recently it moved.
+    private var polledPointer = (x: Int.min, y: Int.min)
+    public private(set) var pointerMovedAt: UInt64 = 0
 
     /// Starts tracking whether anything on screen changed between grabs
     /// (XDamage, reporting only "no longer empty": one event per change
@@ -485,6 +489,10 @@ extension ScreenCapturer {
         guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
         let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
         free(reply)
+        if position != polledPointer {
+            polledPointer = position
+            pointerMovedAt = SystemClock.monotonic()
+        }
         guard position != drawnPointer else { return false }
         // A cursor is at most 64 pixels from its hot spot either way.
         let near = { (p: (x: Int, y: Int)) in
