@@ -8,10 +8,10 @@ internal import ShareTransport
 internal import ShareWire
 internal import ShareX11
 import Synchronization
+internal import ShareLatency
 #if canImport(Glibc)
 internal import Glibc
 internal import ShareSync
-internal import ShareLatency
 #endif
 
 /// The embeddable receiver: a network thread receives SRTP, rebuilds frames
