@@ -161,20 +161,31 @@ struct EndToEndTests {
         #expect(probe.videoFrames >= 285 && probe.codec == "h264", "\(probe.errors)")
     }
 
+    /// ffmpeg's arguments for sending its 720p30 test picture over SRTP
+    /// (a fresh key) to `port` for `seconds`, a keyframe every
+    /// `keyframeInterval` frames, `rtp` added to its RTP muxer's options;
+    /// and its SDP, written by a short run of the same (ffmpeg writes it as
+    /// it starts) and made mode 0600 (ffmpeg writes it readable by all; it
+    /// holds the key).
+    private func ffmpegSRTPSender(in dir: TemporaryDirectory, port: Int, seconds: Int, keyframeInterval: Int,
+                                  rtp: [String] = []) throws -> (arguments: [String], sdp: String) {
+        let inline = try ShareBinary.inlineKey(try ShareBinary.keyFile(in: dir))
+        let sdp = dir.path("ffmpeg.sdp")
+        func arguments(duration: String) -> [String] {
+            ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
+             "-i", "testsrc=size=1280x720:rate=30", "-t", duration, "-c:v", "libx264", "-preset", "ultrafast",
+             "-tune", "zerolatency", "-g", "\(keyframeInterval)", "-f", "rtp"] + rtp
+                + ["-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "-sdp_file", sdp,
+                   "srtp://127.0.0.1:\(port)"]
+        }
+        _ = try ChildProcess("ffmpeg", arguments(duration: "0.1")).wait(timeout: 10)
+        chmod(sdp, 0o600)
+        return (arguments(duration: "\(seconds)"), sdp)
+    }
+
     @Test func ffmpegSendsToShare() throws {
         let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let inline = try ShareBinary.inlineKey(key)
-        let port = freeUDPPort()
-        let sdp = dir.path("ffmpeg.sdp")
-        let ffmpegArguments = ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
-                               "-i", "testsrc=size=1280x720:rate=30", "-t", "8", "-c:v", "libx264", "-preset", "ultrafast",
-                               "-tune", "zerolatency", "-g", "60", "-f", "rtp", "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80",
-                               "-srtp_out_params", inline, "-sdp_file", sdp, "srtp://127.0.0.1:\(port)"]
-        // ffmpeg writes its SDP as it starts; the receiver then uses it.
-        let probeRun = try ChildProcess("ffmpeg", ffmpegArguments.map { $0 == "8" ? "0.1" : $0 })
-        _ = probeRun.wait(timeout: 10)
-        chmod(sdp, 0o600)  // ffmpeg writes it readable by all; it holds the key
+        let (ffmpegArguments, sdp) = try ffmpegSRTPSender(in: dir, port: freeUDPPort(), seconds: 8, keyframeInterval: 60)
         let recording = dir.path("ffmpeg.mkv")
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "11",
                                               "--stats-json", dir.path("recv.json")])
@@ -197,18 +208,8 @@ struct EndToEndTests {
     /// finds the counter from the first packet's tag and shows the stream.
     @Test func aReceiverJoiningAfterTheSendersSequenceWrappedShowsTheStream() throws {
         let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let inline = try ShareBinary.inlineKey(key)
-        let port = freeUDPPort()
-        let sdp = dir.path("ffmpeg.sdp")
-        let ffmpegArguments = ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
-                               "-i", "testsrc=size=1280x720:rate=30", "-t", "9", "-c:v", "libx264", "-preset", "ultrafast",
-                               "-tune", "zerolatency", "-g", "30", "-f", "rtp", "-seq", "65400",
-                               "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "-sdp_file", sdp,
-                               "srtp://127.0.0.1:\(port)"]
-        let probeRun = try ChildProcess("ffmpeg", ffmpegArguments.map { $0 == "9" ? "0.1" : $0 })
-        _ = probeRun.wait(timeout: 10)
-        chmod(sdp, 0o600)
+        let (ffmpegArguments, sdp) = try ffmpegSRTPSender(in: dir, port: freeUDPPort(), seconds: 9, keyframeInterval: 30,
+                                                          rtp: ["-seq", "65400"])
         let sender = try ChildProcess("ffmpeg", ffmpegArguments)
         sleep(3)
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--duration", "6",

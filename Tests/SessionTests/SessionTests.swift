@@ -68,6 +68,17 @@ final class Link {
         now = now + duration
     }
 
+    /// Frames `frames` of 40,000 bytes (about 35 packets each) 33 ms apart,
+    /// keyframes at `keyframes`; not `heard`, they go to no one (the
+    /// receiver is not there yet).
+    func stream(_ frames: Range<Int>, keyframes: Set<Int>, heard: Bool = true) throws {
+        for n in frames {
+            try send(n, size: 40_000, keyframe: keyframes.contains(n))
+            deliver(drop: { _, _ in !heard })
+            advance(.milliseconds(33))
+        }
+    }
+
     private func record(_ events: [ReceiveEvent]) {
         for event in events {
             switch event {
@@ -149,18 +160,10 @@ struct SessionTests {
     @Test func aReceiverJoiningAsTheSequenceWraps() throws {
         let link = try Link(initialSequenceNumber: 65_200)
         // Frames 0-5 go to no one: the receiver is not there yet.
-        for n in 0..<6 {
-            try link.send(n, size: 40_000, keyframe: n == 0)
-            link.deliver(drop: { _, _ in true })
-            link.advance(.milliseconds(33))
-        }
+        try link.stream(0..<6, keyframes: [0], heard: false)
         // It joins a little before 65535: frames of ~35 packets each carry the
         // sequence across the wrap and around again.
-        for n in 6..<40 {
-            try link.send(n, size: 40_000, keyframe: n == 6 || n == 30)
-            link.deliver()
-            link.advance(.milliseconds(33))
-        }
+        try link.stream(6..<40, keyframes: [6, 30])
         #expect(link.receiver.statistics.authenticationFailures == 0)
         #expect(link.receiver.statistics.replays == 0)
         #expect(link.frames.count == 34, "every frame from the receiver's first keyframe: \(link.frames.count)")
@@ -175,16 +178,8 @@ struct SessionTests {
     @Test func aReceiverJoiningAfterTheSequenceWrapped() throws {
         let link = try Link(initialSequenceNumber: 65_000)
         // ~1000 packets go to no one: the sender's counter is 1 when the receiver comes.
-        for n in 0..<30 {
-            try link.send(n, size: 40_000, keyframe: n == 0)
-            link.deliver(drop: { _, _ in true })
-            link.advance(.milliseconds(33))
-        }
-        for n in 30..<45 {
-            try link.send(n, size: 40_000, keyframe: n == 30)
-            link.deliver()
-            link.advance(.milliseconds(33))
-        }
+        try link.stream(0..<30, keyframes: [0], heard: false)
+        try link.stream(30..<45, keyframes: [30])
         let s = link.receiver.statistics
         #expect(s.streamsResumed == 1 && s.rolloverSearches == 1 && s.rolloverSearchesLimited == 0)
         #expect(s.authenticationFailures == 0 && s.replays == 0)
