@@ -100,7 +100,7 @@ bench-fanout: deps
 ## bench-capture: what capturing costs the sender: a 4K screen (in bands, encoded at 1080p) beside
 ## 1080p, a still screen, and the pointer moving over it (only its bands grabbed, and grabbed whole)
 bench-capture: deps
-	for p in share share-send; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/capture.py $(CAPTURE_ARGS)
 
 ## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, the wire path,

@@ -2,8 +2,9 @@
 """What capturing costs the sender: big screens and a moving pointer.
 
 Runs the release `share-send` (static key, no audio, default 50 MiB budget)
-against a UDP sink, one case after another in the same run, and samples
-/proc/<pid> ten times a second after a warm-up: CPU (ms per frame sent and
+against a UDP sink (the `-auto` cases: a `share recv` in a window), one case
+after another in the same run, and samples /proc/<pid> ten times a second
+after a warm-up: CPU (ms per frame sent and
 % of a core), peak footprint (RssAnon + RssShmem, as the governor counts
 it) and RSS high-water mark, frames sent and the size they were encoded at,
 and per named thread (share-capture, share-encode, ...) its share of a core
@@ -22,6 +23,11 @@ Cases (each on its own virtual display):
                 and encoded without telling x264 what did not change
   1080p-pointer-metadata  the same with `--cursor metadata`: the pointer is
                 sent apart (RTCP APP), the still screen is not grabbed again
+  1080p-pointer-auto  the same moving pointer, the default `--cursor auto`,
+                sent to a `share recv` showing the picture in a window (on a
+                virtual display of its own; a handshake with a key file): the
+                receiver says it draws the pointer, so it goes apart
+  1080p-still-auto  the still screen so sent, the pointer still
   720p-still    a still 1280x720 screen, no sound (the reference for the next)
   720p-still-system-audio  the same, sending system audio (`--audio system`):
                 a PulseAudio daemon of its own with a null sink and a sine
@@ -52,6 +58,8 @@ CASES = {
                                send=["--cursor", "embed", "--every-frame"]),
     "1080p-pointer-metadata": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
                                    send=["--cursor", "metadata"]),
+    "1080p-pointer-auto": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=[], viewer=True),
+    "1080p-still-auto": dict(size="1920x1080", scene=["--static"], send=[], viewer=True),
     "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
     "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
 }
@@ -116,13 +124,24 @@ def run_case(name, case, args, key, work):
     sink.bind(("127.0.0.1", 0))
     sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
     port = sink.getsockname()[1]
+    keying = ["--srtp-key-file", key["file"]]
+    viewer = receiver = None
+    if case.get("viewer"):
+        # A share recv in a window of its own display, in a handshake session.
+        sink.close()
+        viewer_display, viewer = start_xvfb(case["size"], taken=(display,))
+        keying = ["--key-file", key["file"]]
+        receiver = subprocess.Popen([os.path.join(args.bin, "share"), "recv", "--port", str(port), "--display", viewer_display,
+                                     "--no-audio", "--duration", str(args.warmup + args.seconds + 5)] + keying,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
     sound, env = start_sound(work) if case.get("sound") else (None, None)
     scene = subprocess.Popen([os.path.join(args.bin, "share-send"), "scene", "--display", display] + case["scene"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     stats = os.path.join(work, f"{name}.json")
     sender = subprocess.Popen([os.path.join(args.bin, "share-send"), "send", "127.0.0.1", "--port", str(port),
-                               "--display", display, "--srtp-key-file", key["file"],
+                               "--display", display] + keying + [
                                "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats]
                               + (["--audio", "none"] if "--audio" not in case["send"] else []) + case["send"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -150,6 +169,8 @@ def run_case(name, case, args, key, work):
         stop(scene)
         stop(xvfb)
         stop(sound)
+        stop(receiver)
+        stop(viewer)
         sink.close()
     if first is None or last is None:
         raise SystemExit(f"capture: {name}: the sender ended early")
@@ -166,7 +187,7 @@ def run_case(name, case, args, key, work):
         "cpuMsPerFrame": 1000 * cpu / measured_frames if measured_frames >= 1 else None,
         "peakFootprintMiB": max(peak, s.get("peakFootprintBytes", 0)) / 2**20, "peakRssMiB": hwm / 2**20,
         "framesEncoded": frames, "bandsGrabbed": s.get("bandsGrabbed"), "bandsKept": s.get("bandsKept"),
-        "audioPackets": s.get("audioPacketsSent", 0),
+        "audioPackets": s.get("audioPacketsSent", 0), "pointerSentApart": s.get("pointerSentApart"),
         "threads": thread_rates(first_threads, last_threads, elapsed),
         "summary": output.strip().splitlines()[-12:],
     }
@@ -182,7 +203,8 @@ def markdown(rows, args):
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         bands = f"{r['bandsGrabbed']} / {r['bandsKept']}" if r["bandsGrabbed"] is not None else "–"
-        lines.append(f"| {r['case']} | {r['screen']} | {r['encoded']} | {fmt(r['fps'])} | {fmt(r['cpuPercent'])} | "
+        name = r["case"] + (" (pointer apart)" if r.get("pointerSentApart") else "")
+        lines.append(f"| {name} | {r['screen']} | {r['encoded']} | {fmt(r['fps'])} | {fmt(r['cpuPercent'])} | "
                      f"{fmt(r['cpuMsPerFrame'], 2)} | {fmt(r['peakFootprintMiB'])} | {fmt(r['peakRssMiB'])} | {bands} |")
     lines += ["", "Per thread (% of a core / wake-ups a second, from /proc/<pid>/task/*/schedstat and voluntary switches):", "",
               "| case | " + " | ".join(THREADS) + " |", "|---|" + "---|" * len(THREADS)]

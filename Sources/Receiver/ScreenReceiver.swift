@@ -70,6 +70,10 @@ public final class ScreenReceiver: Sendable {
             sessionConfiguration.retransmissionPayloadType = configuration.retransmissionPayloadType
             sessionConfiguration.fecPayloadType = configuration.fecPayloadType
             sessionConfiguration.earlySlices = configuration.decodesSlicesEarly
+            // The window draws a pointer sent apart; a recording or a host
+            // drawing the pictures itself would show none.
+            sessionConfiguration.drawsPointer = configuration.showWindow && configuration.recordPath == nil
+                && configuration.onPicture == nil
             // With a handshake the session waits, with throwaway keys, for
             // the first sender's.
             let keys: SRTPSessionKeys = switch configuration.keying {

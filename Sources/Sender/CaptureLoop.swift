@@ -59,29 +59,56 @@ final class CaptureLoop: @unchecked Sendable {
     /// taken by one (it would wait for the next, up to a frame interval).
     static let sharpeningRefresh: UInt64 = 100_000_000
     /// The longest wait for damage before the thread looks at its flags
-    /// (a keyframe request, a pause, the end) and, drawing the pointer, asks
-    /// the server where it is (the server tells no motion): 20 ms while the
-    /// pointer moves and for a second after, 50 ms once it has been still
-    /// that long. Each look is a wake-up and each question a round trip:
-    /// on a still 720p screen the capture thread woke 104 times a second
-    /// for 0.50% of a core, resting it wakes 43 times for 0.20%
-    /// (`Benchmarks/capture.py`); the first move after a rest shows up to
-    /// 50 ms late instead of 20.
+    /// (a keyframe request, a pause, the end) and asks the server where the
+    /// pointer is (the server tells no motion): 20 ms while the pointer
+    /// moves and for a second after (16 ms, `pointerInterval`, when it is
+    /// sent apart), 50 ms once it has been still that long. Each look is a
+    /// wake-up and each question a round trip: on a still 720p screen the
+    /// capture thread woke 104 times a second for 0.50% of a core, resting
+    /// it wakes 43 times for 0.20% (`Benchmarks/capture.py`); the first
+    /// move after a rest shows up to 50 ms late instead of 20.
     static let longestWait: UInt64 = 20_000_000
     static let restingWait: UInt64 = 50_000_000
     static let pointerRest: UInt64 = 1_000_000_000
 
     /// Where the pointer goes when it is sent apart from the pictures
-    /// (`--cursor metadata`); nil otherwise.
+    /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
+    /// when it never is.
     var pointerSink: ((PointerState) -> Void)?
+    /// Whether the pointer is to go apart from the pictures (set from any
+    /// thread: the network thread follows what the receivers say, for
+    /// `--cursor auto`); the capture thread takes it up at its next turn.
+    let pointerWanted = Atomic<Bool>(false)
+    /// Whether it is apart now (the capture thread's).
+    private var pointerApart = false
     /// The pointer is read at most this often (and at every wake-up).
     static let pointerInterval: UInt64 = 16_000_000
     private var pointerReadAt: UInt64 = 0
     private var lastPointer: PointerState?
 
+    /// Takes up a change of where the pointer goes: the capturer draws it
+    /// in or leaves it out from the next grab (which takes its place
+    /// again), and a receiver drawing it is told to stop (a pointer not
+    /// shown) before the pictures hold it. Returns whether it changed.
+    private func placePointer(_ context: SenderContext) -> Bool {
+        let wanted = pointerSink != nil && pointerWanted.load(ordering: .relaxed)
+        guard wanted != pointerApart else { return false }
+        pointerApart = wanted
+        capturer.placePointer(apart: wanted)
+        if !wanted, var hidden = lastPointer {
+            hidden.visible = false
+            hidden.shape = nil
+            pointerSink?(hidden)
+        }
+        lastPointer = nil
+        pointerReadAt = 0
+        context.stats.withLock { $0.pointerSentApart = wanted }
+        return true
+    }
+
     /// Reads the pointer when it is sent apart and due, and hands it on when it moved or changed shape.
     private func followPointer() {
-        guard let pointerSink else { return }
+        guard pointerApart, let pointerSink else { return }
         let now = Clock.monotonic()
         guard now &- pointerReadAt >= Self.pointerInterval else { return }
         pointerReadAt = now
@@ -106,8 +133,7 @@ final class CaptureLoop: @unchecked Sendable {
 
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
-                                    longestWait: pointerSink == nil ? Self.longestWait : Self.pointerInterval,
-                                    interval: Self.interval(feed))
+                                    longestWait: Self.longestWait, interval: Self.interval(feed))
         var seen = capturer.changesSeen
         // What the last wait found (it looked at the pointer too): the next
         // turn starts from it instead of asking the server again.
@@ -119,10 +145,13 @@ final class CaptureLoop: @unchecked Sendable {
             // every `sharpeningRefresh` until it is sharp, then one a second.
             let sharpening = feed.sharpening.load(ordering: .relaxed)
             schedule.refresh = sharpening ? max(schedule.interval, Self.sharpeningRefresh) : refresh
-            if pointerSink == nil {
-                let resting = Clock.monotonic() &- capturer.pointerMovedAt >= Self.pointerRest
-                schedule.longestWait = resting ? Self.restingWait : Self.longestWait
-            }
+            // A pointer moved into or out of the pictures: its place is grabbed again.
+            if placePointer(context) { found = nil }
+            // The pointer sent apart is read every wait, drawn in it is
+            // asked after: a moving one every `pointerInterval` or
+            // `longestWait`, a still one every `restingWait`.
+            let resting = Clock.monotonic() &- capturer.pointerMovedAt >= Self.pointerRest
+            schedule.longestWait = resting ? Self.restingWait : pointerApart ? Self.pointerInterval : Self.longestWait
             guard context.isRunning else {
                 found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)
@@ -171,6 +200,7 @@ final class CaptureLoop: @unchecked Sendable {
             let interval = Self.interval(feed)
             next += interval
             if context.isRunning {
+                _ = placePointer(context)
                 followPointer()
                 guard grab(context) else { return }
             }

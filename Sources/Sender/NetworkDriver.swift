@@ -15,7 +15,9 @@ internal import ShareSync
 /// holding a lock.
 final class NetworkDriver: @unchecked Sendable {
     // Safe: the socket is thread-safe for send/receive; everything mutable
-    // is behind a mutex or an atomic; lock order is stream -> pacer, and the
+    // is behind a mutex or an atomic, but for the feedback thread's own
+    // state (`protection`, `pointerApart`) and `placePointer`, set before
+    // the threads start; lock order is stream -> pacer, and the
     // controller's lock is never held with another.
     let socket: UDPSocket
     let video: Locked<SendStream>
@@ -36,7 +38,7 @@ final class NetworkDriver: @unchecked Sendable {
     let encoderQuantizer = Atomic<Int>(0)
     /// How long the feedback thread waits for the receiver at most: while
     /// a handshake is under way (its retransmissions, this end's answer)
-    /// or the pointer is sent apart (a position held back a few ms), and
+    /// or the pointer sent apart moves (a position held back a few ms), and
     /// otherwise, when only its own timers call.
     static let shortestWait: UInt64 = 10_000_000
     static let longestWait: UInt64 = 100_000_000
@@ -177,6 +179,12 @@ final class NetworkDriver: @unchecked Sendable {
         paced.flush()
     }
 
+    /// For `--cursor auto`: told whether to send the pointer apart, each
+    /// time what the receivers say changes it (on the feedback thread).
+    var placePointer: ((Bool) -> Void)?
+    /// What `placePointer` was last told (the feedback thread's).
+    private var pointerApart = false
+
     /// The pointer for a receiver that draws it (`--cursor metadata`): what
     /// changed leaves at once, with the media (through the pacer, not
     /// paced); the feedback thread repeats it. Before a session it is only
@@ -245,9 +253,14 @@ final class NetworkDriver: @unchecked Sendable {
             // not on a fixed tick: the streams' reports, announcements and
             // repeats, the rate sample; the rest (the controller's feedback
             // timeout, the receiver's silence) is coarse.
-            let (videoDue, pointer) = video.withLock { stream in
+            let (videoDue, pointer, drawnApart) = video.withLock { stream in
                 if let rtt { stream.observeRoundTrip(rtt) }
-                return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.sendsPointer)
+                return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.pointerMoving(now: now),
+                        stream.pointerDrawnApart(now: now))
+            }
+            if let placePointer, drawnApart != pointerApart {
+                pointerApart = drawnApart
+                placePointer(drawnApart)
             }
             var next = videoDue.nanoseconds
             for (index, stream) in audio.enumerated() {

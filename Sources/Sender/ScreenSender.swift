@@ -76,9 +76,11 @@ public final class ScreenSender: Sendable {
         switch configuration.video {
         case .screen:
             do {
+                let pointer = Self.pointerPlacement(configuration)
                 let screen = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
-                                                source: configuration.source, drawsCursor: configuration.cursor == .embed,
-                                                tracksPointer: configuration.cursor == .metadata)
+                                                source: configuration.source,
+                                                drawsCursor: pointer == .embed || pointer == .auto,
+                                                tracksPointer: pointer == .metadata)
                 capturer = screen
                 source = VideoSize(width: screen.width, height: screen.height)
             } catch {
@@ -192,7 +194,13 @@ public final class ScreenSender: Sendable {
         network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl,
                                title: configuration.title)
-        if configuration.cursor == .metadata, let capture {
+        let pointerPlacement = Self.pointerPlacement(configuration)
+        if pointerPlacement == .metadata || pointerPlacement == .auto, let capture {
+            if pointerPlacement == .metadata {
+                capture.pointerWanted.store(true, ordering: .relaxed)
+            } else {
+                network.placePointer = { [capture] apart in capture.pointerWanted.store(apart, ordering: .relaxed) }
+            }
             capture.pointerSink = { [network] pointer in
                 let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
                                               areaWidth: UInt16(clamping: pointer.areaWidth),
@@ -229,6 +237,15 @@ public final class ScreenSender: Sendable {
 
     deinit {
         stop()
+    }
+
+    /// Where the pointer goes: `auto` follows what receivers say only in a
+    /// handshake session (the peer is a `share recv`); with a static key the
+    /// players of the SDP and Janus's browsers draw no pointer: drawn in.
+    private static func pointerPlacement(_ c: SenderConfiguration) -> CursorMode {
+        guard c.cursor == .auto else { return c.cursor }
+        if case .handshake = c.keying { return .auto }
+        return .embed
     }
 
     /// Ports of their own are for receivers that take a static key: a

@@ -47,6 +47,12 @@ public enum MemoryAccounting: String, Sendable, CaseIterable {
 
 /// Whether the mouse pointer is in the picture.
 public enum CursorMode: String, Sendable, CaseIterable {
+    /// Sent apart while every receiver that reports draws it itself (a
+    /// `share recv` showing the picture in a window, recording nothing),
+    /// drawn in otherwise: from the start until the receiver's first
+    /// report, whenever a receiver that does not draw it reports (ffmpeg,
+    /// a recording), and always with a static key (SDP players, Janus).
+    case auto
     /// Drawn into each picture where it is (XFixes); a pointer that moves over a still screen brings a new picture.
     case embed
     /// Sent apart from the picture (RTCP APP: its position as it moves, its
@@ -96,8 +102,10 @@ public struct SenderConfiguration: Sendable {
     public var display: String?
     /// What of it: the screen, a region, a monitor, or a window followed as it moves.
     public var source: CaptureSource = .screen
-    /// The mouse pointer: drawn into the picture (presenters point at things), or left out.
-    public var cursor: CursorMode = .embed
+    /// The mouse pointer (presenters point at things): sent apart for
+    /// receivers that draw it, drawn into the picture for the others
+    /// (`auto`), always one or the other, or left out.
+    public var cursor: CursorMode = .auto
     /// The screen (default), or pictures the host pushes.
     public var video: VideoInput = .screen
     /// Pictures per second, 1-120 (the memory governor and the quality ladder
@@ -338,6 +346,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var bandsGrabbed = 0
     /// Bands kept from the picture before, unchanged (see `bandsGrabbed`).
     public var bandsKept = 0
+    /// Whether the pointer is sent apart from the pictures now, for the
+    /// receiver to draw (`--cursor metadata`, or `auto` while every
+    /// receiver says it draws it), rather than drawn into them.
+    public var pointerSentApart = false
     /// Bytes capture holds: the frame pool's pictures and the band buffers.
     public var captureBytes = 0
     /// Pictures of a host that stopped pushing sent again (`stillRefresh`,

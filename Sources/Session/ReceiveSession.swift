@@ -88,6 +88,10 @@ public final class ReceiveSession {
         /// Announce the start of each frame as its slices arrive
         /// (`videoSlices`), so decoding can begin before the frame is whole.
         public var earlySlices = true
+        /// Whether this receiver draws the pointer itself when the sender
+        /// sends it apart (it shows the picture and records nothing): told
+        /// with each report (`PointerDrawing`) for a sender's `--cursor auto`.
+        public var drawsPointer = false
 
         public init(ssrc: UInt32, cname: String, videoPayloadType: UInt8? = nil) {
             self.ssrc = ssrc
@@ -431,7 +435,8 @@ public final class ReceiveSession {
             tuneDelays()
             sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc, reports: [report])),
                       .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname)),
-                      .extendedReport(ExtendedReport(ssrc: configuration.ssrc, receiverReferenceTime: probe.reference(now: now)))],
+                      .extendedReport(ExtendedReport(ssrc: configuration.ssrc, receiverReferenceTime: probe.reference(now: now))),
+                      PointerDrawing(drawsPointer: configuration.drawsPointer).packet(ssrc: configuration.ssrc)],
                      emit: emit)
         }
         return events

@@ -111,6 +111,7 @@ public final class SendStream {
     private var announcer = StateAnnouncer()
     private var cursor = CursorAnnouncer()
     private var reporters = ReporterRoster()
+    private var audience = PointerAudience()
     private var lastPlainRequest: MonotonicTime?
 
     /// A stream with one static key for both directions (SDES).
@@ -150,6 +151,8 @@ public final class SendStream {
         // The session's receiver gets a keyframe as the session starts: its
         // first report is no late join.
         reporters.expectSessionPeer()
+        // Its receiver has not said yet whether it draws the pointer.
+        audience.forget()
         // And the pointer, whole, at the next poll.
         cursor.resend()
     }
@@ -295,6 +298,7 @@ public final class SendStream {
             case .receiverReport(let rr):
                 if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
+                    audience.heard(rr.ssrc, drawsPointer: Self.saysItDrawsThePointer(rr.ssrc, in: packets), now: now)
                     if reporters.isNew(rr.ssrc), requestKeyframe(now: now) {
                         statistics.receiversJoined += 1
                         feedback.append(.receiverJoined(ssrc: rr.ssrc))
@@ -327,6 +331,18 @@ public final class SendStream {
         }
         return feedback
     }
+
+    /// Whether the compound holds `ssrc`'s word that it draws the pointer.
+    private static func saysItDrawsThePointer(_ ssrc: UInt32, in packets: [RTCPPacket]) -> Bool {
+        packets.contains { packet in
+            guard case .application(let app) = packet, app.ssrc == ssrc else { return false }
+            return PointerDrawing(app)?.drawsPointer == true
+        }
+    }
+
+    /// Whether every receiver reporting now draws the pointer itself (and
+    /// one does): `--cursor auto` then sends it apart (`PointerAudience`).
+    public func pointerDrawnApart(now: MonotonicTime) -> Bool { audience.drawnApart(now: now) }
 
     /// Handles a datagram that came in on the RTCP port of its own (the
     /// socket only takes datagrams from the address it sends to).
@@ -457,9 +473,9 @@ public final class SendStream {
         return next
     }
 
-    /// Whether the pointer is sent as metadata: a new position may become
-    /// due (held back by `CursorAnnouncer.minimumInterval`) between polls.
-    public var sendsPointer: Bool { cursor.position != nil }
+    /// Whether the pointer sent as metadata is moving: a new position may
+    /// become due (held back by `CursorAnnouncer.minimumInterval`) between polls.
+    public func pointerMoving(now: MonotonicTime) -> Bool { cursor.isMoving(now: now) }
 
     /// A sender report with the stream's SDES, when one is due.
     private func report(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {

@@ -30,10 +30,13 @@ public final class ScreenCapturer: @unchecked Sendable {
     public let source: CaptureSource
     public private(set) var area: Rectangle
     /// Whether the mouse pointer is drawn into the pictures (XFixes).
-    public let drawsCursor: Bool
+    public private(set) var drawsCursor: Bool
     /// Whether the pointer is read apart from the pictures (`readPointer`),
     /// for a receiver that draws it itself; it is then never a change.
-    public let tracksPointer: Bool
+    public private(set) var tracksPointer: Bool
+    /// Whether the server tells the pointer's changes (XFixes): what
+    /// `placePointer` needs.
+    private let followsCursor: Bool
     /// The pointer's shape changed since `readPointer` last gave it.
     private var pointerShapeChanged = true
     /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
@@ -98,6 +101,7 @@ public final class ScreenCapturer: @unchecked Sendable {
         let cursorEvents = (drawsCursor || tracksPointer) && Self.enableCursor(on: connection)
         self.drawsCursor = drawsCursor && cursorEvents
         self.tracksPointer = tracksPointer && cursorEvents
+        self.followsCursor = cursorEvents
         self.grabber = BandGrabber(connection: connection, sharedMemory: connection.hasSharedMemory)
         self.slotsWanted = max(1, slots)
         self.bandBytes = max(1 << 16, bandBytes)
@@ -476,10 +480,33 @@ extension ScreenCapturer {
             }
         }
         guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
-        let (x, y) = (Int(reply.pointee.root_x) - area.x, Int(reply.pointee.root_y) - area.y)
+        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
         free(reply)
+        notePointer(at: position)
+        let (x, y) = (position.x - area.x, position.y - area.y)
         return PointerState(x: x, y: y, areaWidth: width, areaHeight: height, serial: pointerSerial,
                             visible: x >= 0 && y >= 0 && x < width && y < height, shape: shape)
+    }
+
+    /// From the next grab on, leaves the pointer out of the pictures for
+    /// `readPointer` (`apart`) or draws it in; either way its place is
+    /// grabbed again then, so the picture takes it in or lets it go. Nothing
+    /// changes when the pointer was neither drawn nor tracked at the start
+    /// (or the server has no XFixes).
+    public func placePointer(apart: Bool) {
+        guard followsCursor, apart != tracksPointer else { return }
+        tracksPointer = apart
+        drawsCursor = !apart
+        // `readPointer` gives the shape with the first position.
+        pointerShapeChanged = true
+        changedSinceGrab = true
+    }
+
+    /// Where the pointer was found: it moved now when that is elsewhere.
+    private func notePointer(at position: (x: Int, y: Int)) {
+        guard position != polledPointer else { return }
+        polledPointer = position
+        pointerMovedAt = SystemClock.monotonic()
     }
 
     /// Whether the pointer moved, since it was last drawn, in a way that
@@ -489,10 +516,7 @@ extension ScreenCapturer {
         guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
         let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
         free(reply)
-        if position != polledPointer {
-            polledPointer = position
-            pointerMovedAt = SystemClock.monotonic()
-        }
+        notePointer(at: position)
         guard position != drawnPointer else { return false }
         // A cursor is at most 64 pixels from its hot spot either way.
         let near = { (p: (x: Int, y: Int)) in

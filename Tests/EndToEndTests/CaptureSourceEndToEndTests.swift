@@ -166,38 +166,9 @@ struct CaptureSourceEndToEndTests {
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display, "--key-file", key,
                                             "--audio", "none", "--cursor", "metadata", "--duration", "14",
                                             "--control", dir.path("send.sock"), "--stats-json", dir.path("send.json")])
-        func readStatus(_: ChildProcess) throws -> [String: Any] {
-            let answer = try ShareBinary.run(["ctl", "status", "--socket", dir.path("send.sock")]).output
-            let object = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]
-            return object?["statistics"] as? [String: Any] ?? [:]
-        }
         usleep(1_500_000)
-        /// Dark pixels of the viewer's window around (x, y) (the receiver's window sits at 0,0 of its display).
-        func dark(around x: Int, _ y: Int) throws -> Int {
-            let grab = dir.path("viewer.gray")
-            let result = try run("ffmpeg", ["-v", "error", "-f", "x11grab", "-draw_mouse", "0", "-video_size", "1280x720",
-                                            "-i", viewer.display, "-frames:v", "1", "-pix_fmt", "gray", "-f", "rawvideo", "-y", grab])
-            guard result.status == 0 else { throw TestEnvironmentError("x11grab: \(result.stderr)") }
-            let pixels = try [UInt8](Data(contentsOf: URL(fileURLWithPath: grab)))
-            var count = 0
-            for dy in -12...12 {
-                for dx in -12...12 where (0..<1280).contains(x + dx) && (0..<720).contains(y + dy) {
-                    if pixels[(y + dy) * 1280 + x + dx] < 128 { count += 1 }
-                }
-            }
-            return count
-        }
-        /// Whether `condition` holds, looked at again for a second at most
-        /// (a loaded machine draws late).
-        func settles(_ condition: () throws -> Bool) throws -> Bool {
-            let until = Date().addingTimeInterval(1)
-            while try !condition() {
-                guard Date() < until else { return false }
-                usleep(50_000)
-            }
-            return true
-        }
-        let before = try readStatus(sender)
+        func dark(around x: Int, _ y: Int) throws -> Int { try Self.darkPixels(on: viewer.display, around: x, y, in: dir) }
+        let before = try Self.status(dir.path("send.sock"))
         let beganMoving = Date()
         var was = (x: 100, y: 100)
         for (step, spot) in [(900, 500), (300, 600), (640, 80), (1200, 300)].enumerated() {
@@ -206,11 +177,11 @@ struct CaptureSourceEndToEndTests {
                 usleep(16_000)
             }
             usleep(200_000)
-            #expect(try settles { try dark(around: spot.0, spot.1) >= 10 }, "step \(step): the pointer drawn at \(spot)")
-            #expect(try settles { try dark(around: was.x, was.y) == 0 }, "step \(step): and not left at \(was)")
+            #expect(try Self.settles { try dark(around: spot.0, spot.1) >= 10 }, "step \(step): the pointer drawn at \(spot)")
+            #expect(try Self.settles { try dark(around: was.x, was.y) == 0 }, "step \(step): and not left at \(was)")
             was = (spot.0, spot.1)
         }
-        let after = try readStatus(sender)
+        let after = try Self.status(dir.path("send.sock"))
         let moving = Date().timeIntervalSince(beganMoving)
         let sent = sender.wait(timeout: 25)
         #expect(sent.status == 0, "\(sent.output)")
@@ -222,12 +193,119 @@ struct CaptureSourceEndToEndTests {
         let grabbed = (after["bandsGrabbed"] as? Int ?? -1) - (before["bandsGrabbed"] as? Int ?? 0)
         #expect(grabbed == 0, "nothing on screen changed, nothing was grabbed: \(grabbed) bands")
         // The pictures hold no pointer: the recording's last one is white where it was left.
+        let picture = try Self.lastPicture(of: recording, in: dir)
+        #expect(picture.count == 1280 * 720 && picture[300 * 1280 + 1200] > 200 && picture[302 * 1280 + 1203] > 200)
+    }
+
+    /// The sender's statistics, asked over its control socket.
+    static func status(_ socket: String) throws -> [String: Any] {
+        let answer = try ShareBinary.run(["ctl", "status", "--socket", socket]).output
+        let object = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]
+        return object?["statistics"] as? [String: Any] ?? [:]
+    }
+
+    /// Dark pixels around (x, y) of a 1280x720 gray picture.
+    static func darkPixels(_ pixels: [UInt8], around x: Int, _ y: Int) -> Int {
+        var count = 0
+        for dy in -12...12 {
+            for dx in -12...12 where (0..<1280).contains(x + dx) && (0..<720).contains(y + dy) {
+                if pixels[(y + dy) * 1280 + x + dx] < 128 { count += 1 }
+            }
+        }
+        return count
+    }
+
+    /// Dark pixels of a 1280x720 display's screen around (x, y), its own
+    /// pointer left out (a receiver's window sits at 0,0 of its display).
+    static func darkPixels(on display: String, around x: Int, _ y: Int, in dir: TemporaryDirectory) throws -> Int {
+        let grab = dir.path("viewer.gray")
+        let result = try run("ffmpeg", ["-v", "error", "-f", "x11grab", "-draw_mouse", "0", "-video_size", "1280x720",
+                                        "-i", display, "-frames:v", "1", "-pix_fmt", "gray", "-f", "rawvideo", "-y", grab])
+        guard result.status == 0 else { throw TestEnvironmentError("x11grab: \(result.stderr)") }
+        return darkPixels(try [UInt8](Data(contentsOf: URL(fileURLWithPath: grab))), around: x, y)
+    }
+
+    /// The last picture of a 1280x720 recording, gray.
+    static func lastPicture(of recording: String, in dir: TemporaryDirectory) throws -> [UInt8] {
         let last = dir.path("last.gray")
         let decoded = try run("ffmpeg", ["-v", "error", "-i", recording, "-update", "1", "-pix_fmt", "gray",
                                          "-f", "image2", "-c:v", "rawvideo", "-y", last])
-        #expect(decoded.status == 0, "\(decoded.stderr)")
-        let picture = try [UInt8](Data(contentsOf: URL(fileURLWithPath: last)))
-        #expect(picture.count == 1280 * 720 && picture[300 * 1280 + 1200] > 200 && picture[302 * 1280 + 1203] > 200)
+        guard decoded.status == 0 else { throw TestEnvironmentError("decoding \(recording): \(decoded.stderr)") }
+        return try [UInt8](Data(contentsOf: URL(fileURLWithPath: last)))
+    }
+
+    /// Whether `condition` holds, looked at again for a second at most
+    /// (a loaded machine draws late).
+    static func settles(_ condition: () throws -> Bool) throws -> Bool {
+        let until = Date().addingTimeInterval(1)
+        while try !condition() {
+            guard Date() < until else { return false }
+            usleep(50_000)
+        }
+        return true
+    }
+
+    /// By default (`--cursor auto`) the pointer goes apart once the
+    /// receiver says it draws it: a `share recv` showing the picture, so a
+    /// pointer moving over a still screen costs no picture and the window
+    /// shows it where it is. A `share recv` that records says it does not:
+    /// the pointer stays in the pictures, and so in the recording.
+    @Test func byDefaultThePointerGoesApartForAWindowAndIntoTheRecording() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let display = try VirtualDisplay(width: 1280, height: 720)
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let client = try TestClient(display: display.display)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+        for recording in [nil, dir.path("pointer.mkv")] {
+            client.warpPointer(x: 200, y: 200)
+            let port = freeUDPPort()
+            let socket = dir.path(recording == nil ? "window.sock" : "recording.sock")
+            let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
+                                                  "--no-audio", "--duration", "12"] + (recording.map { ["--record", $0] } ?? []))
+            usleep(300_000)
+            let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", display.display,
+                                                "--key-file", key, "--audio", "none", "--duration", "8", "--control", socket])
+            // The receiver's first report comes within a second of the first picture.
+            usleep(3_000_000)
+            let before = try Self.status(socket)
+            let beganMoving = Date()
+            var was = (x: 200, y: 200)
+            for spot in [(900, 500), (300, 600), (640, 300)] {
+                for t in 1...10 {
+                    client.warpPointer(x: was.x + (spot.0 - was.x) * t / 10, y: was.y + (spot.1 - was.y) * t / 10)
+                    usleep(16_000)
+                }
+                usleep(200_000)
+                #expect(try Self.settles { try Self.darkPixels(on: viewer.display, around: spot.0, spot.1, in: dir) >= 10 },
+                        "\(recording == nil ? "window" : "recording"): the pointer shown at \(spot)")
+                was = (spot.0, spot.1)
+            }
+            let after = try Self.status(socket)
+            let moving = Date().timeIntervalSince(beganMoving)
+            let sent = sender.wait(timeout: 20)
+            #expect(sent.status == 0, "\(sent.output)")
+            _ = receiver.wait(timeout: 20)
+            let encoded = (after["framesEncoded"] as? Int ?? 0) - (before["framesEncoded"] as? Int ?? 0)
+            let grabbed = (after["bandsGrabbed"] as? Int ?? -1) - (before["bandsGrabbed"] as? Int ?? 0)
+            if let recording {
+                #expect(before["pointerSentApart"] as? Bool == false && after["pointerSentApart"] as? Bool == false,
+                        "a recording receiver: \(before["pointerSentApart"] ?? "none"), \(after["pointerSentApart"] ?? "none")")
+                // A picture of the pointer moved grabs its old and new places
+                // again: one at least for each of the three moves, however
+                // many steps a loaded machine's capture took together.
+                #expect(grabbed >= 3 && encoded >= 3, "the pointer in the pictures: \(grabbed) bands grabbed, \(encoded) pictures")
+                // The recording's last picture holds the pointer where it was left.
+                let picture = try Self.lastPicture(of: recording, in: dir)
+                #expect(picture.count == 1280 * 720 && Self.darkPixels(picture, around: 640, 300) >= 10)
+            } else {
+                #expect(before["pointerSentApart"] as? Bool == true && after["pointerSentApart"] as? Bool == true,
+                        "a window: \(before["pointerSentApart"] ?? "none"), \(after["pointerSentApart"] ?? "none")")
+                // Nothing grabbed, and the still screen's refresh (about one a second), not 30 pictures a second.
+                #expect(grabbed == 0, "nothing on screen changed, nothing was grabbed: \(grabbed) bands")
+                #expect(Double(encoded) <= 2 * max(4, moving), "\(encoded) pictures in \(moving) s while only the pointer moved")
+            }
+        }
     }
 
     @Test func theListNamesMonitorsAndWindowsAndBadChoicesAreRefused() throws {
@@ -243,7 +321,7 @@ struct CaptureSourceEndToEndTests {
                                    (["--monitor", "HDMI-9"], "no monitor HDMI-9"),
                                    (["--window", "no such window"], "no window named"),
                                    (["--region", "10x10+0+0", "--monitor", "0"], "share one thing"),
-                                   (["--cursor", "sometimes"], "is not embed, metadata or none")] {
+                                   (["--cursor", "sometimes"], "is not auto, embed, metadata or none")] {
             let result = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
                                               "--srtp-key-file", key, "--audio", "none", "--duration", "1"] + options)
             #expect(result.status != 0 && result.output.contains(message), "\(options): \(result.output)")

@@ -113,4 +113,32 @@ struct CursorMetadataTests {
         #expect(fiveDone, "shape 5 again completes and is the one to draw")
         #expect(assembler.overlay?.shape?.serial == 5)
     }
+
+    /// `--cursor auto`: apart while every receiver heard within 5 s draws
+    /// the pointer (and one was heard); one that does not, drawn in; one
+    /// gone quiet stops counting; a new session starts from nobody.
+    @Test func thePointerGoesApartWhileEveryReceiverHeardDrawsIt() {
+        var audience = PointerAudience()
+        #expect(!audience.drawnApart(now: at(0)), "nobody heard: drawn in")
+        audience.heard(1, drawsPointer: true, now: at(0))
+        #expect(audience.drawnApart(now: at(0)))
+        audience.heard(2, drawsPointer: false, now: at(500))
+        #expect(!audience.drawnApart(now: at(500)), "a receiver that does not draw it")
+        audience.heard(1, drawsPointer: true, now: at(4000))
+        #expect(!audience.drawnApart(now: at(5499)))
+        #expect(audience.drawnApart(now: at(5500)), "the other quiet for 5 s")
+        audience.heard(1, drawsPointer: false, now: at(6000))
+        #expect(!audience.drawnApart(now: at(6000)), "the same receiver now records")
+        audience.heard(1, drawsPointer: true, now: at(7000))
+        #expect(audience.drawnApart(now: at(7000)))
+        #expect(!audience.drawnApart(now: at(12_000)), "everyone quiet: drawn in")
+        audience.heard(1, drawsPointer: true, now: at(13_000))
+        audience.forget()
+        #expect(!audience.drawnApart(now: at(13_000)), "a new session")
+        // A flood of reporters keeps the newest 32: the drawer heard first falls out.
+        var flooded = PointerAudience()
+        flooded.heard(99, drawsPointer: false, now: at(0))
+        for ssrc in 100..<132 as Range<UInt32> { flooded.heard(ssrc, drawsPointer: true, now: at(1)) }
+        #expect(flooded.drawnApart(now: at(2)))
+    }
 }

@@ -31,14 +31,15 @@ final class Link {
     /// `sessionPeer`: the receiver is the one a handshake set the stream up
     /// for (its first report is no late join); otherwise a static-key
     /// receiver, whose first report brings a keyframe.
-    init(initialSequenceNumber: UInt16 = 65_500, sessionPeer: Bool = false,
+    init(initialSequenceNumber: UInt16 = 65_500, sessionPeer: Bool = false, receiverDrawsPointer: Bool = false,
          configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
         var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
         configure(&configuration)
         sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: initialSequenceNumber)
         if sessionPeer { try sender.rekey(.symmetric(keying)) }
-        receiver = try ReceiveSession(configuration: .init(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96),
-                                      keying: keying)
+        var receiving = ReceiveSession.Configuration(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96)
+        receiving.drawsPointer = receiverDrawsPointer
+        receiver = try ReceiveSession(configuration: receiving, keying: keying)
     }
 
     func send(_ n: Int, size: Int = 5000, keyframe: Bool = false) throws {
@@ -257,12 +258,58 @@ struct SessionTests {
         #expect(link.sender.stateAcknowledged)
         due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
         #expect(due == start + .seconds(1), "answered: the report again")
-        #expect(!link.sender.sendsPointer)
+        #expect(!link.sender.pointerMoving(now: link.now))
         link.sender.updateCursor(CursorPosition(x: 10, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
         link.sender.updateCursor(CursorPosition(x: 11, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
         due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
-        #expect(link.sender.sendsPointer)
+        #expect(link.sender.pointerMoving(now: link.now))
         #expect(due == link.now + .milliseconds(8), "the position held back")
+        // A pointer no longer shown is not held back: it leaves at once.
+        var sent = 0
+        link.sender.updateCursor(CursorPosition(x: 11, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: false), shape: nil,
+                                 now: link.now + .milliseconds(1)) { _ in sent += 1 }
+        #expect(sent == 1)
+        // Still for a second: the poller may sleep until the repeats.
+        #expect(link.sender.pointerMoving(now: link.now + .milliseconds(999)))
+        #expect(!link.sender.pointerMoving(now: link.now + .seconds(1) + .milliseconds(1)))
+    }
+
+    /// A receiver says with each report whether it draws the pointer; the
+    /// sender sends it apart while every receiver reporting does. A second
+    /// receiver that does not (a recording one, ffmpeg) brings it back into
+    /// the pictures; a new session's receiver has said nothing yet.
+    @Test func theReceiversSayWhetherThePointerGoesApart() throws {
+        let drawing = try Link(sessionPeer: true, receiverDrawsPointer: true)
+        #expect(!drawing.sender.pointerDrawnApart(now: drawing.now), "before any report")
+        try drawing.stream(0..<3, keyframes: [0])
+        #expect(drawing.sender.pointerDrawnApart(now: drawing.now))
+        let other = try ReceiveSession(configuration: .init(ssrc: 0xCCCC, cname: "recorder", videoPayloadType: 96),
+                                       keying: drawing.keying)
+        try drawing.send(3, size: 3000)
+        var replies: [[UInt8]] = []
+        for bytes in drawing.toReceiver {
+            var datagram = PacketBuffer(bytes)
+            _ = other.handle(datagram: &datagram, now: drawing.now) { replies.append(Array($0)) }
+        }
+        _ = other.poll(now: drawing.now) { replies.append(Array($0)) }
+        drawing.deliver()
+        for bytes in replies {
+            var datagram = PacketBuffer(bytes)
+            _ = drawing.sender.handle(datagram: &datagram, now: drawing.now) { _ in }
+        }
+        #expect(!drawing.sender.pointerDrawnApart(now: drawing.now), "a receiver that does not draw it reported")
+        drawing.advance(.seconds(5))
+        try drawing.stream(4..<6, keyframes: [])
+        #expect(drawing.sender.pointerDrawnApart(now: drawing.now), "it went quiet")
+        try drawing.sender.rekey(.symmetric(drawing.keying))
+        #expect(!drawing.sender.pointerDrawnApart(now: drawing.now), "a new session")
+
+        let recording = try Link(sessionPeer: true)
+        try recording.stream(0..<3, keyframes: [0])
+        recording.advance(.seconds(1))
+        recording.deliver()
+        #expect(recording.receiver.statistics.reportsSent >= 2)
+        #expect(!recording.sender.pointerDrawnApart(now: recording.now))
     }
 
     /// Pause, resume and finish are repeated until the receiver answers,

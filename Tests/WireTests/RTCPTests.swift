@@ -112,6 +112,23 @@ struct RTCPTests {
         #expect(StateAcknowledgement(ack)?.sequence == 0x0102 && StateAnnouncement(ack) == nil)
     }
 
+    /// A receiver's word on the pointer: APP `SHPD`, the answer in the
+    /// subtype, no data; any other subtype or name is not it.
+    @Test func aReceiverSaysWhetherItDrawsThePointer() throws {
+        let bytes = PointerDrawing(drawsPointer: true).packet(ssrc: 0x0A0B_0C0D).serialized()
+        #expect(bytes == hex("81cc0002 0a0b0c0d 53485044"))
+        for drawn in [true, false] {
+            let packet = PointerDrawing(drawsPointer: drawn).packet(ssrc: 5)
+            guard case .application(let app) = try RTCPPacket.parseCompound(packet.serialized()).first else {
+                Issue.record("not an APP packet")
+                return
+            }
+            #expect(PointerDrawing(app) == PointerDrawing(drawsPointer: drawn) && StateAcknowledgement(app) == nil)
+        }
+        #expect(PointerDrawing(ApplicationPacket(subtype: 2, ssrc: 5, name: PointerDrawing.name, data: [])) == nil)
+        #expect(PointerDrawing(ApplicationPacket(subtype: 1, ssrc: 5, name: StateAcknowledgement.name, data: [0, 1])) == nil)
+    }
+
     /// The audio layout rides after the reason: a count, then SSRC and
     /// channels per stream; an empty list has its own marker (a zero count
     /// would be padding); an announcement without it, as before, says nothing.

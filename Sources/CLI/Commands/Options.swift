@@ -15,8 +15,8 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Share one monitor only: its name or index (see --list).") public var monitor: String?
     @Option(help: "Share a region of the screen: WxH+X+Y.") public var region: String?
     @Option(help: "Share one window, by id (0x...) or name (see --list); followed as it moves.") public var window: String?
-    @Option(help: "The mouse pointer: embed (drawn into the picture), metadata (sent apart for share recv to draw: moving it costs no picture; other receivers show none) or none.")
-    public var cursor = "embed"
+    @Option(help: "The mouse pointer: auto (sent apart while the receiver is a share recv that shows the picture and records nothing, drawn into the picture otherwise and with a static key), embed (always drawn in), metadata (always sent apart for share recv to draw: moving it costs no picture; other receivers show none) or none.")
+    public var cursor = "auto"
     @Flag(help: "List the display's monitors and windows, and exit.") public var list = false
     @Option(help: "Frames per second.") public var fps = 30
     @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
@@ -61,8 +61,8 @@ public struct SendOptions: ParsableArguments {
         if [monitor, region, window].compactMap({ $0 }).count > 1 {
             throw ValidationError("share one thing: --monitor, --region or --window")
         }
-        if !["embed", "metadata", "none"].contains(cursor) {
-            throw ValidationError("--cursor \(cursor) is not embed, metadata or none")
+        if !["auto", "embed", "metadata", "none"].contains(cursor) {
+            throw ValidationError("--cursor \(cursor) is not auto, embed, metadata or none")
         }
         if host != nil && janus != nil { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
     }

@@ -46,7 +46,7 @@ struct Send: ParsableCommand {
         configuration.port = port
         configuration.rtcpPort = o.rtcpPort
         configuration.display = display
-        configuration.cursor = CursorMode(rawValue: o.cursor) ?? .embed
+        configuration.cursor = CursorMode(rawValue: o.cursor) ?? .auto
         if let monitor = o.monitor { configuration.source = .monitor(monitor) }
         if let window = o.window { configuration.source = .window(window) }
         if let text = o.region {

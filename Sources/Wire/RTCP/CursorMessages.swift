@@ -101,3 +101,26 @@ public struct CursorShapeChunk: Equatable, Sendable {
         return .application(ApplicationPacket(subtype: 0, ssrc: ssrc, name: Self.name, data: data))
     }
 }
+
+/// A receiver's word on the pointer, sent with each of its reports: an APP
+/// packet named `SHPD`, no data, subtype 1 when it draws the pointer itself
+/// from `SHCP` and `SHCS` (it shows the picture in a window and records
+/// nothing that would then lack it), 0 when the pictures should hold it.
+/// A report without it says 0. A sender with `--cursor auto` sends the
+/// pointer apart only while every receiver that reports says 1.
+public struct PointerDrawing: Equatable, Sendable {
+    public var drawsPointer: Bool
+
+    public static let name = "SHPD"
+
+    public init(drawsPointer: Bool) { self.drawsPointer = drawsPointer }
+
+    public init?(_ packet: ApplicationPacket) {
+        guard packet.name == Array(Self.name.utf8), packet.subtype <= 1 else { return nil }
+        drawsPointer = packet.subtype == 1
+    }
+
+    public func packet(ssrc: UInt32) -> RTCPPacket {
+        .application(ApplicationPacket(subtype: drawsPointer ? 1 : 0, ssrc: ssrc, name: Self.name, data: []))
+    }
+}
