@@ -15,6 +15,9 @@ Cases (each on its own virtual display):
   4k-moving     a 3840x2160 screen, the same scene: captured in 1 MiB bands,
                 scaled band by band, encoded at 1080p
   1080p-still   a still 1920x1080 screen
+  1080p-typing  the same still screen, a character typed ten times a second
+                into a line of text and a caret blinking twice a second: small
+                changes (a few macroblocks each), each a picture
   1080p-pointer the same still screen, the pointer moving round a circle at
                 60 Hz with `--cursor embed`: only the bands under the pointer
                 are grabbed again, and x264 skips every other macroblock
@@ -53,6 +56,7 @@ CASES = {
     "1080p-moving": dict(size="1920x1080", scene=[], send=[]),
     "4k-moving": dict(size="3840x2160", scene=[], send=[]),
     "1080p-still": dict(size="1920x1080", scene=["--static"], send=[]),
+    "1080p-typing": dict(size="1920x1080", scene=["--static", "--typing", "--fps", "10"], send=[]),
     "1080p-pointer": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=["--cursor", "embed"]),
     "1080p-pointer-full": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"],
                                send=["--cursor", "embed", "--every-frame"]),

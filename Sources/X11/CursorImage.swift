@@ -39,6 +39,10 @@ final class CursorImage {
 
     deinit { free(reply) }
 
+    /// XFixes' serial of the image: a new image (another shape, a frame of
+    /// an animated one) has a new serial.
+    var serial: UInt32? { reply?.pointee.cursor_serial }
+
     /// Blends the rows of the pointer that fall in `rows` (rows of `area`,
     /// the captured part of the screen) onto `pixels`, BGRX rows of `area`
     /// from `rows.lowerBound` on.

@@ -134,6 +134,7 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// Where the pointer was drawn in the last picture: what to grab again
     /// when it moves.
     private var drawnCursor: Rectangle?
+    private var drawnCursorSerial: UInt32?
     private var drawnPointer = (x: Int.min, y: Int.min)
     /// Where the pointer was when last asked, and when (monotonic ns) it
     /// was last seen somewhere else: how recently it moved.
@@ -317,12 +318,17 @@ public final class ScreenCapturer: @unchecked Sendable {
         // Taken only with a picture to put them in: refused, they wait for the next.
         var changed = takeChanges()
         let cursor = cursorAsked.map { CursorImage(connection: connection, asked: $0) }
-        // The pointer changes where it was drawn and where it is now.
-        for bounds in [drawnCursor, cursor?.bounds].compactMap({ $0 }) {
-            changed?.append(Rectangle(x: bounds.x - area.x, y: bounds.y - area.y, width: bounds.width, height: bounds.height)
-                .intersection(width: width, height: height))
+        // A pointer that moved or changed its image changes where it was
+        // drawn and where it is now; one that did not is in the picture
+        // before as it is (typing under a still pointer grabs only the text).
+        if cursor?.bounds != drawnCursor || cursor?.serial != drawnCursorSerial {
+            for bounds in [drawnCursor, cursor?.bounds].compactMap({ $0 }) {
+                changed?.append(Rectangle(x: bounds.x - area.x, y: bounds.y - area.y, width: bounds.width, height: bounds.height)
+                    .intersection(width: width, height: height))
+            }
         }
         drawnCursor = cursor?.bounds
+        drawnCursorSerial = cursor?.serial
         if let cursor { drawnPointer = cursor.position }
         let full = !(lease.holdsNewest || lease.hasPrevious)
         do {

@@ -122,6 +122,34 @@ struct BandCaptureTests {
         #expect(lumas(lease) == lumas(try take(fresh)), "the picture is the screen as a full grab shows it")
     }
 
+    /// Typing under a still pointer: the change is grabbed in its bands
+    /// only, the pointer's are kept from the picture before (it is there,
+    /// as it was); once it moves, its old and new places are grabbed again.
+    @Test func aChangeUnderAStillPointerGrabsOnlyItsOwnBands() throws {
+        let screen = try StillScreenWithPointer(width: 1280, height: 720, pointer: (600, 500), slots: 2)
+        let (client, capturer) = (screen.client, screen.capturer)
+        let full = { () throws -> [UInt8] in
+            let fresh = try ScreenCapturer(display: screen.display.display, slots: 1, drawsCursor: true)
+            return lumas(try take(fresh))
+        }
+        for step in 0..<3 {
+            // A 6x10 character, far above the pointer (bands of 12 rows).
+            _ = client.window(x: 100 + step * 8, y: 120, width: 6, height: 10, rgb: 0x202020, name: "character \(step)")
+            #expect(capturer.waitForChange(timeoutNanoseconds: 1_000_000_000))
+            let before = capturer.bandsGrabbed
+            let lease = try take(capturer)
+            let grabbed = capturer.bandsGrabbed - before
+            #expect(grabbed >= 1 && grabbed <= 2, "step \(step): \(grabbed) bands grabbed for a character")
+            #expect(lumas(lease) == (try full()), "step \(step): the picture is the screen, pointer and all")
+        }
+        client.warpPointer(x: 900, y: 300)
+        #expect(capturer.screenChanged)
+        let before = capturer.bandsGrabbed
+        let lease = try take(capturer)
+        #expect(capturer.bandsGrabbed - before >= 4, "the pointer's old and new places")
+        #expect(lumas(lease) == (try full()))
+    }
+
     /// A drawn pointer on a still screen: a wait is not cut short by a
     /// pointer that has not moved, and one that moved during the wait is
     /// seen when it ends (the capture thread asks where the pointer is

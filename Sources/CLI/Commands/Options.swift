@@ -116,6 +116,8 @@ public struct SceneOptions: ParsableArguments {
     public var stillScreen = false
     @Flag(help: "Move the mouse pointer round a circle at --fps; with --static only the pointer moves (a cursor benchmark).")
     public var pointer = false
+    @Flag(help: "With --static: type a character --fps times a second into a line of text, a caret blinking twice a second after it (a small-change benchmark).")
+    public var typing = false
 
     public init() {}
 }

@@ -28,7 +28,7 @@ struct Scene: ParsableCommand {
         let pointer = options.pointer ? Self.movePointer(on: scene, fps: fps) : nil
         if options.stillScreen {
             scene.draw(frame: 0, overlay: overlay)
-            timer = nil
+            timer = options.typing ? Self.type(on: scene, fps: fps) : nil
         } else {
             // Content advances with the clock at `fps`; with a stamp, the
             // timer ticks at the stamp rate and redraws only the stamp between.
@@ -71,6 +71,46 @@ struct Scene: ParsableCommand {
             let radius = Double(min(scene.width, scene.height)) / 4
             scene.warpPointer(x: scene.width / 2 + Int(radius * cos(angle)), y: scene.height / 2 + Int(radius * sin(angle)))
             step += 1
+        }
+        timer.resume()
+        return timer
+    }
+
+    /// Types into a text area below the scene's header: a character `fps`
+    /// times a second, lines wrapping at the screen's width, and a caret
+    /// after the last one shown and hidden every half second, as an editor
+    /// draws them: each a change of a few macroblocks.
+    private static func type(on scene: DemoScene, fps: Int) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(flags: .strict, queue: DispatchQueue(label: "scene.typing"))
+        let text = Array("The quick brown fox jumps over the lazy dog; a screen share should cost what changed. ")
+        let (left, top, advance, lineHeight) = (40, 120, 6, 16)
+        let perLine = max(1, (scene.width - 2 * left) / advance)
+        let lines = max(1, (scene.height - top - lineHeight) / lineHeight)
+        let rate = max(1, fps)
+        let started = DispatchTime.now().uptimeNanoseconds
+        nonisolated(unsafe) var typed = 0
+        nonisolated(unsafe) var caretShown = false
+        // Ticks at the typing rate and at every half second of the blink.
+        timer.schedule(deadline: .now(), repeating: 1.0 / Double(max(rate, 2)), leeway: .nanoseconds(0))
+        timer.setEventHandler {
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let place = { (n: Int) in (x: left + n % perLine * advance, y: top + (n / perLine) % lines * lineHeight) }
+            let showCaret = Int(elapsed * 2) % 2 == 0
+            var drew = false
+            while typed < Int(elapsed * Double(rate)) {
+                let at = place(typed)
+                // A new line starts on a cleared row.
+                if typed % perLine == 0 { scene.fill(x: 0, y: at.y - lineHeight + 4, width: scene.width, height: lineHeight, rgb: 0x101820) }
+                scene.text(String(text[typed % text.count]), x: at.x, y: at.y, rgb: 0xE0E0E0)
+                typed += 1
+                drew = true
+            }
+            if drew || showCaret != caretShown {
+                let at = place(typed)
+                scene.fill(x: at.x, y: at.y - 10, width: 2, height: 12, rgb: showCaret ? 0xE0E0E0 : 0x101820)
+                caretShown = showCaret
+                scene.sync()
+            }
         }
         timer.resume()
         return timer
