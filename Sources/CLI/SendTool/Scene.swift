@@ -90,7 +90,7 @@ struct Scene: ParsableCommand {
         let started = DispatchTime.now().uptimeNanoseconds
         nonisolated(unsafe) var typed = 0
         nonisolated(unsafe) var caretShown = false
-        // Ticks at the typing rate and at every half second of the blink.
+        // Ticks at the typing rate, twice a second at least (the blink).
         timer.schedule(deadline: .now(), repeating: 1.0 / Double(max(rate, 2)), leeway: .nanoseconds(0))
         timer.setEventHandler {
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
