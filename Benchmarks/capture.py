@@ -5,9 +5,10 @@ Runs the release `share-send` (static key, no audio, default 50 MiB budget)
 against a UDP sink (the `-auto` cases: a `share recv` in a window), one case
 after another in the same run, and samples /proc/<pid> ten times a second
 after a warm-up: CPU (ms per frame sent and % of a core), peak footprint
-(RssAnon + RssShmem, as the governor counts it) and RSS high-water mark, frames sent and the size they were encoded at,
-and per named thread (share-capture, share-encode, ...) its share of a core
-and its wake-ups a second over the window.
+(RssAnon + RssShmem, as the governor counts it) and RSS high-water mark,
+frames sent and the size they were encoded at, and per named thread
+(share-capture, share-encode, ...) its share of a core and its wake-ups a
+second over the window.
 
 Cases (each on its own virtual display):
   1080p-moving  a 1920x1080 screen, `share scene` moving content (the reference)
