@@ -172,7 +172,18 @@ public enum FuzzChecks {
         // and the assembler keeps one shape of at most 256x256 and what it
         // completes is whole.
         var assembler = CursorAssembler()
+        var audience = PointerAudience(capacity: 4)
         for case .application(let app) in packets {
+            // A receiver's word on the pointer: its own round trip, and the
+            // sender's account of who draws it, bounded.
+            if let drawing = PointerDrawing(app) {
+                guard case .application(let back) = drawing.packet(ssrc: app.ssrc) else {
+                    preconditionFailure("a pointer drawing is an APP packet")
+                }
+                precondition(PointerDrawing(back) == drawing, "pointer drawing round trip")
+                audience.heard(app.ssrc, drawsPointer: drawing.drawsPointer, now: .zero)
+                precondition(audience.drawnApart(now: .zero) == false || drawing.drawsPointer, "drawn apart after a no")
+            }
             if let position = CursorPosition(app) {
                 precondition(CursorPosition(app.withData(position)) == position, "cursor position round trip")
                 _ = assembler.receive(position)
