@@ -12,7 +12,11 @@ public struct ReceiverConfiguration: Sendable {
     public var confirmation: ConfirmationPolicy = .refuseNew
     /// Show the picture in a window on this display (nil: $DISPLAY); off when `showWindow` is false.
     public var display: String?
-    /// Whether to show the picture in a window (on `display`).
+    /// Whether to show the picture in a window (on `display`). A receiver
+    /// that shows it, records nothing and lends no pictures (`onPicture`)
+    /// tells the sender with its reports that it draws the pointer itself:
+    /// a sender's `--cursor auto` then sends the pointer apart, and a
+    /// pointer moving over a still screen costs it no picture.
     public var showWindow = true
     /// Record to this file (.mkv or .mp4) without re-encoding.
     public var recordPath: String?
