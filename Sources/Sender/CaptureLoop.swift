@@ -81,7 +81,9 @@ final class CaptureLoop: @unchecked Sendable {
     let pointerWanted = Atomic<Bool>(false)
     /// Whether it is apart now (the capture thread's).
     private var pointerApart = false
-    /// The pointer is read at most this often (and at every wake-up).
+    /// The pointer is read at most this often (and at every wake-up): past
+    /// `CursorAnnouncer.minimumInterval` (8 ms), so no position it hands on
+    /// is held back for the feedback thread to send later.
     static let pointerInterval: UInt64 = 16_000_000
     private var pointerReadAt: UInt64 = 0
     private var lastPointer: PointerState?

@@ -37,9 +37,8 @@ final class NetworkDriver: @unchecked Sendable {
     /// The quantizer of the last picture coded (0: none yet), for the rate timeline.
     let encoderQuantizer = Atomic<Int>(0)
     /// How long the feedback thread waits for the receiver at most: while
-    /// a handshake is under way (its retransmissions, this end's answer)
-    /// or the pointer sent apart moves (a position held back a few ms), and
-    /// otherwise, when only its own timers call.
+    /// a handshake is under way (its retransmissions, this end's answer),
+    /// and otherwise, when only its own timers call.
     static let shortestWait: UInt64 = 10_000_000
     static let longestWait: UInt64 = 100_000_000
 
@@ -253,10 +252,9 @@ final class NetworkDriver: @unchecked Sendable {
             // not on a fixed tick: the streams' reports, announcements and
             // repeats, the rate sample; the rest (the controller's feedback
             // timeout, the receiver's silence) is coarse.
-            let (videoDue, pointer, drawnApart) = video.withLock { stream in
+            let (videoDue, drawnApart) = video.withLock { stream in
                 if let rtt { stream.observeRoundTrip(rtt) }
-                return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.pointerMoving(now: now),
-                        stream.pointerDrawnApart(now: now))
+                return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.pointerDrawnApart(now: now))
             }
             if let placePointer, drawnApart != pointerApart {
                 pointerApart = drawnApart
@@ -289,7 +287,11 @@ final class NetworkDriver: @unchecked Sendable {
                              framesEncoded: context.stats.withLock { $0.framesEncoded })
             }
             next = min(next, rates.next)
-            let longest = link.isBusy || pointer ? Self.shortestWait : Self.longestWait
+            // A pointer sent apart needs no quicker turn: the capture thread
+            // reads it at most every 16 ms (`CaptureLoop.pointerInterval`),
+            // past the announcer's 8 ms minimum, so each position leaves at
+            // once from that thread and none waits here for its time.
+            let longest = link.isBusy ? Self.shortestWait : Self.longestWait
             wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
     }

@@ -51,8 +51,6 @@ public struct CursorAnnouncer: Sendable {
     private var positionDue: MonotonicTime?
     private var shapeDue: MonotonicTime?
     private var positionSent: MonotonicTime?
-    /// When the position last changed.
-    private var movedAt: MonotonicTime?
     public var minimumInterval: Duration = .milliseconds(8)
     public var positionRepeat: Duration = .seconds(1)
     public var shapeRepeat: Duration = .seconds(3)
@@ -68,18 +66,10 @@ public struct CursorAnnouncer: Sendable {
         }
         guard newPosition != position else { return }
         position = newPosition
-        movedAt = now
         // A pointer no longer shown leaves at once: the pictures are about
         // to hold it, and the receiver must not draw it a second time.
         let earliest = newPosition.visible ? positionSent.map { $0 + minimumInterval } ?? now : now
         positionDue = max(now, earliest)
-    }
-
-    /// Whether the pointer moved within the last second: its next position
-    /// may then be held back by `minimumInterval` after `poll` said when
-    /// it next has something, so whoever polls should look again soon.
-    public func isMoving(now: MonotonicTime) -> Bool {
-        movedAt.map { now.since($0) < .seconds(1) } ?? false
     }
 
     /// Everything is sent again at the next poll (a new session's receiver

@@ -473,10 +473,6 @@ public final class SendStream {
         return next
     }
 
-    /// Whether the pointer sent as metadata is moving: a new position may
-    /// become due (held back by `CursorAnnouncer.minimumInterval`) between polls.
-    public func pointerMoving(now: MonotonicTime) -> Bool { cursor.isMoving(now: now) }
-
     /// A sender report with the stream's SDES, when one is due.
     private func report(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {
         if let due = nextReport, now < due { return }

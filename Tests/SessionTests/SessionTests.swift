@@ -258,20 +258,15 @@ struct SessionTests {
         #expect(link.sender.stateAcknowledged)
         due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
         #expect(due == start + .seconds(1), "answered: the report again")
-        #expect(!link.sender.pointerMoving(now: link.now))
         link.sender.updateCursor(CursorPosition(x: 10, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
         link.sender.updateCursor(CursorPosition(x: 11, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: true), shape: nil, now: link.now) { _ in }
         due = link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
-        #expect(link.sender.pointerMoving(now: link.now))
         #expect(due == link.now + .milliseconds(8), "the position held back")
         // A pointer no longer shown is not held back: it leaves at once.
         var sent = 0
         link.sender.updateCursor(CursorPosition(x: 11, y: 20, areaWidth: 640, areaHeight: 480, shape: 1, visible: false), shape: nil,
                                  now: link.now + .milliseconds(1)) { _ in sent += 1 }
         #expect(sent == 1)
-        // Still for a second: the poller may sleep until the repeats.
-        #expect(link.sender.pointerMoving(now: link.now + .milliseconds(999)))
-        #expect(!link.sender.pointerMoving(now: link.now + .seconds(1) + .milliseconds(1)))
     }
 
     /// A receiver says with each report whether it draws the pointer; the
