@@ -16,7 +16,7 @@ internal import ShareSync
 final class NetworkDriver: @unchecked Sendable {
     // Safe: the socket is thread-safe for send/receive; everything mutable
     // is behind a mutex or an atomic, but for the feedback thread's own
-    // state (`protection`, `pointerApart`) and `placePointer`, set before
+    // state (`protection`) and `placePointer`, set before
     // the threads start; lock order is stream -> pacer, and the
     // controller's lock is never held with another.
     let socket: UDPSocket
@@ -178,11 +178,9 @@ final class NetworkDriver: @unchecked Sendable {
         paced.flush()
     }
 
-    /// For `--cursor auto`: told whether to send the pointer apart, each
-    /// time what the receivers say changes it (on the feedback thread).
+    /// For `--cursor auto`: told at each turn of the feedback thread
+    /// whether to send the pointer apart, as the receivers say.
     var placePointer: ((Bool) -> Void)?
-    /// What `placePointer` was last told (the feedback thread's).
-    private var pointerApart = false
 
     /// The pointer for a receiver that draws it (`--cursor metadata`): what
     /// changed leaves at once, with the media (through the pacer, not
@@ -256,10 +254,7 @@ final class NetworkDriver: @unchecked Sendable {
                 if let rtt { stream.observeRoundTrip(rtt) }
                 return (stream.poll(now: now) { sendRTCP($0, route: routes.video, now: now) }, stream.pointerDrawnApart(now: now))
             }
-            if let placePointer, drawnApart != pointerApart {
-                pointerApart = drawnApart
-                placePointer(drawnApart)
-            }
+            placePointer?(drawnApart)
             var next = videoDue.nanoseconds
             for (index, stream) in audio.enumerated() {
                 let due = stream.withLock { $0.poll(now: now) { sendRTCP($0, route: routes.audio[index], now: now) } }

@@ -475,7 +475,6 @@ extension ScreenCapturer {
     public func readPointer() -> PointerState? {
         guard tracksPointer else { return nil }
         readEvents()
-        let c = connection.connection
         var shape: PointerShape?
         if pointerShapeChanged {
             pointerShapeChanged = false
@@ -485,10 +484,7 @@ extension ScreenCapturer {
                 pointerSerial = s.serial
             }
         }
-        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
-        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
-        free(reply)
-        notePointer(at: position)
+        guard let position = askPointer() else { return nil }
         let (x, y) = (position.x - area.x, position.y - area.y)
         return PointerState(x: x, y: y, areaWidth: width, areaHeight: height, serial: pointerSerial,
                             visible: x >= 0 && y >= 0 && x < width && y < height, shape: shape)
@@ -508,21 +504,24 @@ extension ScreenCapturer {
         changedSinceGrab = true
     }
 
-    /// Where the pointer was found: it moved now when that is elsewhere.
-    private func notePointer(at position: (x: Int, y: Int)) {
-        guard position != polledPointer else { return }
-        polledPointer = position
-        pointerMovedAt = SystemClock.monotonic()
+    /// Where the pointer is now, in screen coordinates (one round trip);
+    /// when that is elsewhere than last asked, it moved now.
+    private func askPointer() -> (x: Int, y: Int)? {
+        let c = connection.connection
+        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
+        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
+        free(reply)
+        if position != polledPointer {
+            polledPointer = position
+            pointerMovedAt = SystemClock.monotonic()
+        }
+        return position
     }
 
     /// Whether the pointer moved, since it was last drawn, in a way that
     /// shows in the picture (it was or is over the captured area).
     private func pointerMoved() -> Bool {
-        let c = connection.connection
-        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
-        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
-        free(reply)
-        notePointer(at: position)
+        guard let position = askPointer() else { return false }
         guard position != drawnPointer else { return false }
         // A cursor is at most 64 pixels from its hot spot either way.
         let near = { (p: (x: Int, y: Int)) in
