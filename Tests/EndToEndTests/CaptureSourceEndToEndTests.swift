@@ -2,6 +2,33 @@ import Foundation
 import TestSupport
 import Testing
 
+/// A white 1280x720 screen to share, with the pointer over it, a display
+/// of the same size for the receiver's window, and a key file.
+private struct PointerStage {
+    let dir: TemporaryDirectory
+    let key: String
+    let display: VirtualDisplay
+    let viewer: VirtualDisplay
+    let client: TestClient
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        key = try ShareBinary.keyFile(in: dir)
+        display = try VirtualDisplay(width: 1280, height: 720)
+        viewer = try VirtualDisplay(width: 1280, height: 720)
+        client = try TestClient(display: display.display)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+    }
+
+    /// Moves the pointer from `from` to `to` in ten steps 16 ms apart.
+    func glide(from: (x: Int, y: Int), to: (Int, Int)) {
+        for t in 1...10 {
+            client.warpPointer(x: from.x + (to.0 - from.x) * t / 10, y: from.y + (to.1 - from.y) * t / 10)
+            usleep(16_000)
+        }
+    }
+}
+
 /// Sharing part of a display with the real binaries: the picture sent is
 /// the part asked for, at its size, and `--list` names what there is.
 @Suite("End to end: a region, a window, the list", .serialized)
@@ -148,12 +175,8 @@ struct CaptureSourceEndToEndTests {
     /// `share recv` draws it over the picture in its window where it is,
     /// and the pictures themselves do not hold it.
     @Test func thePointerSentApartIsDrawnByTheReceiverAndCostsNoPicture() throws {
-        let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let display = try VirtualDisplay(width: 1280, height: 720)
-        let viewer = try VirtualDisplay(width: 1280, height: 720)
-        let client = try TestClient(display: display.display)
-        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+        let stage = try PointerStage()
+        let (dir, key, display, viewer, client) = (stage.dir, stage.key, stage.display, stage.viewer, stage.client)
         client.warpPointer(x: 100, y: 100)
         let port = freeUDPPort()
         let recording = dir.path("pointer.mkv")
@@ -172,10 +195,7 @@ struct CaptureSourceEndToEndTests {
         let beganMoving = Date()
         var was = (x: 100, y: 100)
         for (step, spot) in [(900, 500), (300, 600), (640, 80), (1200, 300)].enumerated() {
-            for t in 1...10 {
-                client.warpPointer(x: was.x + (spot.0 - was.x) * t / 10, y: was.y + (spot.1 - was.y) * t / 10)
-                usleep(16_000)
-            }
+            stage.glide(from: was, to: spot)
             usleep(200_000)
             #expect(try Self.settles { try dark(around: spot.0, spot.1) >= 10 }, "step \(step): the pointer drawn at \(spot)")
             #expect(try Self.settles { try dark(around: was.x, was.y) == 0 }, "step \(step): and not left at \(was)")
@@ -251,12 +271,8 @@ struct CaptureSourceEndToEndTests {
     /// shows it where it is. A `share recv` that records says it does not:
     /// the pointer stays in the pictures, and so in the recording.
     @Test func byDefaultThePointerGoesApartForAWindowAndIntoTheRecording() throws {
-        let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let display = try VirtualDisplay(width: 1280, height: 720)
-        let viewer = try VirtualDisplay(width: 1280, height: 720)
-        let client = try TestClient(display: display.display)
-        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0xFFFFFF, name: "white")
+        let stage = try PointerStage()
+        let (dir, key, display, viewer, client) = (stage.dir, stage.key, stage.display, stage.viewer, stage.client)
         for recording in [nil, dir.path("pointer.mkv")] {
             client.warpPointer(x: 200, y: 200)
             let port = freeUDPPort()
@@ -272,10 +288,7 @@ struct CaptureSourceEndToEndTests {
             let beganMoving = Date()
             var was = (x: 200, y: 200)
             for spot in [(900, 500), (300, 600), (640, 300)] {
-                for t in 1...10 {
-                    client.warpPointer(x: was.x + (spot.0 - was.x) * t / 10, y: was.y + (spot.1 - was.y) * t / 10)
-                    usleep(16_000)
-                }
+                stage.glide(from: was, to: spot)
                 usleep(200_000)
                 #expect(try Self.settles { try Self.darkPixels(on: viewer.display, around: spot.0, spot.1, in: dir) >= 10 },
                         "\(recording == nil ? "window" : "recording"): the pointer shown at \(spot)")
