@@ -6,11 +6,11 @@ SHELL := /bin/bash
 
 # Build-time libraries, and the real peers and servers the tests run.
 APT_BUILD := libsrtp2-dev libx264-dev libopus-dev libyuv-dev libxcb1-dev libxcb-shm0-dev \
-	libxcb-xfixes0-dev libxcb-damage0-dev libxcb-randr0-dev libavcodec-dev libavformat-dev \
+	libxcb-xfixes0-dev libxcb-damage0-dev libxcb-randr0-dev libxcb-xinput-dev libxcb-xtest0-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libpulse-dev libssl-dev
 APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-plugins-base \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav \
-	janus chromium-headless-shell x11-xserver-utils xserver-xephyr
+	janus chromium-headless-shell x11-xserver-utils xserver-xephyr libxtst6
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_FLAGS ?=
 # `make test TEST_FILTER="--filter NetworkTests"` runs some of the tests.
@@ -98,10 +98,12 @@ bench-fanout: deps
 	python3 Benchmarks/fanout.py $(FANOUT_ARGS)
 
 ## bench-capture: what capturing costs the sender: a 4K screen (in bands, encoded at 1080p) beside
-## 1080p, a still screen, and the pointer moving over it (only its bands grabbed, and grabbed whole)
+## 1080p, a still screen, and the pointer moving over it (only its bands grabbed, and grabbed whole);
+## then how soon the pointer's first move after a rest leaves the sender (Benchmarks/pointer.py)
 bench-capture: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/capture.py $(CAPTURE_ARGS)
+	python3 Benchmarks/pointer.py
 
 ## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, the wire path,
 ## the handshake), gated on what does not depend on the machine: allocations, against the p90s

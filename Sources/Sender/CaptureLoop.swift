@@ -60,16 +60,18 @@ final class CaptureLoop: @unchecked Sendable {
     static let sharpeningRefresh: UInt64 = 100_000_000
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end) and asks the server where the
-    /// pointer is (the server tells no motion): 20 ms while the pointer
-    /// moves and for a second after (16 ms, `pointerInterval`, when it is
-    /// sent apart), 50 ms once it has been still that long. Each look is a
-    /// wake-up and each question a round trip: on a still 720p screen the
-    /// capture thread woke 104 times a second for 0.50% of a core, resting
-    /// it wakes 43 times for 0.20% (`Benchmarks/capture.py`); the first
-    /// move after a rest shows up to 50 ms late instead of 20.
+    /// pointer is (X tells no motion): 20 ms while the pointer moves and
+    /// for a second after (16 ms, `pointerInterval`, when it is sent
+    /// apart), 50 ms once it rests. Each look is a wake-up and each question
+    /// a round trip: on a still 720p screen the capture thread woke 104
+    /// times a second for 0.50% of a core, resting it wakes 43 times for
+    /// 0.20% (`Benchmarks/capture.py`). A resting pointer is asked for only
+    /// when its device moved (XInput 2's raw motion ends the wait at once)
+    /// or every quarter second (a program may warp it): its first move
+    /// shows at once, not up to 50 ms late (`ScreenCapturer.pointerWakes`;
+    /// a server without XInput 2 is asked at every look).
     static let longestWait: UInt64 = 20_000_000
     static let restingWait: UInt64 = 50_000_000
-    static let pointerRest: UInt64 = 1_000_000_000
 
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
@@ -108,11 +110,14 @@ final class CaptureLoop: @unchecked Sendable {
         return true
     }
 
-    /// Reads the pointer when it is sent apart and due, and hands it on when it moved or changed shape.
+    /// Reads the pointer when it is sent apart and due, and hands it on
+    /// when it moved or changed shape. A resting one is always due: read,
+    /// it costs nothing unless its device moved, and then its first move
+    /// goes at once.
     private func followPointer() {
         guard pointerApart, let pointerSink else { return }
         let now = Clock.monotonic()
-        guard now &- pointerReadAt >= Self.pointerInterval else { return }
+        guard now &- pointerReadAt >= Self.pointerInterval || capturer.pointerResting else { return }
         pointerReadAt = now
         guard var pointer = capturer.readPointer() else { return }
         if pointer.shape == nil, var last = lastPointer {
@@ -151,8 +156,9 @@ final class CaptureLoop: @unchecked Sendable {
             if placePointer(context) { found = nil }
             // The pointer sent apart is read every wait, drawn in it is
             // asked after: a moving one every `pointerInterval` or
-            // `longestWait`, a still one every `restingWait`.
-            let resting = Clock.monotonic() &- capturer.pointerMovedAt >= Self.pointerRest
+            // `longestWait`; a resting one when it moves (or every
+            // `restingWait` without XInput 2).
+            let resting = capturer.pointerResting
             schedule.longestWait = resting ? Self.restingWait : pointerApart ? Self.pointerInterval : Self.longestWait
             guard context.isRunning else {
                 found = nil

@@ -123,13 +123,20 @@ public final class DemoScene {
         sync()
     }
 
-    /// Waits until the server has executed every drawing request.
-    /// Moves the mouse pointer to (x, y) on the screen.
-    public func warpPointer(x: Int, y: Int) {
-        xcb_warp_pointer(connection.connection, UInt32(XCB_NONE), connection.root, 0, 0, 0, 0, Int16(x), Int16(y))
+    /// Moves the mouse pointer to (x, y) on the screen as the mouse does
+    /// (XTest: XInput 2 clients see the device move), or as a program does
+    /// (XWarpPointer) on a server without XTest.
+    public func movePointer(x: Int, y: Int) {
+        let c = connection.connection
+        if let ext = share_xcb_test_extension(c), ext.pointee.present != 0 {
+            xcb_test_fake_input(c, UInt8(XCB_MOTION_NOTIFY), 0, UInt32(XCB_CURRENT_TIME), connection.root, Int16(x), Int16(y), 0)
+        } else {
+            xcb_warp_pointer(c, UInt32(XCB_NONE), connection.root, 0, 0, 0, 0, Int16(x), Int16(y))
+        }
         connection.flush()
     }
 
+    /// Waits until the server has executed every drawing request.
     public func sync() {
         let c = connection.connection
         free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))

@@ -102,6 +102,7 @@ public final class ScreenCapturer: @unchecked Sendable {
         self.drawsCursor = drawsCursor && cursorEvents
         self.tracksPointer = tracksPointer && cursorEvents
         self.followsCursor = cursorEvents
+        self.pointer = PointerWatch(connection: connection)
         self.grabber = BandGrabber(connection: connection, sharedMemory: connection.hasSharedMemory)
         self.slotsWanted = max(1, slots)
         self.bandBytes = max(1 << 16, bandBytes)
@@ -136,10 +137,9 @@ public final class ScreenCapturer: @unchecked Sendable {
     private var drawnCursor: Rectangle?
     private var drawnCursorSerial: UInt32?
     private var drawnPointer = (x: Int.min, y: Int.min)
-    /// Where the pointer was when last asked, and when (monotonic ns) it
-    /// was last seen somewhere else: how recently it moved.
-    private var polledPointer = (x: Int.min, y: Int.min)
-    public private(set) var pointerMovedAt: UInt64 = 0
+    /// Where the pointer is and when it moved (XInput 2's raw events wake a
+    /// wait when a resting one moves).
+    private let pointer: PointerWatch
 
     /// Starts tracking whether anything on screen changed between grabs
     /// (XDamage, reporting only "no longer empty": one event per change
@@ -184,10 +184,14 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Takes the events that have come: damage, the cursor's shape, the
-    /// screen's size.
+    /// screen's size, the pointer's device moving.
     private func readEvents() {
         while let event = xcb_poll_for_event(connection.connection) {
             let type = event.pointee.response_type & 0x7F
+            if pointer.take(event) {
+                free(event)
+                continue
+            }
             if damage != nil && type == damageEvent {
                 changedSinceGrab = true
                 changesSeen += 1
@@ -484,7 +488,14 @@ extension ScreenCapturer {
                 pointerSerial = s.serial
             }
         }
-        guard let position = askPointer() else { return nil }
+        // A resting pointer that did not move is where it was: no round trip.
+        let position: (x: Int, y: Int)
+        if shape == nil && !pointer.mayHaveMoved(now: SystemClock.monotonic()) {
+            position = pointer.position
+        } else {
+            guard let asked = pointer.ask() else { return nil }
+            position = asked
+        }
         let (x, y) = (position.x - area.x, position.y - area.y)
         return PointerState(x: x, y: y, areaWidth: width, areaHeight: height, serial: pointerSerial,
                             visible: x >= 0 && y >= 0 && x < width && y < height, shape: shape)
@@ -504,24 +515,22 @@ extension ScreenCapturer {
         changedSinceGrab = true
     }
 
-    /// Where the pointer is now, in screen coordinates (one round trip);
-    /// when that is elsewhere than last asked, it moved now.
-    private func askPointer() -> (x: Int, y: Int)? {
-        let c = connection.connection
-        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
-        let position = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
-        free(reply)
-        if position != polledPointer {
-            polledPointer = position
-            pointerMovedAt = SystemClock.monotonic()
-        }
-        return position
-    }
+    /// Whether the pointer has been still for a second: the capture
+    /// thread may then look less often (with XInput 2 its first move wakes
+    /// a wait on the connection).
+    public var pointerResting: Bool { pointer.resting(now: SystemClock.monotonic()) }
+
+    /// Whether a resting pointer's move wakes `waitForChange` (the server
+    /// speaks XInput 2).
+    public var pointerWakes: Bool { pointer.tellsMotion }
+
+    /// Round trips asking where the pointer is, so far (for tests).
+    public var pointerQuestions: Int { pointer.questions }
 
     /// Whether the pointer moved, since it was last drawn, in a way that
     /// shows in the picture (it was or is over the captured area).
     private func pointerMoved() -> Bool {
-        guard let position = askPointer() else { return false }
+        guard pointer.mayHaveMoved(now: SystemClock.monotonic()), let position = pointer.ask() else { return false }
         guard position != drawnPointer else { return false }
         // A cursor is at most 64 pixels from its hot spot either way.
         let near = { (p: (x: Int, y: Int)) in

@@ -23,7 +23,7 @@ private struct PointerStage {
     /// Moves the pointer from `from` to `to` in ten steps 16 ms apart.
     func glide(from: (x: Int, y: Int), to: (Int, Int)) {
         for t in 1...10 {
-            client.warpPointer(x: from.x + (to.0 - from.x) * t / 10, y: from.y + (to.1 - from.y) * t / 10)
+            client.movePointer(x: from.x + (to.0 - from.x) * t / 10, y: from.y + (to.1 - from.y) * t / 10)
             usleep(16_000)
         }
     }
@@ -136,7 +136,7 @@ struct CaptureSourceEndToEndTests {
         let window = client.window(x: 100, y: 100, width: 40, height: 30, rgb: 0xFFFF00, name: "mover")
         for step in 0..<30 {
             client.move(window, x: 100 + step * 33, y: 100 + step * 17)
-            client.warpPointer(x: 1100 - step * 30, y: 600 - step * 15)
+            client.movePointer(x: 1100 - step * 30, y: 600 - step * 15)
             usleep(60_000)
         }
         usleep(1_500_000)  // still again: the last picture settles
@@ -177,7 +177,7 @@ struct CaptureSourceEndToEndTests {
     @Test func thePointerSentApartIsDrawnByTheReceiverAndCostsNoPicture() throws {
         let stage = try PointerStage()
         let (dir, key, display, viewer, client) = (stage.dir, stage.key, stage.display, stage.viewer, stage.client)
-        client.warpPointer(x: 100, y: 100)
+        client.movePointer(x: 100, y: 100)
         let port = freeUDPPort()
         let recording = dir.path("pointer.mkv")
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
@@ -274,7 +274,7 @@ struct CaptureSourceEndToEndTests {
         let stage = try PointerStage()
         let (dir, key, display, viewer, client) = (stage.dir, stage.key, stage.display, stage.viewer, stage.client)
         for recording in [nil, dir.path("pointer.mkv")] {
-            client.warpPointer(x: 200, y: 200)
+            client.movePointer(x: 200, y: 200)
             let port = freeUDPPort()
             let socket = dir.path(recording == nil ? "window.sock" : "recording.sock")
             let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,

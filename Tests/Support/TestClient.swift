@@ -1,7 +1,10 @@
 internal import CXCB
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// A test's own X client: windows of one colour, named, moved, hidden and
-/// closed; the pointer warped.
+/// closed; the pointer moved (as the mouse does, or warped as a program does).
 public final class TestClient {
     let connection: OpaquePointer
     let screen: xcb_screen_t
@@ -48,9 +51,30 @@ public final class TestClient {
     public func map(_ window: UInt32) { xcb_map_window(connection, window); sync() }
     public func destroy(_ window: UInt32) { xcb_destroy_window(connection, window); sync() }
 
+    /// Moves the pointer as a program does (XWarpPointer): the device did
+    /// not move, so XInput 2 reports nothing.
     public func warpPointer(x: Int, y: Int) {
         xcb_warp_pointer(connection, UInt32(XCB_NONE), screen.root, 0, 0, 0, 0, Int16(x), Int16(y))
         sync()
+    }
+
+    /// Moves the pointer as the mouse does (XTest, as remote-control tools
+    /// and input injection do): a raw motion event for XInput 2 clients.
+    /// Returns once the server says the pointer is there (fake input is
+    /// queued, not done with the request).
+    public func movePointer(x: Int, y: Int) {
+        xcb_test_fake_input(connection, UInt8(XCB_MOTION_NOTIFY), 0, UInt32(XCB_CURRENT_TIME), screen.root, Int16(x), Int16(y), 0)
+        sync()
+        for _ in 0..<200 where pointer != (x, y) { usleep(1000) }
+    }
+
+    /// Where the pointer is on the screen.
+    public var pointer: (x: Int, y: Int) {
+        guard let reply = xcb_query_pointer_reply(connection, xcb_query_pointer(connection, screen.root), nil) else {
+            return (Int.min, Int.min)
+        }
+        defer { free(reply) }
+        return (Int(reply.pointee.root_x), Int(reply.pointee.root_y))
     }
 
     /// Waits until the server has done everything asked so far.

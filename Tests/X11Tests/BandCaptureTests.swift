@@ -28,7 +28,7 @@ private struct StillScreenWithPointer {
         display = try VirtualDisplay(width: width, height: height)
         client = try TestClient(display: display.display)
         _ = client.window(x: 0, y: 0, width: width, height: height, rgb: 0xFFFFFF, name: "white")
-        client.warpPointer(x: pointer.x, y: pointer.y)
+        client.movePointer(x: pointer.x, y: pointer.y)
         capturer = try ScreenCapturer(display: display.display, slots: slots, drawsCursor: true, bandBytes: 1 << 16)
         #expect(capturer.trackChanges())
         _ = try take(capturer)
@@ -142,7 +142,7 @@ struct BandCaptureTests {
             #expect(grabbed >= 1 && grabbed <= 2, "step \(step): \(grabbed) bands grabbed for a character")
             #expect(lumas(lease) == (try full()), "step \(step): the picture is the screen, pointer and all")
         }
-        client.warpPointer(x: 900, y: 300)
+        client.movePointer(x: 900, y: 300)
         #expect(capturer.screenChanged)
         let before = capturer.bandsGrabbed
         let lease = try take(capturer)
@@ -161,7 +161,7 @@ struct BandCaptureTests {
         let began = ContinuousClock.now
         #expect(!capturer.waitForChange(timeoutNanoseconds: 60_000_000), "nothing moved")
         #expect(ContinuousClock.now - began >= .milliseconds(55), "the wait lasted its time")
-        client.warpPointer(x: 300, y: 200)
+        client.movePointer(x: 300, y: 200)
         #expect(capturer.waitForChange(timeoutNanoseconds: 40_000_000), "the move is seen when the wait ends")
         #expect(capturer.screenChanged, "and stays a change until the grab")
         _ = try take(capturer)
@@ -182,7 +182,7 @@ struct BandCaptureTests {
         }
         var was = (x: 200, y: 100)
         for (x, y) in [(900, 500), (300, 650), (640, 40)] {
-            client.warpPointer(x: x, y: y)
+            client.movePointer(x: x, y: y)
             #expect(capturer.screenChanged, "a pointer that moved is a change")
             let before = capturer.bandsGrabbed
             let lease = try take(capturer)

@@ -174,7 +174,7 @@ struct CaptureSourceTests {
             return count
         }
         for (x, y) in [(100, 100), (500, 380)] {
-            client.warpPointer(x: x, y: y)
+            client.movePointer(x: x, y: y)
             let without = try grab(plain)
             #expect(marks(without, around: x, y) == 0, "not drawn when not asked")
             let with = try grab(withCursor)
@@ -185,14 +185,14 @@ struct CaptureSourceTests {
         _ = withCursor.screenChanged
         _ = try grab(withCursor)
         #expect(!withCursor.screenChanged, "nothing moved since the grab")
-        client.warpPointer(x: 200, y: 200)
+        client.movePointer(x: 200, y: 200)
         #expect(withCursor.screenChanged, "the pointer moved: a new picture is due")
         let region = try ScreenCapturer(display: xvfb.display, source: .region(Rectangle(x: 0, y: 0, width: 100, height: 100)),
                                         drawsCursor: true)
         _ = region.trackChanges()
         _ = region.screenChanged
         _ = try grab(region)
-        client.warpPointer(x: 400, y: 400)
+        client.movePointer(x: 400, y: 400)
         #expect(!region.screenChanged, "a pointer moving far from the region changes nothing in it")
     }
 }

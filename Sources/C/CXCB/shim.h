@@ -10,6 +10,8 @@
 #include <xcb/xfixes.h>
 #include <xcb/damage.h>
 #include <xcb/randr.h>
+#include <xcb/xinput.h>
+#include <xcb/xtest.h>
 
 /// The extension ids (xcb_shm_id, ...) are globals of an incomplete struct
 /// type, which Swift cannot take the address of.
@@ -24,6 +26,26 @@ static inline const xcb_query_extension_reply_t *share_xcb_damage_extension(xcb_
 }
 static inline const xcb_query_extension_reply_t *share_xcb_randr_extension(xcb_connection_t *c) {
     return xcb_get_extension_data(c, &xcb_randr_id);
+}
+static inline const xcb_query_extension_reply_t *share_xcb_input_extension(xcb_connection_t *c) {
+    return xcb_get_extension_data(c, &xcb_input_id);
+}
+static inline const xcb_query_extension_reply_t *share_xcb_test_extension(xcb_connection_t *c) {
+    return xcb_get_extension_data(c, &xcb_test_id);
+}
+/// Asks XInput 2 for the events in `mask` (XCB_INPUT_XI_EVENT_MASK_..., 0 for
+/// none) from every master device on `window`: one mask of one word, a
+/// variable-length struct Swift cannot build.
+static inline void share_xcb_select_input_events(xcb_connection_t *c, xcb_window_t window, uint32_t mask) {
+    struct { xcb_input_event_mask_t head; uint32_t mask; } masks = { { XCB_INPUT_DEVICE_ALL_MASTER, 1 }, mask };
+    xcb_input_xi_select_events(c, window, 1, &masks.head);
+}
+/// The XInput 2 event type of `event` when it is a generic event of the
+/// extension with major opcode `opcode`; -1 for any other event.
+static inline int share_xcb_input_event_type(const xcb_generic_event_t *event, uint8_t opcode) {
+    if ((event->response_type & 0x7f) != XCB_GE_GENERIC) return -1;
+    const xcb_ge_generic_event_t *generic = (const xcb_ge_generic_event_t *)event;
+    return generic->extension == opcode ? generic->event_type : -1;
 }
 /// IPC_PRIVATE and IPC_RMID are macros of a cast expression Swift does not import.
 static inline int share_shm_create(size_t size) { return shmget(IPC_PRIVATE, size, IPC_CREAT | 0600); }

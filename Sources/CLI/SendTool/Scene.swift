@@ -69,7 +69,7 @@ struct Scene: ParsableCommand {
         timer.setEventHandler {
             let angle = step / (2 * rate) * 2 * Double.pi
             let radius = Double(min(scene.width, scene.height)) / 4
-            scene.warpPointer(x: scene.width / 2 + Int(radius * cos(angle)), y: scene.height / 2 + Int(radius * sin(angle)))
+            scene.movePointer(x: scene.width / 2 + Int(radius * cos(angle)), y: scene.height / 2 + Int(radius * sin(angle)))
             step += 1
         }
         timer.resume()
