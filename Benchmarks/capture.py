@@ -36,6 +36,10 @@ Cases (each on its own virtual display):
                 a PulseAudio daemon of its own with a null sink and a sine
                 playing into it; the difference to 720p-still is what sound
                 costs the sender
+  wakeups-50hz  not the sender: a process of its own that does nothing but
+                wake 50 times a second (Benchmarks/Reference/wakeup.c, built
+                with cc), the floor under any thread woken every 20 ms, as
+                the audio thread is for each Opus frame, on the machine at hand
 
     make bench-capture
     python3 Benchmarks/capture.py --seconds 20 --cases 4k-moving,1080p-moving
@@ -66,6 +70,7 @@ CASES = {
     "1080p-still-auto": dict(size="1920x1080", scene=["--static"], send=[], viewer=True),
     "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
     "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
+    "wakeups-50hz": dict(reference="wakeup.c", hz=50),
 }
 
 
@@ -197,6 +202,30 @@ def run_case(name, case, args, key, work):
     }
 
 
+def run_reference(name, case, args, work):
+    """A reference process of Benchmarks/Reference/ (built with cc), its CPU read as the sender's threads are."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Reference", case["reference"])
+    binary = os.path.join(work, name)
+    subprocess.run(["cc", "-O2", "-o", binary, source], check=True)
+    process = subprocess.Popen([binary, str(case["hz"])])
+    try:
+        time.sleep(args.warmup)
+        first = threads(process.pid)
+        began = time.monotonic()
+        time.sleep(args.seconds)
+        last = threads(process.pid)
+        elapsed = time.monotonic() - began
+    finally:
+        stop(process)
+    if not first or not last:
+        raise SystemExit(f"capture: {name}: the reference ended early")
+    rates = thread_rates(first, last, elapsed)
+    return {"case": name, "screen": "–", "encoded": "–", "rung": None, "fps": None,
+            "cpuPercent": sum(t["cpuPercent"] for t in rates.values()), "cpuMsPerFrame": None,
+            "peakFootprintMiB": None, "peakRssMiB": None, "framesEncoded": 0, "bandsGrabbed": None,
+            "bandsKept": None, "audioPackets": 0, "pointerSentApart": None, "threads": rates, "summary": []}
+
+
 def fmt(value, digits=1):
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -240,7 +269,9 @@ def main():
         rows = []
         for name in names:
             print(f"capture: {name}", file=sys.stderr, flush=True)
-            rows.append(run_case(name, CASES[name], args, key, work))
+            case = CASES[name]
+            rows.append(run_reference(name, case, args, work) if "reference" in case
+                        else run_case(name, case, args, key, work))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "capture.json"), "w") as f:
         json.dump(rows, f, indent=2)
