@@ -69,9 +69,12 @@ final class CaptureLoop: @unchecked Sendable {
     /// when its device moved (XInput 2's raw motion ends the wait at once)
     /// or every quarter second (a program may warp it): its first move
     /// shows at once, not up to 50 ms late (`ScreenCapturer.pointerWakes`;
-    /// a server without XInput 2 is asked at every look).
+    /// a server without XInput 2 is asked at every look). The other threads
+    /// end the wait when they have news (`SenderContext.captureWakeup`), so
+    /// then a resting look comes only every `quietWait`, for a warp.
     static let longestWait: UInt64 = 20_000_000
     static let restingWait: UInt64 = 50_000_000
+    static let quietWait: UInt64 = 250_000_000
 
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
@@ -141,6 +144,8 @@ final class CaptureLoop: @unchecked Sendable {
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
                                     longestWait: Self.longestWait, interval: Self.interval(feed))
+        capturer.wakeDescriptor = context.captureWakeup.descriptor
+        let resting = capturer.pointerWakes && capturer.wakeDescriptor >= 0 ? Self.quietWait : Self.restingWait
         var seen = capturer.changesSeen
         // What the last wait found (it looked at the pointer too): the next
         // turn starts from it instead of asking the server again.
@@ -156,10 +161,9 @@ final class CaptureLoop: @unchecked Sendable {
             if placePointer(context) { found = nil }
             // The pointer sent apart is read every wait, drawn in it is
             // asked after: a moving one every `pointerInterval` or
-            // `longestWait`; a resting one when it moves (or every
-            // `restingWait` without XInput 2).
-            let resting = capturer.pointerResting
-            schedule.longestWait = resting ? Self.restingWait : pointerApart ? Self.pointerInterval : Self.longestWait
+            // `longestWait`; a resting one when it moves and every
+            // `quietWait` (every `restingWait` without XInput 2).
+            schedule.longestWait = capturer.pointerResting ? resting : pointerApart ? Self.pointerInterval : Self.longestWait
             guard context.isRunning else {
                 found = nil
                 Clock.sleep(until: Clock.monotonic() + schedule.interval)

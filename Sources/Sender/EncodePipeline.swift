@@ -112,9 +112,15 @@ final class EncodePipeline: @unchecked Sendable {
         var slice: [UInt8] = []
         slice.reserveCapacity(64 * 1024)
         while context.isActive {
-            let signalled = feed.frameReady.wait(timeout: .now() + .milliseconds(idle == nil ? 100 : 30)) == .success
+            // Screen capture hands each picture on with a signal (and the
+            // end signals too): a still screen does not wake this thread. A
+            // host's pushed pictures are repeated when it goes quiet.
+            if let idle {
+                if feed.frameReady.wait(timeout: .now() + .milliseconds(30)) == .timedOut { idle(context) }
+            } else {
+                feed.frameReady.wait()
+            }
             guard let lease = feed.take() else {
-                if !signalled { idle?(context) }
                 continue
             }
             // Before the session is up there is no one to send to: the
@@ -198,7 +204,12 @@ final class EncodePipeline: @unchecked Sendable {
             }
             guard let info else { continue }
             network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
-            feed.sharpening.store(encoder.rate.sharpening, ordering: .relaxed)
+            // A picture that starts to sharpen: the capture thread's next
+            // refresh comes sooner, so it is told now.
+            let sharpening = encoder.rate.sharpening
+            if feed.sharpening.exchange(sharpening, ordering: .relaxed) != sharpening, sharpening {
+                context.captureWakeup.signal()
+            }
             if !delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
             let queued = Clock.monotonic()
             context.captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)

@@ -20,6 +20,7 @@ final class PacedSending: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
+    private static let repairWindow: UInt64 = 1_000_000_000
     private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
 
     init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Double) {
@@ -40,14 +41,23 @@ final class PacedSending: @unchecked Sendable {
     }
 
     /// The pacer thread: sends as the budget refills, sleeping in between.
+    /// With nothing queued it sleeps until a `flush` leaves something
+    /// behind (or `wakeUp`), but for a turn when the last repair sent ages
+    /// out of the repair rate: a still screen does not wake it.
     func loop(_ context: SenderContext) {
         while context.isActive {
             let clock = Clock.monotonic()
-            let next = release(at: clock)
-            let wait = next.map { $0.nanoseconds > clock ? $0.nanoseconds - clock : 0 } ?? 50_000_000
-            if wait > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 50_000_000)))) }
+            let next = release(at: clock)?.nanoseconds ?? repairs.withLock { $0.first.map { $0.at &+ Self.repairWindow &+ 1 } }
+            guard let next else {
+                wake.wait()
+                continue
+            }
+            if next > clock { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(next - clock, 1_000_000_000)))) }
         }
     }
+
+    /// Wakes the pacer thread (the end: it may be asleep with nothing queued).
+    func wakeUp() { wake.signal() }
 
     /// The controller's new target and pacing rate.
     func setTarget(_ target: Double, pacingRate: Double) {
@@ -82,7 +92,7 @@ final class PacedSending: @unchecked Sendable {
         }
         repairs.withLock { window in
             if repairBits > 0 { window.append((clock, repairBits)) }
-            while let first = window.first, clock &- first.at > 1_000_000_000 { window.removeFirst() }
+            while let first = window.first, clock &- first.at > Self.repairWindow { window.removeFirst() }
             repairBitrate.store(window.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
         }
         return next

@@ -199,7 +199,9 @@ public final class ScreenSender: Sendable {
             if pointerPlacement == .metadata {
                 capture.pointerWanted.store(true, ordering: .relaxed)
             } else {
-                network.placePointer = { [capture] apart in capture.pointerWanted.store(apart, ordering: .relaxed) }
+                network.placePointer = { [capture, context] apart in
+                    if capture.pointerWanted.exchange(apart, ordering: .relaxed) != apart { context.captureWakeup.signal() }
+                }
             }
             capture.pointerSink = { [network] pointer in
                 let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
@@ -300,7 +302,7 @@ public final class ScreenSender: Sendable {
         if let capture { spawn("capture") { capture.run(context) } }
         spawn("encode") { pipeline.run(context) }
         spawn("pacer") { network.paced.loop(context) }
-        spawn("network") { network.feedbackLoop(context) { context.keyframeRequested.store(true, ordering: .relaxed) } }
+        spawn("network") { network.feedbackLoop(context) { context.requestKeyframe() } }
         for (index, channel) in audio.enumerated() {
             spawn("audio") { channel.run(context, index: index, network: network) }
         }
@@ -393,7 +395,7 @@ public final class ScreenSender: Sendable {
     public func resume() {
         if context.transition(from: .paused, to: .running) {
             network.announce(.live)
-            context.keyframeRequested.store(true, ordering: .relaxed)
+            context.requestKeyframe()
             context.emit(.resumed)
         }
     }
@@ -445,7 +447,10 @@ public final class ScreenSender: Sendable {
                                              ordering: .sequentiallyConsistent).exchanged { break }
         }
         failure.withLock { $0 = error }
+        // The threads that may be waiting for news without a timeout.
         feed.frameReady.signal()
+        context.captureWakeup.signal()
+        network.paced.wakeUp()
         finishing.enter()
         finishQueue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))
         finishQueue.async { [self] in

@@ -15,6 +15,10 @@ final class SenderContext: @unchecked Sendable {
     let stats = Locked(SenderStatistics())
     /// Set by a keyframe request, a resume or the start; taken by the encoder.
     let keyframeRequested = Atomic<Bool>(true)
+    /// Ends the capture thread's wait for the screen to change when it has
+    /// news (a keyframe asked for, the state changed, the pointer goes apart
+    /// or back in, the picture sharpens): it need not wake to look for them.
+    let captureWakeup = Wakeup()
     /// The highest footprint the governor sampled (ten times a second): the
     /// statistics' peak, however rarely they are read.
     let peakFootprint = Atomic<Int>(0)
@@ -35,7 +39,15 @@ final class SenderContext: @unchecked Sendable {
     var isRunning: Bool { state.load(ordering: .relaxed) == State.running.rawValue }
 
     func transition(from: State, to: State) -> Bool {
-        state.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent).exchanged
+        let changed = state.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent).exchanged
+        if changed { captureWakeup.signal() }
+        return changed
+    }
+
+    /// Asks the encoder for a keyframe (of a fresh picture, at once).
+    func requestKeyframe() {
+        keyframeRequested.store(true, ordering: .relaxed)
+        captureWakeup.signal()
     }
 
     func install(events: @escaping @Sendable (SenderEvent) -> Void, fail: @escaping @Sendable (SenderError) -> Void) {

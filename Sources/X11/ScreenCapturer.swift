@@ -229,11 +229,13 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Waits until the screen changes (a damage event) or `timeoutNanoseconds`
-    /// pass, on the X connection's socket; true when it changed. Without
-    /// change tracking (or on a broken connection, so the next grab reports
-    /// the error) it returns true at once. A drawn pointer is asked for
-    /// after the wait, not before (the caller has just looked at
-    /// `screenChanged`): one round trip a wait, however short.
+    /// pass, on the X connection's socket; true when it changed. Anything
+    /// else that arrives (the pointer's device moving, the wake-up
+    /// descriptor) ends the wait too. Without change tracking (or on a
+    /// broken connection, so the next grab reports the error) it returns
+    /// true at once. A drawn pointer is asked for after the wait, not
+    /// before (the caller has just looked at `screenChanged`), and at rest
+    /// only when its device moved or a warp check is due.
     public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
         guard damage != nil, xcb_connection_has_error(connection.connection) == 0 else { return true }
         readEvents()
@@ -267,10 +269,15 @@ public final class ScreenCapturer: @unchecked Sendable {
         return true
     }
 
-    /// Waits on the X connection's socket until something arrives or
-    /// `timeoutNanoseconds` pass.
+    /// A descriptor (`Wakeup`) that ends the waits early when signalled (another
+    /// thread's news for the capturing one: a keyframe asked for, a pause,
+    /// the end); -1: none.
+    package var wakeDescriptor: Int32 = -1
+
+    /// Waits on the X connection's socket until something arrives,
+    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass.
     private func waitForEvents(timeoutNanoseconds: UInt64) {
-        share_xcb_wait_readable(connection.connection, min(timeoutNanoseconds, 60_000_000_000))
+        _ = share_xcb_wait_readable(connection.connection, wakeDescriptor, min(timeoutNanoseconds, 60_000_000_000))
     }
 
 

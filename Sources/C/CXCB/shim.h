@@ -1,6 +1,7 @@
 #ifndef SHARE_CXCB_SHIM_H
 #define SHARE_CXCB_SHIM_H
 #include <poll.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/select.h>
 #include <sys/ipc.h>
@@ -50,21 +51,32 @@ static inline int share_xcb_input_event_type(const xcb_generic_event_t *event, u
 /// IPC_PRIVATE and IPC_RMID are macros of a cast expression Swift does not import.
 static inline int share_shm_create(size_t size) { return shmget(IPC_PRIVATE, size, IPC_CREAT | 0600); }
 static inline int share_shm_remove(int id) { return shmctl(id, IPC_RMID, NULL); }
-/// Waits until the connection's socket has something to read or `nanoseconds`
-/// pass: pselect, whose timeout is in nanoseconds (poll(2) counts whole
-/// milliseconds; ppoll would need _GNU_SOURCE, which changes the system
-/// headers this module shares with others).
-static inline void share_xcb_wait_readable(xcb_connection_t *c, unsigned long long nanoseconds) {
+/// Waits until the connection's socket has something to read, `wake` (the
+/// reading end of a pipe, or -1) is signalled, or `nanoseconds` pass: pselect, whose
+/// timeout is in nanoseconds (poll(2) counts whole milliseconds; ppoll would
+/// need _GNU_SOURCE, which changes the system headers this module shares
+/// with others). A signalled `wake` is read (emptied); returns 1 then, else 0.
+static inline int share_xcb_wait_readable(xcb_connection_t *c, int wake, unsigned long long nanoseconds) {
     int fd = xcb_get_file_descriptor(c);
-    if (fd >= 0 && fd < FD_SETSIZE) {
+    int woken = 0;
+    if (fd >= 0 && fd < FD_SETSIZE && wake < FD_SETSIZE) {
         fd_set readable;
         FD_ZERO(&readable);
         FD_SET(fd, &readable);
+        if (wake >= 0) FD_SET(wake, &readable);
         struct timespec wait = { .tv_sec = (time_t)(nanoseconds / 1000000000ULL), .tv_nsec = (long)(nanoseconds % 1000000000ULL) };
-        (void)pselect(fd + 1, &readable, NULL, NULL, &wait, NULL);
+        int highest = wake > fd ? wake : fd;
+        if (pselect(highest + 1, &readable, NULL, NULL, &wait, NULL) > 0 && wake >= 0) woken = FD_ISSET(wake, &readable);
     } else {
-        struct pollfd descriptor = { .fd = fd, .events = POLLIN, .revents = 0 };
-        (void)poll(&descriptor, 1, (int)((nanoseconds + 999999ULL) / 1000000ULL));
+        struct pollfd descriptors[2] = { { .fd = fd, .events = POLLIN, .revents = 0 }, { .fd = wake, .events = POLLIN, .revents = 0 } };
+        if (poll(descriptors, wake >= 0 ? 2 : 1, (int)((nanoseconds + 999999ULL) / 1000000ULL)) > 0 && wake >= 0) {
+            woken = (descriptors[1].revents & POLLIN) != 0;
+        }
     }
+    if (woken) {
+        char signals[64];
+        (void)read(wake, signals, sizeof signals);
+    }
+    return woken;
 }
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import ShareFrames
+import ShareSync
 import ShareX11
 import TestSupport
 import Testing
@@ -52,8 +53,8 @@ private struct WhiteScreen {
     }
 }
 
-@Suite("The pointer at rest: asked for when its device moves", .serialized)
-struct PointerRestTests {
+@Suite("Capture's waits: the pointer at rest is asked for when its device moves; news ends a wait", .serialized)
+struct CaptureWaitTests {
     /// A resting pointer costs no question at each look, only one per warp
     /// check; the mouse moving ends a long wait at once (XInput 2's raw
     /// motion on the capturer's connection), and the move is a change.
@@ -95,5 +96,35 @@ struct PointerRestTests {
         let waited = ContinuousClock.now - began
         #expect(seen, "the warp is a change")
         #expect(waited < .milliseconds(800), "seen after \(waited)")
+    }
+
+    /// Another thread's news (a keyframe asked for, a pause, the end)
+    /// ends the capture thread's wait at once, however long it was to be;
+    /// a signal given before the wait is not lost.
+    @Test func aWakeUpEndsTheWait() throws {
+        let screen = try WhiteScreen(apart: false)
+        let capturer = screen.capturer
+        screen.rest()
+        let wakeup = Wakeup()
+        capturer.wakeDescriptor = wakeup.descriptor
+        #expect(wakeup.descriptor >= 0)
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.2)
+            wakeup.signal()
+        }
+        var began = ContinuousClock.now
+        #expect(!capturer.waitForChange(timeoutNanoseconds: 3_000_000_000), "nothing changed on screen")
+        var waited = ContinuousClock.now - began
+        #expect(waited >= .milliseconds(150) && waited < .milliseconds(1500), "a 3 s wait ended by the news after \(waited)")
+        wakeup.signal()
+        wakeup.signal()
+        began = ContinuousClock.now
+        _ = capturer.waitForChange(timeoutNanoseconds: 3_000_000_000)
+        waited = ContinuousClock.now - began
+        #expect(waited < .milliseconds(500), "news given before the wait ends it at once (\(waited))")
+        began = ContinuousClock.now
+        _ = capturer.waitForChange(timeoutNanoseconds: 300_000_000)
+        waited = ContinuousClock.now - began
+        #expect(waited >= .milliseconds(250), "and is taken: the next wait lasts its time (\(waited))")
     }
 }
