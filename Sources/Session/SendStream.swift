@@ -299,9 +299,13 @@ public final class SendStream {
                 if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
                     audience.heard(rr.ssrc, drawsPointer: Self.saysItDrawsThePointer(rr.ssrc, in: packets), now: now)
-                    if reporters.isNew(rr.ssrc), requestKeyframe(now: now) {
-                        statistics.receiversJoined += 1
-                        feedback.append(.receiverJoined(ssrc: rr.ssrc))
+                    if reporters.isNew(rr.ssrc) {
+                        // A state it has not answered reaches it at once.
+                        announcer.hurry(now: now)
+                        if requestKeyframe(now: now) {
+                            statistics.receiversJoined += 1
+                            feedback.append(.receiverJoined(ssrc: rr.ssrc))
+                        }
                     }
                 }
             case .senderReport(let sr):

@@ -333,6 +333,9 @@ struct SessionTests {
         #expect(link.states == [.paused] && !link.sender.stateAcknowledged)
         link.advance(.milliseconds(100))
         link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        #expect(link.toReceiver.isEmpty, "the next copy waits twice as long")
+        link.advance(.milliseconds(100))
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
         link.deliver()                                                 // a copy and its answer arrive
         #expect(link.states == [.paused], "reported once")
         #expect(link.sender.stateAcknowledged)
@@ -350,6 +353,51 @@ struct SessionTests {
         link.toReceiver += link.toReceiver
         link.deliver()
         #expect(link.goodbyes == ["stopped by the user"])
+        #expect(link.sender.stateAcknowledged)
+    }
+
+    /// An announcement nobody answers (the players of a static-key stream)
+    /// is sent again after 100 ms, then twice as long each time, up to
+    /// every 2 s; a receiver that joins hurries it, an answer ends it.
+    @Test func anUnansweredStateIsRepeatedLessAndLessOften() {
+        var announcer = StateAnnouncer()
+        let start = MonotonicTime(nanoseconds: 1_000_000_000)
+        announcer.announce(.paused, now: start)
+        var sent: [UInt64] = []
+        var now = start
+        while now.since(start) < .seconds(12) {
+            if announcer.poll(now: now) != nil { sent.append(now.since(start).nanoseconds / 1_000_000) }
+            now = now + .milliseconds(10)
+        }
+        #expect(Array(sent.prefix(7)) == [0, 100, 300, 700, 1500, 3100, 5100], "\(sent)")
+        #expect(zip(sent.dropFirst(6), sent.dropFirst(7)).allSatisfy { $1 - $0 == 2000 }, "then every 2 s: \(sent)")
+        announcer.hurry(now: now)
+        #expect(announcer.poll(now: now) != nil, "a receiver joined: at once")
+        #expect(announcer.poll(now: now + .milliseconds(50)) == nil)
+        #expect(announcer.poll(now: now + .milliseconds(100)) != nil, "and again soon")
+        let answered = announcer.received(StateAcknowledgement(sequence: announcer.current.sequence))
+        #expect(answered)
+        announcer.hurry(now: now + .milliseconds(200))
+        #expect(announcer.poll(now: now + .seconds(5)) == nil, "answered: never again")
+    }
+
+    /// A receiver that joins a stream whose state nobody answered learns
+    /// it with its first report's answer, not at the next repeat (up to 2 s).
+    @Test func aReceiverJoiningIsToldTheStateAtOnce() throws {
+        let link = try Link()
+        try link.send(0, size: 1000, keyframe: true)
+        link.sender.announce(.paused, now: link.now)
+        var unheard: [[UInt8]] = []
+        for _ in 0..<500 {                                   // 5 s with nobody there
+            link.sender.poll(now: link.now) { unheard.append(Array($0)) }
+            link.advance(.milliseconds(10))
+        }
+        #expect(unheard.count >= 6 && unheard.count <= 12, "\(unheard.count) copies and reports in 5 s")
+        link.deliver()                                       // the receiver gets the keyframe and reports
+        #expect(link.states.isEmpty)
+        link.sender.poll(now: link.now) { link.toReceiver.append(Array($0)) }
+        link.deliver()
+        #expect(link.states == [.paused], "told with the answer to its first report")
         #expect(link.sender.stateAcknowledged)
     }
 
