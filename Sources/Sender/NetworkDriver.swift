@@ -41,8 +41,10 @@ final class NetworkDriver: @unchecked Sendable {
     /// and otherwise, when only its own timers call. The timers not told
     /// to it are coarse (the controller's 1.5 s feedback timeout, a new
     /// handshake after 2 s of silence, a receiver gone after 3 s): a
-    /// quarter second, with the rate samples' own, keeps a still screen's
-    /// feedback thread to about six wake-ups a second (22 at 100 ms).
+    /// quarter second. With announcements nobody answers backing off, a
+    /// still screen's feedback thread wakes 7-8 times a second with a
+    /// static key instead of 22, 11-12 with a `share recv` reporting
+    /// (`Benchmarks/capture.py`).
     static let shortestWait: UInt64 = 10_000_000
     static let longestWait: UInt64 = 250_000_000
 
