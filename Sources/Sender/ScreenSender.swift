@@ -49,7 +49,7 @@ public final class ScreenSender: Sendable {
     /// for itself.
     private static let ownQueue = DispatchSpecificKey<ObjectIdentifier>()
     private let failure = Locked<SenderError?>(nil)
-    private let startTime = Locked<(mono: UInt64, cpu: Duration)>((0, .zero))
+    private let gatherer: StatisticsGatherer
     /// Audio inputs that could not start (video goes on without them).
     public let audioWarnings: [String]
 
@@ -232,6 +232,8 @@ public final class ScreenSender: Sendable {
                                                                   keying: keying))
             }
         }
+        gatherer = StatisticsGatherer(context: context, network: network, capture: capture, pushed: pushed, audio: audio,
+                                      governor: governor)
         setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
                             title: configuration.title, sessionDescription: description)
@@ -287,7 +289,7 @@ public final class ScreenSender: Sendable {
     public func start(events: @escaping @Sendable (SenderEvent) -> Void = { _ in }) {
         guard context.transition(from: .idle, to: .running) else { return }
         context.install(events: events, fail: { [weak self] error in self?.finish(with: error) })
-        startTime.withLock { $0 = (Clock.monotonic(), ProcessFootprint.cpuTime()) }
+        gatherer.started()
         // Everything the workers share is set up before they run: the
         // governor belongs to the encode thread from then on.
         context.emit(.started(setup))
@@ -458,7 +460,7 @@ public final class ScreenSender: Sendable {
             group.wait()
             let reason = error.map { "error: \($0)" } ?? "sender stopped"
             network.goodbye(reason: String(reason.prefix(200)))
-            updateStatistics()
+            gatherer.gather()
             context.state.store(SenderContext.State.finished.rawValue, ordering: .sequentiallyConsistent)
             context.emit(.finished(error))
         }
@@ -468,75 +470,7 @@ public final class ScreenSender: Sendable {
 
     /// A snapshot of the counters (footprint sampled now).
     public var statistics: SenderStatistics {
-        updateStatistics()
+        gatherer.gather()
         return context.stats.withLock { $0 }
-    }
-
-    private func updateStatistics() {
-        let memory = ProcessFootprint.current()
-        let (began, cpuAtStart) = startTime.withLock { $0 }
-        let cpu = ProcessFootprint.cpuTime() - cpuAtStart
-        let streamStats = network.video.withLock { $0.statistics }
-        let capturer = capture?.capturer
-        let (captured, droppedPool) = (capturer?.captured, capturer?.droppedForPool)
-        let (bandsGrabbed, bandsKept) = (capturer?.bandsGrabbed ?? 0, capturer?.bandsKept ?? 0)
-        let captureBytes = capturer?.heldBytes ?? pushed?.heldBytes ?? 0
-        let drops = network.socket.sendDrops
-        let audioPackets = network.audio.reduce(0) { sum, stream in sum + stream.withLock { $0.statistics.packets } }
-        let audioCount = audio.count
-        let audioDropped = audio.reduce(0) { $0 + ($1.pushed?.droppedFrames.load(ordering: .relaxed) ?? 0) }
-        let driver = network.snapshot()
-        let rates = network.rates.samples
-        let accounted = governor?.accounted.load(ordering: .relaxed) ?? 0
-        // Sorted here, on the reader's thread, never on the encode thread's.
-        let latencies = (context.captureToSend.summary, context.encodeTime.summary, context.firstPacketLead.summary)
-        context.stats.withLock { s in
-            s.captureToSend = latencies.0
-            s.encodeMilliseconds = latencies.1
-            s.firstPacketLead = latencies.2
-            s.memoryAccountedBytes = accounted
-            s.audioPacketsSent = audioPackets
-            s.audioStreams = audioCount
-            s.audioFramesDropped = audioDropped
-            s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
-            s.cpuSeconds = cpu.seconds
-            // Pushed pictures are counted as they are pushed.
-            if let captured, let droppedPool {
-                s.framesCaptured = captured
-                s.framesDroppedPoolExhausted = droppedPool
-            }
-            s.bandsGrabbed = bandsGrabbed
-            s.bandsKept = bandsKept
-            s.captureBytes = captureBytes
-            s.packetsSent = streamStats.packets
-            s.bytesSent = streamStats.bytes
-            s.packetsRetransmitted = streamStats.retransmitted
-            s.retransmissionsSuppressed = streamStats.retransmissionsSuppressed
-            s.fecPackets = streamStats.fecPackets
-            s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
-            s.keyframeRequests = streamStats.keyframeRequests
-            s.receiversJoined = streamStats.receiversJoined
-            s.plainKeyframeRequests = streamStats.plainKeyframeRequests
-            s.plainRequestsLimited = streamStats.plainRequestsLimited
-            s.plainRTCPIgnored = streamStats.plainIgnored
-            s.controlPortRefused = streamStats.controlPortRefused
-            s.rtcpRejected = streamStats.rtcpRejected
-            s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
-            s.receiverLossFraction = streamStats.fractionLost
-            s.sendDrops = drops
-            s.targetKbps = driver.estimate.target / 1000
-            s.acknowledgedKbps = driver.estimate.acknowledged.map { $0 / 1000 }
-            s.feedbackLossFraction = driver.estimate.lossFraction
-            s.delaySignal = "\(driver.estimate.usage)"
-            s.feedbackReports = driver.feedbackReports
-            s.pacerDrops = driver.pacer.dropped
-            s.pacerQueueMilliseconds = driver.queueDelay.seconds * 1000
-            s.rateTimeline = rates
-            s.timelineOriginUnix = network.rates.beganUnix
-            s.footprintBytes = memory.footprintBytes
-            s.residentBytes = memory.residentBytes
-            s.peakFootprintBytes = max(s.peakFootprintBytes, memory.footprintBytes, context.peakFootprint.load(ordering: .relaxed))
-            s.peakResidentBytes = max(s.peakResidentBytes, memory.residentBytes)
-        }
     }
 }
