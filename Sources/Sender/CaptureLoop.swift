@@ -71,10 +71,10 @@ final class CaptureLoop: @unchecked Sendable {
     /// shows at once, not up to 50 ms late (`ScreenCapturer.pointerWakes`;
     /// a server without XInput 2 is asked at every look). The other threads
     /// end the wait when they have news (`SenderContext.captureWakeup`), so
-    /// then a resting look comes only every `quietWait`, for a warp.
+    /// then a resting look comes only at the capturer's warp check
+    /// (`ScreenCapturer.warpCheckNanoseconds`, a quarter second).
     static let longestWait: UInt64 = 20_000_000
     static let restingWait: UInt64 = 50_000_000
-    static let quietWait: UInt64 = 250_000_000
 
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
@@ -145,7 +145,7 @@ final class CaptureLoop: @unchecked Sendable {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
                                     longestWait: Self.longestWait, interval: Self.interval(feed))
         capturer.wakeDescriptor = context.captureWakeup.descriptor
-        let resting = capturer.pointerWakes && capturer.wakeDescriptor >= 0 ? Self.quietWait : Self.restingWait
+        let resting = capturer.pointerWakes && capturer.wakeDescriptor >= 0 ? ScreenCapturer.warpCheckNanoseconds : Self.restingWait
         var seen = capturer.changesSeen
         // What the last wait found (it looked at the pointer too): the next
         // turn starts from it instead of asking the server again.
@@ -162,7 +162,7 @@ final class CaptureLoop: @unchecked Sendable {
             // The pointer sent apart is read every wait, drawn in it is
             // asked after: a moving one every `pointerInterval` or
             // `longestWait`; a resting one when it moves and every
-            // `quietWait` (every `restingWait` without XInput 2).
+            // warp check (every `restingWait` without XInput 2).
             schedule.longestWait = capturer.pointerResting ? resting : pointerApart ? Self.pointerInterval : Self.longestWait
             guard context.isRunning else {
                 found = nil

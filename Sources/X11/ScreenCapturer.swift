@@ -531,6 +531,11 @@ extension ScreenCapturer {
     /// speaks XInput 2).
     public var pointerWakes: Bool { pointer.tellsMotion }
 
+    /// How often a resting pointer that woke nothing is asked for all the
+    /// same (a program may have warped it): the longest a capture thread
+    /// woken by every other news need wait at rest.
+    public static var warpCheckNanoseconds: UInt64 { PointerWatch.warpCheck }
+
     /// Round trips asking where the pointer is, so far (for tests).
     public var pointerQuestions: Int { pointer.questions }
 
