@@ -55,12 +55,20 @@ class Mouse:
         self.x11.XCloseDisplay(self.display)
 
 
+# An RTCP APP packet holding the pointer's position (`SHCP`, 13 bytes of data padded to 16): 7 words,
+# its length field 6. SRTCP encrypts the name; the header stays in the clear, and the sender's state
+# announcements (`SHST`, also APP) are shorter.
+POSITION_LENGTH = 6
+
+
 def carries_move(packet, mode):
-    """Whether a packet is the move's: a video RTP packet (embed) or an RTCP APP packet first in its compound (metadata)."""
+    """Whether a packet is the move's: a video RTP packet (embed) or the pointer's position, first in its datagram (metadata)."""
     if len(packet) < 12 or packet[0] >> 6 != 2:
         return False
     rtcp = 200 <= packet[1] <= 206
-    return packet[1] == 204 if mode == "metadata" else not rtcp
+    if mode == "metadata":
+        return packet[1] == 204 and int.from_bytes(packet[2:4], "big") == POSITION_LENGTH
+    return not rtcp
 
 
 def run(binary, mode, args, key):
