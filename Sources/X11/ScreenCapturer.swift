@@ -120,15 +120,10 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// the screen changed size).
     public private(set) var resizes = 0
 
-    /// XDamage on the root window, once `trackChanges()` has turned it on.
-    private var damage: xcb_damage_damage_t?
-    private var damageEvent: UInt8 = 0
+    /// What was drawn since the last grab, once `trackChanges()` has
+    /// turned it on.
+    private var damage: ScreenDamage?
     private var changedSinceGrab = true
-    /// What changed since the last grab, in screen coordinates (nil: all of it).
-    private var changedRegion: xcb_xfixes_region_t?
-    /// Damage set aside by `watchForNextChange`, for the next grab.
-    private var heldRegion: xcb_xfixes_region_t?
-    private var holdsDamage = false
     /// Damage events read: each the first change drawn after a grab or a
     /// `watchForNextChange`.
     public private(set) var changesSeen = 0
@@ -148,25 +143,8 @@ public final class ScreenCapturer: @unchecked Sendable {
     @discardableResult
     public func trackChanges() -> Bool {
         if damage != nil { return true }
-        let c = connection.connection
-        guard let ext = share_xcb_damage_extension(c), ext.pointee.present != 0,
-              let fixes = share_xcb_xfixes_extension(c), fixes.pointee.present != 0 else { return false }
-        // DAMAGE must be told which version the client speaks before use.
-        free(xcb_damage_query_version_reply(c, xcb_damage_query_version(c, 1, 1), nil))
-        free(xcb_xfixes_query_version_reply(c, xcb_xfixes_query_version(c, 4, 0), nil))
-        let id = xcb_generate_id(c)
-        let level = UInt8(XCB_DAMAGE_REPORT_LEVEL_NON_EMPTY.rawValue)
-        guard (try? connection.check(xcb_damage_create_checked(c, id, connection.root, level), "XDamage")) != nil else {
-            return false
-        }
-        let region = xcb_generate_id(c)
-        xcb_xfixes_create_region(c, region, 0, nil)
-        let held = xcb_generate_id(c)
-        xcb_xfixes_create_region(c, held, 0, nil)
-        damage = id
-        changedRegion = region
-        heldRegion = held
-        damageEvent = ext.pointee.first_event + UInt8(XCB_DAMAGE_NOTIFY)
+        guard let tracking = ScreenDamage(connection: connection) else { return false }
+        damage = tracking
         changedSinceGrab = true
         return true
     }
@@ -192,7 +170,7 @@ public final class ScreenCapturer: @unchecked Sendable {
                 free(event)
                 continue
             }
-            if damage != nil && type == damageEvent {
+            if let damage, type == damage.eventCode {
                 changedSinceGrab = true
                 changesSeen += 1
             }
@@ -251,13 +229,10 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// the fresh one about to be drawn. Without change tracking it returns
     /// true at once.
     public func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool {
-        guard let damage, let region = changedRegion, let held = heldRegion else { return true }
+        guard let damage else { return true }
         let c = connection.connection
         readEvents()
-        xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
-        xcb_xfixes_union_region(c, held, region, held)
-        holdsDamage = true
-        xcb_flush(c)
+        damage.setAside()
         let seen = changesSeen
         let deadline = SystemClock.monotonic() &+ timeoutNanoseconds
         while changesSeen == seen, xcb_connection_has_error(c) == 0 {
@@ -410,26 +385,16 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// build on). Empties the damage: what is drawn from here on, during the
     /// grab included, counts for the next one.
     private func takeChanges() -> [Rectangle]? {
-        guard let damage, let region = changedRegion else { return nil }
-        let c = connection.connection
-        xcb_damage_subtract(c, damage, xcb_xfixes_region_t(XCB_NONE), region)
-        if holdsDamage, let held = heldRegion {
-            xcb_xfixes_union_region(c, region, held, region)
-            xcb_xfixes_set_region(c, held, 0, nil)
-            holdsDamage = false
-        }
+        guard let damage else { return nil }
+        let drawn = damage.take()
         changedSinceGrab = false
-        guard let reply = xcb_xfixes_fetch_region_reply(c, xcb_xfixes_fetch_region(c, region), nil) else { return nil }
-        defer { free(reply) }
+        guard let drawn else { return nil }
         guard pictureKept else {
             pictureKept = true
             return nil
         }
-        let count = Int(xcb_xfixes_fetch_region_rectangles_length(reply))
-        guard let rectangles = xcb_xfixes_fetch_region_rectangles(reply) else { return [] }
-        return (0..<count).compactMap { index in
-            let r = rectangles[index]
-            let part = Rectangle(x: Int(r.x) - area.x, y: Int(r.y) - area.y, width: Int(r.width), height: Int(r.height))
+        return drawn.compactMap { r in
+            let part = Rectangle(x: r.x - area.x, y: r.y - area.y, width: r.width, height: r.height)
                 .intersection(width: width, height: height)
             return part.width > 0 && part.height > 0 ? part : nil
         }
