@@ -133,6 +133,7 @@ final class CaptureLoop: @unchecked Sendable {
     }
 
     func run(_ context: SenderContext) {
+        capturer.wakeDescriptor = context.captureWakeup.descriptor
         let refresh = stillRefresh.map { $0.nanoseconds }
         if let refresh, capturer.trackChanges() {
             runOnDamage(context, refresh: refresh)
@@ -144,7 +145,6 @@ final class CaptureLoop: @unchecked Sendable {
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
                                     longestWait: Self.longestWait, interval: Self.interval(feed))
-        capturer.wakeDescriptor = context.captureWakeup.descriptor
         let resting = capturer.pointerWakes && capturer.wakeDescriptor >= 0 ? ScreenCapturer.warpCheckNanoseconds : Self.restingWait
         var seen = capturer.changesSeen
         // What the last wait found (it looked at the pointer too): the next
@@ -166,7 +166,7 @@ final class CaptureLoop: @unchecked Sendable {
             schedule.longestWait = capturer.pointerResting ? resting : pointerApart ? Self.pointerInterval : Self.longestWait
             guard context.isRunning else {
                 found = nil
-                Clock.sleep(until: Clock.monotonic() + schedule.interval)
+                pause(context)
                 continue
             }
             followPointer()
@@ -211,16 +211,31 @@ final class CaptureLoop: @unchecked Sendable {
         while context.isActive {
             let interval = Self.interval(feed)
             next += interval
-            if context.isRunning {
-                _ = placePointer(context)
-                followPointer()
-                guard grab(context) else { return }
+            guard context.isRunning else {
+                pause(context)
+                next = Clock.monotonic()
+                continue
             }
+            _ = placePointer(context)
+            followPointer()
+            guard grab(context) else { return }
             let now = Clock.monotonic()
             // Fell behind (a stall): skip ahead instead of bursting to catch up.
             if next + interval < now { next = now }
             Clock.sleep(until: next)
         }
+    }
+
+    /// How long a paused capture thread waits at a time: the transitions
+    /// and the end wake it (`SenderContext.captureWakeup`), so a second is
+    /// only a safety net; a frame interval when nothing can wake it.
+    static let pausedWait: UInt64 = 1_000_000_000
+
+    /// One wait of a paused sender: nothing is grabbed or asked for, and
+    /// neither the mouse nor drawing wakes the thread (`ScreenCapturer.idle`).
+    private func pause(_ context: SenderContext) {
+        let wait = capturer.wakeDescriptor >= 0 ? Self.pausedWait : Self.interval(feed)
+        if !capturer.idle(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.interval(feed)) }
     }
 
     /// Whether the followed window was hidden at the last grab (told once per change).

@@ -109,6 +109,12 @@ final class PointerWatch {
         return asked
     }
 
+    /// Turns the raw events off while nobody looks (a paused capture); the
+    /// next look at a resting pointer turns them on and asks once more.
+    func stopListening() {
+        if listening { listen(false) }
+    }
+
     private func listen(_ on: Bool) {
         listening = on
         share_xcb_select_input_events(connection.connection, connection.root, on ? motionMask : 0)

@@ -250,11 +250,35 @@ public final class ScreenCapturer: @unchecked Sendable {
     package var wakeDescriptor: Int32 = -1
 
     /// Waits on the X connection's socket until something arrives,
-    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass.
-    private func waitForEvents(timeoutNanoseconds: UInt64) {
-        _ = share_xcb_wait_readable(connection.connection, wakeDescriptor, min(timeoutNanoseconds, 60_000_000_000))
+    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass; true when
+    /// it was signalled.
+    @discardableResult
+    private func waitForEvents(timeoutNanoseconds: UInt64) -> Bool {
+        share_xcb_wait_readable(connection.connection, wakeDescriptor, min(timeoutNanoseconds, 60_000_000_000)) != 0
     }
 
+    /// Waits while nothing is wanted from the screen (a paused sender) until
+    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass. Neither
+    /// the mouse nor drawing wakes it: the pointer's raw events are turned
+    /// off (a paused sender's mouse may move for an hour), and whatever
+    /// else arrives is read at once, so the server holds no backlog of
+    /// events for a thread that is not looking (damage reports once until
+    /// the next grab). The next look asks where the pointer is. Returns
+    /// false at once on a broken connection (the next grab reports why).
+    public func idle(timeoutNanoseconds: UInt64) -> Bool {
+        let c = connection.connection
+        pointer.stopListening()
+        let deadline = SystemClock.monotonic() &+ timeoutNanoseconds
+        while xcb_connection_has_error(c) == 0 {
+            readEvents()
+            let now = SystemClock.monotonic()
+            guard now < deadline, !waitForEvents(timeoutNanoseconds: deadline - now) else {
+                readEvents()
+                return true
+            }
+        }
+        return false
+    }
 
     /// Slots not leased out right now.
     public var freeSlots: Int { pool?.available ?? slotsWanted }

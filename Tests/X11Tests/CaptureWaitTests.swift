@@ -98,6 +98,38 @@ struct CaptureWaitTests {
         #expect(waited < .milliseconds(800), "seen after \(waited)")
     }
 
+    /// A paused capture thread's wait: the mouse moving all the while
+    /// wakes it not (its raw events are off), news does; the next look
+    /// finds where the pointer went.
+    @Test func aPausedWaitHearsNoMouseButNews() throws {
+        let screen = try WhiteScreen(apart: false)
+        let capturer = screen.capturer
+        screen.rest()
+        screen.look()
+        let wakeup = Wakeup()
+        capturer.wakeDescriptor = wakeup.descriptor
+        for step in 1...5 { screen.moveLater(to: 100 + 40 * step, 100, after: .milliseconds(150 * step)) }
+        let switches = voluntarySwitches() ?? 0
+        #expect(switches > 0, "the thread's sleeps are read from /proc/thread-self/status")
+        var began = ContinuousClock.now
+        #expect(capturer.idle(timeoutNanoseconds: 1_500_000_000))
+        var waited = ContinuousClock.now - began
+        let woken = (voluntarySwitches() ?? 0) - switches
+        #expect(waited >= .milliseconds(1400), "a paused 1.5 s wait ended after \(waited) while the mouse moved")
+        #expect(woken <= 2, "the thread slept \(woken) times in one paused wait: the mouse woke it")
+        #expect(screen.look(), "the next look sees the drawn pointer moved")
+        #expect(!capturer.pointerResting)
+
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.2)
+            wakeup.signal()
+        }
+        began = ContinuousClock.now
+        #expect(capturer.idle(timeoutNanoseconds: 3_000_000_000))
+        waited = ContinuousClock.now - began
+        #expect(waited >= .milliseconds(150) && waited < .milliseconds(1500), "a paused 3 s wait ended by news after \(waited)")
+    }
+
     /// Another thread's news (a keyframe asked for, a pause, the end)
     /// ends the capture thread's wait at once, however long it was to be;
     /// a signal given before the wait is not lost.
