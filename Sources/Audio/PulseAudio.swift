@@ -43,6 +43,8 @@ public final class PulseCapture {
     private var pending: [Int16]
     private var filled = 0
     private var frame: [Int16]
+    /// Whether the stream is held (`suspend`): the server sends nothing.
+    private var corked = false
 
     public init(device: PulseDevice, channels: Int, name: String = "share") throws(PulseError) {
         let what = "record from \(device.name ?? "the default source")"
@@ -114,8 +116,14 @@ public final class PulseCapture {
         }
     }
 
-    /// Blocks for the next 20 ms of interleaved samples.
+    /// Blocks for the next 20 ms of interleaved samples; after `suspend`,
+    /// of sound captured from now on.
     public func read() throws(PulseError) -> [Int16] {
+        if corked {
+            corked = false
+            hold(false)
+            flush()
+        }
         let want = frame.count
         try Self.turn(loop) { () throws(PulseError) -> Bool in
             try take()
@@ -162,6 +170,21 @@ public final class PulseCapture {
             all.baseAddress!.update(from: all.baseAddress! + count, count: filled - count)
         }
         filled -= count
+    }
+
+    /// Holds the stream (a paused sender): the server sends nothing until
+    /// the next `read`, so the reading thread can sleep instead of waking
+    /// every 20 ms to throw sound away.
+    public func suspend() {
+        guard !corked else { return }
+        corked = true
+        hold(true)
+    }
+
+    /// Corks or uncorks the stream; the request leaves with the loop's turns.
+    private func hold(_ on: Bool) {
+        if let operation = pa_stream_cork(stream, on ? 1 : 0, nil, nil) { pa_operation_unref(operation) }
+        while pa_mainloop_iterate(loop, 0, nil) > 0 {}
     }
 
     /// Drops whatever the server buffered since the stream opened, so the

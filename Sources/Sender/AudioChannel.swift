@@ -1,3 +1,4 @@
+import Dispatch
 internal import ShareAudio
 internal import ShareFrames
 internal import ShareSRTP
@@ -48,7 +49,15 @@ final class AudioChannel: @unchecked Sendable {
         var samples: UInt32 = 0
         /// Where the next frame of a continuous pushed stream would begin.
         var expected: UInt64?
+        let sleeper = context.pauseSleeper()
         while context.isActive {
+            // Paused, it sleeps until the state changes; a host's pushed
+            // stream is still taken (and dropped) as the host pushes it.
+            if !context.isRunning && pushed == nil {
+                reader.suspend()
+                _ = sleeper.wait(timeout: .now() + .seconds(1))
+                continue
+            }
             let read: (pcm: [Int16], captured: CaptureTime)?
             do {
                 read = try reader.read()

@@ -160,6 +160,17 @@ final class AudioReader {
         }
     }
 
+    /// Stops reading while the sender is paused: a sound server's stream
+    /// is held, so the thread may sleep; the next `read` starts from sound
+    /// captured then. The other sources need nothing (files and tones pace
+    /// themselves afresh after a gap).
+    func suspend() {
+        guard case .pulse(let capture, _) = backend else { return }
+        capture.suspend()
+        // The sound after it is no continuation: its instants start afresh.
+        timeline = CaptureTimeline(frameNanoseconds: 20_000_000)
+    }
+
     private func pace() {
         let now = Clock.monotonic()
         if next == 0 || next + 100_000_000 < now { next = now }

@@ -451,7 +451,7 @@ public final class ScreenSender: Sendable {
         failure.withLock { $0 = error }
         // The threads that may be waiting for news without a timeout.
         feed.frameReady.signal()
-        context.captureWakeup.signal()
+        context.tellStateChanged()
         network.paced.wakeUp()
         finishing.enter()
         finishQueue.setSpecific(key: Self.ownQueue, value: ObjectIdentifier(self))

@@ -1,3 +1,4 @@
+import Dispatch
 internal import ShareLatency
 internal import ShareWire
 import Synchronization
@@ -19,6 +20,9 @@ final class SenderContext: @unchecked Sendable {
     /// news (a keyframe asked for, the state changed, the pointer goes apart
     /// or back in, the picture sharpens): it need not wake to look for them.
     let captureWakeup = Wakeup()
+    /// The threads that sleep while paused (the audio channels), each
+    /// woken by its semaphore at every state change.
+    private let pauseSleepers = Locked<[DispatchSemaphore]>([])
     /// The highest footprint the governor sampled (ten times a second): the
     /// statistics' peak, however rarely they are read.
     let peakFootprint = Atomic<Int>(0)
@@ -40,8 +44,23 @@ final class SenderContext: @unchecked Sendable {
 
     func transition(from: State, to: State) -> Bool {
         let changed = state.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent).exchanged
-        if changed { captureWakeup.signal() }
+        if changed { tellStateChanged() }
         return changed
+    }
+
+    /// Wakes the threads that wait for news of the state: the capture
+    /// thread and those sleeping out a pause.
+    func tellStateChanged() {
+        captureWakeup.signal()
+        for sleeper in pauseSleepers.withLock({ $0 }) { sleeper.signal() }
+    }
+
+    /// A semaphore signalled at every state change, for a thread that
+    /// sleeps while the sender is paused.
+    func pauseSleeper() -> DispatchSemaphore {
+        let sleeper = DispatchSemaphore(value: 0)
+        pauseSleepers.withLock { $0.append(sleeper) }
+        return sleeper
     }
 
     /// Asks the encoder for a keyframe (of a fresh picture, at once).

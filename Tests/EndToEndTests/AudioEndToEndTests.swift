@@ -529,4 +529,53 @@ struct ControlChannelEndToEndTests {
         let missing = try ShareBinary.run(["ctl", "status", "--socket", socket])
         #expect(missing.status != 0 && missing.output.contains("cannot reach"))
     }
+
+    /// Paused, a sender sleeps: its capture thread is not woken by the
+    /// screen moving, nor its audio thread by the sound playing (it held
+    /// the server's stream), and nothing is sent; resumed, pictures and
+    /// sound come again at once.
+    @Test func aPausedSenderSleepsAndResumesAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let sound = try SoundServer()
+        try sound.playSine(hertz: 440)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let socket = dir.path("send.sock")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                            "--srtp-key-file", key, "--audio", "system", "--duration", "30", "--control", socket],
+                                           environment: sound.environment)
+        func audioPackets(_ status: [String: Any]) -> Int {
+            (status["statistics"] as? [String: Any])?["audioPacketsSent"] as? Int ?? -1
+        }
+        // The monitor of a sink fed by a buffered player starts delivering
+        // a second or two after the stream opens.
+        usleep(1_000_000)
+        let deadline = Date().addingTimeInterval(8)
+        var started = try ctl("status", socket)
+        while audioPackets(started) <= 20 && Date() < deadline {
+            usleep(250_000)
+            started = try ctl("status", socket)
+        }
+        #expect(audioPackets(started) > 20, "sound is sent before the pause: \(started)")
+        #expect(try ctl("pause", socket)["state"] as? String == "paused")
+        usleep(300_000)
+        let before = (sleeps: threadSleeps(pid: sender.pid), status: try ctl("status", socket))
+        usleep(1_500_000)
+        let after = (sleeps: threadSleeps(pid: sender.pid), status: try ctl("status", socket))
+        for thread in ["share-capture", "share-audio"] {
+            let woken = (after.sleeps[thread] ?? 0) - (before.sleeps[thread] ?? 0)
+            #expect(before.sleeps[thread] != nil, "\(thread) runs: \(before.sleeps)")
+            #expect(woken <= 4, "\(thread) woke \(woken) times in 1.5 s of pause")
+        }
+        #expect(audioPackets(after.status) == audioPackets(before.status), "no sound while paused")
+        #expect(framesEncoded(after.status) <= framesEncoded(before.status) + 1, "no pictures while paused")
+        #expect(try ctl("resume", socket)["state"] as? String == "running")
+        usleep(1_000_000)
+        let resumed = try ctl("status", socket)
+        #expect(audioPackets(resumed) >= audioPackets(after.status) + 35, "sound again after resume")
+        #expect(framesEncoded(resumed) >= framesEncoded(after.status) + 20, "pictures again after resume")
+        #expect(try ctl("stop", socket)["state"] as? String == "stopping")
+        let ended = sender.wait(timeout: 10)
+        #expect(ended.status == 0, "\(ended.output)")
+    }
 }
