@@ -96,11 +96,14 @@ struct NetworkTests {
         #expect(sender.status == 0, "\(sender.output)")
         let received = receiver.wait(timeout: 20)
         #expect(received.status == 0, "\(received.output)")
-        _ = relay.wait(timeout: 20)
+        let relayed = relay.wait(timeout: 20)
         let sent = try readStats(dir.path("send.json"))
         let got = try readStats(dir.path("recv.json"))
         let origin = { (stats: [String: Any]) in (stats["timelineOriginUnix"] as? NSNumber)?.doubleValue ?? 0 }
-        return Run(sent: sent, received: got, relay: try readStats(dir.path("relay.json")), offset: origin(sent) - origin(got))
+        guard let relayStats = try? readStats(dir.path("relay.json")) else {
+            throw TestEnvironmentError("the relay wrote no statistics (exit status \(relayed.status)): \(relayed.output)")
+        }
+        return Run(sent: sent, received: got, relay: relayStats, offset: origin(sent) - origin(got))
     }
 
     /// 1 Mbit/s with a 200 ms queue, starting at 3.2 Mbit/s: under the cap
