@@ -31,6 +31,9 @@ Cases (each on its own virtual display):
                 virtual display of its own; a handshake with a key file): the
                 receiver says it draws the pointer, so it goes apart
   1080p-still-auto  the still screen so sent, the pointer still
+  1080p-paused  the sender paused (`share ctl pause`) a second after it
+                started, while the scene's content and the pointer (XTest, as
+                a mouse) move 20 times a second: what a paused sender costs
   720p-still    a still 1280x720 screen, no sound (the reference for the next)
   720p-still-system-audio  the same, sending system audio (`--audio system`):
                 a PulseAudio daemon of its own with a null sink and a sine
@@ -68,6 +71,7 @@ CASES = {
                                    send=["--cursor", "metadata"]),
     "1080p-pointer-auto": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=[], viewer=True),
     "1080p-still-auto": dict(size="1920x1080", scene=["--static"], send=[], viewer=True),
+    "1080p-paused": dict(size="1920x1080", scene=["--pointer", "--fps", "20"], send=[], pause=True),
     "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
     "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
     "wakeups-50hz": dict(reference="wakeup.c", hz=50),
@@ -149,13 +153,21 @@ def run_case(name, case, args, key, work):
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     stats = os.path.join(work, f"{name}.json")
+    control = os.path.join(work, f"{name}.sock")
     sender = subprocess.Popen([os.path.join(args.bin, "share-send"), "send", "127.0.0.1", "--port", str(port),
                                "--display", display] + keying + [
-                               "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats]
+                               "--duration", str(args.warmup + args.seconds + 1), "--stats-json", stats,
+                               "--control", control]
                               + (["--audio", "none"] if "--audio" not in case["send"] else []) + case["send"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        time.sleep(args.warmup)
+        if case.get("pause"):
+            time.sleep(1)
+            subprocess.run([os.path.join(args.bin, "share"), "ctl", "pause", "--socket", control], check=True,
+                           stdout=subprocess.DEVNULL)
+            time.sleep(max(0, args.warmup - 1))
+        else:
+            time.sleep(args.warmup)
         first = sample(sender.pid)
         first_threads = threads(sender.pid)
         began = time.monotonic()
