@@ -31,9 +31,10 @@ Cases (each on its own virtual display):
                 virtual display of its own; a handshake with a key file): the
                 receiver says it draws the pointer, so it goes apart
   1080p-still-auto  the still screen so sent, the pointer still
-  1080p-paused  the sender paused (`share ctl pause`) a second after it
-                started, while the scene's content and the pointer (XTest, as
-                a mouse) move 20 times a second: what a paused sender costs
+  1080p-paused  the sender, sending system audio too, paused (`share ctl
+                pause`) a second after it started, while the scene's content
+                and the pointer (XTest, as a mouse) move 20 times a second and
+                the sine plays: what a paused sender costs
   720p-still    a still 1280x720 screen, no sound (the reference for the next)
   720p-still-system-audio  the same, sending system audio (`--audio system`):
                 a PulseAudio daemon of its own with a null sink and a sine
@@ -71,7 +72,8 @@ CASES = {
                                    send=["--cursor", "metadata"]),
     "1080p-pointer-auto": dict(size="1920x1080", scene=["--static", "--pointer", "--fps", "60"], send=[], viewer=True),
     "1080p-still-auto": dict(size="1920x1080", scene=["--static"], send=[], viewer=True),
-    "1080p-paused": dict(size="1920x1080", scene=["--pointer", "--fps", "20"], send=[], pause=True),
+    "1080p-paused": dict(size="1920x1080", scene=["--pointer", "--fps", "20"], send=["--audio", "system"], sound=True,
+                         pause=True),
     "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
     "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
     "wakeups-50hz": dict(reference="wakeup.c", hz=50),
