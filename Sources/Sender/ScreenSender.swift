@@ -304,7 +304,7 @@ public final class ScreenSender: Sendable {
         if let capture { spawn("capture") { capture.run(context) } }
         spawn("encode") { pipeline.run(context) }
         spawn("pacer") { network.paced.loop(context) }
-        spawn("network") { network.feedbackLoop(context) { context.requestKeyframe() } }
+        spawn("network") { FeedbackLoop(network: network).run(context) { context.requestKeyframe() } }
         for (index, channel) in audio.enumerated() {
             spawn("audio") { channel.run(context, index: index, network: network) }
         }

@@ -1,0 +1,250 @@
+internal import ShareCongestion
+internal import ShareHandshake
+internal import ShareSession
+internal import ShareSRTP
+internal import ShareTransport
+internal import ShareWire
+import Synchronization
+internal import ShareSync
+
+/// The sender's feedback thread: reads what the receiver sends (the
+/// handshake, RTCP on the main socket and on control ports of their own),
+/// answers NACKs and keyframe requests, runs the congestion controller on
+/// RFC 8888 feedback and applies its target, sends the streams' reports,
+/// announcements and repeats when due, samples the rates every quarter
+/// second (the FEC policy, the estimates the host hears of) and tells the
+/// host when a receiver joins or leaves. It sleeps until a timer is due or
+/// the receiver says something. Its state is its own; what it shares with
+/// the other threads is the network driver's.
+final class FeedbackLoop {
+    private let network: NetworkDriver
+    /// Whether a receiver listens, and which estimates the host hears of.
+    private var presence = ReceiverPresence()
+    private var estimateChanges = EstimateChanges()
+    private var protection = ProtectionPolicy()
+    /// The pacing rate last applied.
+    private var pacing = 0
+
+    /// How long the thread waits for the receiver at most: while a
+    /// handshake is under way (its retransmissions, this end's answer), and
+    /// otherwise, when only its own timers call. The timers not told to it
+    /// are coarse (the controller's 1.5 s feedback timeout, a new handshake
+    /// after 2 s of silence, a receiver gone after 3 s): a quarter second.
+    /// With announcements nobody answers backing off, a still screen's
+    /// feedback thread wakes 7-8 times a second with a static key instead
+    /// of 22, 11-12 with a `share recv` reporting (`Benchmarks/capture.py`).
+    static let shortestWait: UInt64 = 10_000_000
+    static let longestWait: UInt64 = 250_000_000
+
+    init(network: NetworkDriver) {
+        self.network = network
+    }
+
+    /// `keyframe` is called for each honoured keyframe request and each
+    /// new session.
+    func run(_ context: SenderContext, keyframe: @escaping () -> Void) {
+        // The streams' locks take closures that may capture only what is
+        // shared (the driver), not this thread's own state.
+        let network = network
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var count = 0
+        let started = Clock.monotonic()
+        let sendHandshake = { [socket = network.socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
+        network.link.begin(now: started, send: sendHandshake)
+        let controls = network.routes.controlSockets
+        var wait = Self.shortestWait
+        while context.isActive {
+            do {
+                if controls.isEmpty {
+                    if try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / 1_000_000)) != nil {
+                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
+                    }
+                } else {
+                    let ready = try UDPSocket.waitForInput([network.socket] + controls.map(\.socket),
+                                                           timeout: .nanoseconds(Int64(wait)))
+                    if ready[0], try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
+                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
+                    }
+                    for (index, control) in controls.enumerated() where ready[index + 1] {
+                        try receiveControl(control.socket, stream: control.stream, buffer: &buffer, keyframe: keyframe)
+                    }
+                }
+            } catch {
+                context.fail(.transport(error.description))
+                return
+            }
+            let clock = Clock.monotonic()
+            let now = MonotonicTime(nanoseconds: clock)
+            if let outcome = network.link.poll(now: clock, send: sendHandshake) {
+                apply(outcome, context: context, began: started, keyframe: keyframe)
+            }
+            wait = Self.shortestWait
+            guard network.link.ready.load(ordering: .relaxed) else { continue }
+            let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
+            apply(target: polled, pacingRate: pacing)
+            // Sleep until a timer is due or the receiver says something,
+            // not on a fixed tick: the streams' reports, announcements and
+            // repeats, the rate sample; the rest (the controller's feedback
+            // timeout, the receiver's silence) is coarse.
+            let (videoDue, drawnApart) = network.video.withLock { stream in
+                if let rtt { stream.observeRoundTrip(rtt) }
+                return (stream.poll(now: now) { network.sendRTCP($0, route: network.routes.video, now: now) },
+                        stream.pointerDrawnApart(now: now))
+            }
+            network.placePointer?(drawnApart)
+            var next = videoDue.nanoseconds
+            for (index, stream) in network.audio.enumerated() {
+                let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, route: network.routes.audio[index], now: now) } }
+                next = min(next, due.nanoseconds)
+            }
+            // Reports and repairs just queued leave now when the budget allows.
+            network.paced.flush()
+            tell(presence.poll(now: now), context)
+            if clock >= network.rates.next {
+                let bytes = network.paced.bytesSent
+                let state = network.controller.withLock { RateTimeline.ControllerState($0) }
+                let estimate = state.estimate
+                if presence.present, let news = estimateChanges.check(estimate, now: now) {
+                    context.emit(.networkEstimate(NetworkEstimate(news)))
+                }
+                if network.fecAvailable {
+                    let group = protection.update(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
+                    if group ?? 0 != network.protectionGroup.load(ordering: .relaxed) {
+                        network.protectionGroup.store(group ?? 0, ordering: .relaxed)
+                        network.video.withLock { $0.protectionGroup = group }
+                    }
+                }
+                network.rates.record(at: clock, bytesSent: bytes, controller: state,
+                                     encoderKbps: network.encoderKbps.load(ordering: .relaxed),
+                                     quantizer: network.encoderQuantizer.load(ordering: .relaxed),
+                                     framesEncoded: context.stats.withLock { $0.framesEncoded })
+            }
+            next = min(next, network.rates.next)
+            // A pointer sent apart needs no quicker turn: the capture thread
+            // reads it at most every 16 ms (`CaptureLoop.pointerInterval`),
+            // past the announcer's 8 ms minimum, so each position leaves at
+            // once from that thread and none waits here for its time.
+            let longest = network.link.isBusy ? Self.shortestWait : Self.longestWait
+            wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
+        }
+    }
+
+    /// A datagram on the main socket: a handshake message, or the
+    /// receiver's RTCP once a session is up.
+    private func receiveMain(_ bytes: ArraySlice<UInt8>, context: SenderContext, began: UInt64,
+                             send: ([UInt8]) -> Void, keyframe: () -> Void) {
+        let network = network
+        let clock = Clock.monotonic()
+        let now = MonotonicTime(nanoseconds: clock)
+        if let first = bytes.first, HandshakeMessage.isHandshake(firstByte: first) {
+            if let outcome = network.link.handle(bytes, now: clock, send: send) {
+                apply(outcome, context: context, began: began, keyframe: keyframe)
+            }
+            return
+        }
+        guard network.link.ready.load(ordering: .relaxed) else { return }
+        var datagram = PacketBuffer(bytes)
+        let feedback = network.video.withLock { stream in
+            stream.handle(datagram: &datagram, now: now, reply: { bytes in
+                network.paced.enqueue(bytes, kind: .immediate, now: now)
+            }, repair: { bytes in
+                network.paced.enqueue(bytes, kind: .retransmission, now: now)
+            })
+        }
+        if !feedback.isEmpty {
+            network.link.heardFeedback(at: clock)
+            tell(presence.heard(at: now), context)
+        }
+        for item in feedback {
+            if case .goodbye(let reason) = item { tell(presence.saidGoodbye(reason: reason), context) }
+            handle(item, now: now, keyframe: keyframe)
+        }
+    }
+
+    /// A receiver joined or left: the host hears of it.
+    private func tell(_ change: ReceiverPresence.Change?, _ context: SenderContext) {
+        switch change {
+        case .joined: context.emit(.receiverJoined)
+        case .left(let reason): context.emit(.receiverLeft(reason: reason))
+        case nil: break
+        }
+    }
+
+    /// Drains an RTCP socket of its own (at most 64 datagrams a turn): the
+    /// video's takes authenticated feedback and plain keyframe requests;
+    /// an audio stream's only what concerns that stream.
+    private func receiveControl(_ control: UDPSocket, stream index: Int?, buffer: inout [UInt8],
+                                keyframe: () -> Void) throws(TransportError) {
+        let network = network
+        var count = 0
+        for _ in 0..<64 {
+            guard try control.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil else { return }
+            guard network.link.ready.load(ordering: .relaxed) else { continue }
+            let now = MonotonicTime(nanoseconds: Clock.monotonic())
+            var datagram = PacketBuffer(buffer[0..<count])
+            if let index {
+                _ = network.audio[index].withLock { stream in
+                    stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { _ in })
+                }
+            } else {
+                let feedback = network.video.withLock { stream in
+                    stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { bytes in
+                        network.paced.enqueue(bytes, kind: .retransmission, now: now)
+                    })
+                }
+                for item in feedback { handle(item, now: now, keyframe: keyframe) }
+            }
+        }
+    }
+
+    /// What a handshake step means for the streams and the host.
+    private func apply(_ outcome: SessionLink.Outcome, context: SenderContext, began: UInt64, keyframe: () -> Void) {
+        switch outcome {
+        case .verifying(let receiver, let code):
+            context.emit(.verifying(receiver: receiver, code: code))
+        case .failed(let failure):
+            context.fail(.session(failure.description))
+        case .established(let session):
+            do {
+                try network.video.withLock { stream throws(SRTPError) in try stream.rekey(session.keys) }
+                for stream in network.audio { try stream.withLock { stream throws(SRTPError) in try stream.rekey(session.keys) } }
+            } catch {
+                context.fail(.encryption(error.description))
+                return
+            }
+            network.link.ready.store(true, ordering: .releasing)
+            network.describeAudio()
+            keyframe()
+            let elapsed = Double(Clock.monotonic() &- began) / 1e6
+            context.stats.withLock { s in
+                s.sessions += 1
+                if s.handshakeMilliseconds == nil { s.handshakeMilliseconds = elapsed }
+            }
+            context.emit(.connected(receiver: session.peerName, code: session.shortAuthenticationString,
+                                    firstMeeting: session.trust == .new && session.mode == .identity))
+        }
+    }
+
+    private func handle(_ item: SenderFeedback, now: MonotonicTime, keyframe: () -> Void) {
+        switch item {
+        case .keyframeRequested, .receiverJoined:
+            keyframe()
+        case .congestion(let report):
+            let (target, pacing) = network.controller.withLock { ($0.handle(report, now: now), $0.pacingRate) }
+            apply(target: target, pacingRate: pacing)
+        case .receiverReport(_, let roundTrip):
+            if let roundTrip { network.controller.withLock { $0.observeRoundTrip(roundTrip) } }
+        default:
+            break
+        }
+    }
+
+    private func apply(target: Double, pacingRate: Double) {
+        guard network.adaptive else { return }
+        let bits = Int(target)
+        guard bits != network.targetBitrate.load(ordering: .relaxed) || Int(pacingRate) != pacing else { return }
+        network.targetBitrate.store(bits, ordering: .relaxed)
+        pacing = Int(pacingRate)
+        network.paced.setTarget(target, pacingRate: pacingRate)
+    }
+}
