@@ -129,9 +129,7 @@ public final class ScreenCapturer: @unchecked Sendable {
     public private(set) var changesSeen = 0
     /// Where the pointer was drawn in the last picture: what to grab again
     /// when it moves.
-    private var drawnCursor: Rectangle?
-    private var drawnCursorSerial: UInt32?
-    private var drawnPointer = (x: Int.min, y: Int.min)
+    private var drawn = DrawnPointer()
     /// Where the pointer is and when it moved (XInput 2's raw events wake a
     /// wait when a resting one moves).
     private let pointer: PointerWatch
@@ -329,17 +327,9 @@ public final class ScreenCapturer: @unchecked Sendable {
         var changed = takeChanges()
         let cursor = cursorAsked.map { CursorImage(connection: connection, asked: $0) }
         // A pointer that moved or changed its image changes where it was
-        // drawn and where it is now; one that did not is in the picture
-        // before as it is (typing under a still pointer grabs only the text).
-        if cursor?.bounds != drawnCursor || cursor?.serial != drawnCursorSerial {
-            for bounds in [drawnCursor, cursor?.bounds].compactMap({ $0 }) {
-                changed?.append(Rectangle(x: bounds.x - area.x, y: bounds.y - area.y, width: bounds.width, height: bounds.height)
-                    .intersection(width: width, height: height))
-            }
-        }
-        drawnCursor = cursor?.bounds
-        drawnCursorSerial = cursor?.serial
-        if let cursor { drawnPointer = cursor.position }
+        // drawn and where it is now.
+        let pointerParts = drawn.draw(bounds: cursor?.bounds, serial: cursor?.serial, position: cursor?.position, in: area)
+        changed?.append(contentsOf: pointerParts)
         let full = !(lease.holdsNewest || lease.hasPrevious)
         do {
             try fill(lease, plan: plan, changedRows: full ? nil : changed?.map { $0.y..<($0.y + $0.height) }, cursor: cursor)
@@ -532,11 +522,6 @@ extension ScreenCapturer {
     /// shows in the picture (it was or is over the captured area).
     private func pointerMoved() -> Bool {
         guard pointer.mayHaveMoved(now: SystemClock.monotonic()), let position = pointer.ask() else { return false }
-        guard position != drawnPointer else { return false }
-        // A cursor is at most 64 pixels from its hot spot either way.
-        let near = { (p: (x: Int, y: Int)) in
-            p.x > self.area.x - 64 && p.x < self.area.x + self.width + 64 && p.y > self.area.y - 64 && p.y < self.area.y + self.height + 64
-        }
-        return near(position) || near(drawnPointer)
+        return drawn.shows(movedTo: position, in: area)
     }
 }
