@@ -50,6 +50,12 @@ public struct Rectangle: Sendable, Equatable, CustomStringConvertible {
         return Rectangle(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
     }
 
+    /// The part of the rectangle (in screen coordinates) within `area`, in
+    /// `area`'s coordinates (empty, with a zero size, when none is).
+    public func part(within area: Rectangle) -> Rectangle {
+        Rectangle(x: x - area.x, y: y - area.y, width: width, height: height).intersection(width: area.width, height: area.height)
+    }
+
     /// The rectangle moved as little as possible to lie within the screen
     /// (a window partly off screen is captured where it is visible).
     public func clamped(width screenWidth: Int, height screenHeight: Int) -> Rectangle {

@@ -22,10 +22,7 @@ struct DrawnPointer {
     mutating func draw(bounds: Rectangle?, serial: UInt32?, position: (x: Int, y: Int)?, in area: Rectangle) -> [Rectangle] {
         var grab: [Rectangle] = []
         if bounds != self.bounds || serial != self.serial {
-            for place in [self.bounds, bounds].compactMap({ $0 }) {
-                grab.append(Rectangle(x: place.x - area.x, y: place.y - area.y, width: place.width, height: place.height)
-                    .intersection(width: area.width, height: area.height))
-            }
+            for place in [self.bounds, bounds].compactMap({ $0 }) { grab.append(place.part(within: area)) }
         }
         self.bounds = bounds
         self.serial = serial

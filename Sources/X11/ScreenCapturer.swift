@@ -400,18 +400,14 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// grab included, counts for the next one.
     private func takeChanges() -> [Rectangle]? {
         guard let damage else { return nil }
-        let drawn = damage.take()
+        let changed = damage.take()
         changedSinceGrab = false
-        guard let drawn else { return nil }
+        guard let changed else { return nil }
         guard pictureKept else {
             pictureKept = true
             return nil
         }
-        return drawn.compactMap { r in
-            let part = Rectangle(x: r.x - area.x, y: r.y - area.y, width: r.width, height: r.height)
-                .intersection(width: width, height: height)
-            return part.width > 0 && part.height > 0 ? part : nil
-        }
+        return changed.map { $0.part(within: area) }.filter { $0.width > 0 && $0.height > 0 }
     }
 
     /// Fills the leased picture: the bands with changed rows (all of them
