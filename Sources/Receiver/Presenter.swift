@@ -1,4 +1,3 @@
-internal import ShareAudio
 internal import ShareColor
 internal import ShareDecode
 internal import ShareSession
@@ -22,8 +21,8 @@ final class ReceiverShared: Sendable {
 
 /// The receiver's decode thread: decodes each frame the network thread
 /// hands over and shows it at once (or after the audio's delay, for lip
-/// sync), measures latency and freezes, plays and records the sound, and
-/// records the video. Asks the network thread for a keyframe when the
+/// sync), measures latency and freezes, records the video and hands the
+/// sound to its router. Asks the network thread for a keyframe when the
 /// picture chain breaks.
 final class Presenter: @unchecked Sendable {
     // Safe: everything here is used by the decode thread only, after init.
@@ -40,18 +39,11 @@ final class Presenter: @unchecked Sendable {
     private var lastStamp: FrameStamp?
     private var waitingForKeyframe = true
     private var local = ReceiverStatistics()
-    private var tracks: [UInt32: AudioTrack] = [:]
-    private var trackOrder: [UInt32] = []
-    private var player: AudioPlayer?
-    private var playerFailed: Bool
+    private let sound: AudioRouter
     private var clocks = ClockMapping()
     private var timeline = Timeline()
     /// Whether this session brought anything yet.
     private var sessionHasMedia = false
-    /// Capture-to-heard delay of played audio (µs, smoothed), and when audio
-    /// last played: video is held to match it for lip sync.
-    private var audioDelay: Int64?
-    private var audioPlayedAt: UInt64 = 0
     private var pending: [(unit: AccessUnit, due: UInt64)] = []
     /// The frame being decoded while its last slices are on their way: its
     /// RTP timestamp and how many bytes of it were decoded.
@@ -82,14 +74,15 @@ final class Presenter: @unchecked Sendable {
         self.queue = queue
         self.network = network
         self.events = events
-        playerFailed = !configuration.playAudio
-        recording = configuration.recordPath.map(SessionRecording.init(path:))
+        let recording = configuration.recordPath.map(SessionRecording.init(path:))
+        self.recording = recording
+        sound = AudioRouter(configuration: configuration, recording: recording, events: events)
     }
 
     func run(_ shared: ReceiverShared) -> ReceiverError? {
         defer {
-            recording?.finish(audioChannels: audioChannels)
-            player?.stop()
+            recording?.finish(audioChannels: sound.channels)
+            sound.stop()
         }
         var sampledAt: UInt64 = 0
         let began = monotonicNow()
@@ -107,7 +100,7 @@ final class Presenter: @unchecked Sendable {
                     try present(first.unit)
                     if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 }
-                try recording?.openWhenReady(audioChannels: audioChannels)
+                try recording?.openWhenReady(audioChannels: sound.channels)
             } catch {
                 return error
             }
@@ -125,7 +118,7 @@ final class Presenter: @unchecked Sendable {
                 }
             }
         }
-        recording?.finish(audioChannels: audioChannels)
+        recording?.finish(audioChannels: sound.channels)
         local.framesRecorded = recording?.framesWritten ?? 0
         publish(shared)
         return nil
@@ -155,10 +148,8 @@ final class Presenter: @unchecked Sendable {
             // otherwise it is shown at once (as is one begun early, when
             // sound started to play meanwhile: it is half decoded).
             var due = monotonicNow()
-            if let delay = audioDelay, holdsForLipSync, early?.timestamp != unit.timestamp {
-                let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
-                                                   timestamp: unit.timestamp, clockRate: 90_000)
-                let wait = min(max(captured + delay - Int64(wallNow() / 1000), 0), 200_000)
+            if let delay = sound.heardDelay, sound.holdsPictures, early?.timestamp != unit.timestamp {
+                let wait = min(max(captureMicroseconds(of: unit) + delay - Int64(wallNow() / 1000), 0), 200_000)
                 due += UInt64(wait) * 1000
             }
             pending.append((unit, due))
@@ -187,22 +178,14 @@ final class Presenter: @unchecked Sendable {
             endSession()
             window?.setTitle(windowTitle)
         case .audioLayout(let streams):
-            // The tracks the sender said it sends, in its order, before their
-            // first packets: the recording need not wait for sound to open.
-            for stream in streams where (1...2).contains(stream.channels) && tracks[stream.ssrc] == nil
-                && recording?.accepts(audioTrack: trackOrder.count) != false {
-                guard let track = try? AudioTrack(ssrc: stream.ssrc, channels: Int(stream.channels), index: trackOrder.count)
-                else { continue }
-                tracks[stream.ssrc] = track
-                trackOrder.append(stream.ssrc)
-            }
-            recording?.noteAudioLayout()
+            sound.announce(streams)
         case .cursor(let overlay):
             window?.showCursor(overlay, decoder: decoder)
         case .senderReport(let ssrc, let report):
             clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
-            audio(packet)
+            sound.route(packet, captured: captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
+                                                              timestamp: packet.timestamp, clockRate: 48_000))
         case .audio:
             break
         }
@@ -214,16 +197,13 @@ final class Presenter: @unchecked Sendable {
     private func endSession() {
         guard sessionHasMedia else { return }
         sessionHasMedia = false
-        recording?.endSession(audioChannels: audioChannels)
+        recording?.endSession(audioChannels: sound.channels)
         local.framesRecorded = recording?.framesWritten ?? 0
-        audioBefore.add(sessionAudio())
-        tracks = [:]
-        trackOrder = []
+        sound.endSession()
         clocks = ClockMapping()
         timeline = Timeline()
         pending.removeAll()
         abandonEarly()
-        audioDelay = nil
         frameSpacing = nil
         lastTimestamp = nil
         lastShownAt = nil
@@ -232,12 +212,6 @@ final class Presenter: @unchecked Sendable {
         senderTitle = nil
         senderPaused = false
     }
-
-    /// This session's audio streams' channel counts, in track order (the recording's tracks).
-    private var audioChannels: [Int] { trackOrder.compactMap { tracks[$0]?.channels } }
-
-    /// The sound of the streams of earlier sessions.
-    private var audioBefore = AudioStatistics()
 
     /// The sender's frame spacing, from consecutive frames' RTP timestamps.
     private func noteSpacing(_ timestamp: UInt32) {
@@ -262,9 +236,10 @@ final class Presenter: @unchecked Sendable {
         return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
     }
 
-    /// Whether frames wait for the sound, for lip sync: while audio plays.
-    private var holdsForLipSync: Bool {
-        audioDelay != nil && player != nil && monotonicNow() - audioPlayedAt < 1_000_000_000
+    /// The sender-clock capture time (Unix microseconds) of a frame.
+    private func captureMicroseconds(of unit: AccessUnit) -> Int64 {
+        captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0, timestamp: unit.timestamp,
+                            clockRate: 90_000)
     }
 
     /// Decodes the first slices of a frame still arriving, when the frame
@@ -278,7 +253,7 @@ final class Presenter: @unchecked Sendable {
             // Parts of a frame not begun, or a part missed (the queue was
             // full): that frame is decoded whole when it comes.
             abandonEarly()
-            guard slices.offset == 0, pending.isEmpty, !holdsForLipSync,
+            guard slices.offset == 0, pending.isEmpty, !sound.holdsPictures,
                   !waitingForKeyframe || slices.holdsKeyframe else { return }
             early = (slices.timestamp, 0)
         }
@@ -327,12 +302,12 @@ final class Presenter: @unchecked Sendable {
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
+        // The picture's capture instant, for the host and the recording.
+        let captured = configuration.onPicture != nil || recording != nil ? captureMicroseconds(of: unit) : 0
         if let onPicture = configuration.onPicture {
-            let captured = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
-                                               timestamp: unit.timestamp, clockRate: 90_000) * 1000
             decoder.withLastPicture { y, yStride, u, uStride, v, vStride, width, height in
                 onPicture(ReceivedPicture(width: width, height: height, y: y, lumaStride: yStride, u: u, uStride: uStride,
-                                          v: v, vStride: vStride, capturedUnixNanoseconds: captured,
+                                          v: v, vStride: vStride, capturedUnixNanoseconds: captured * 1000,
                                           rtpTimestamp: unit.timestamp, isKeyframe: unit.isKeyframe))
             }
         }
@@ -365,9 +340,7 @@ final class Presenter: @unchecked Sendable {
             latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
         }
         if let recording {
-            let time = captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0,
-                                           timestamp: unit.timestamp, clockRate: 90_000)
-            recording.add(.video(unit.data, time, unit.isKeyframe, picture.width, picture.height))
+            recording.add(.video(unit.data, captured, unit.isKeyframe, picture.width, picture.height))
             local.framesRecorded = recording.framesWritten
         }
     }
@@ -389,80 +362,8 @@ final class Presenter: @unchecked Sendable {
         }
     }
 
-    private func audio(_ packet: RTPPacket) {
-        if tracks[packet.ssrc] == nil {
-            // A new stream after the recording started cannot join its file.
-            guard let track = try? AudioTrack(ssrc: packet.ssrc, firstPacket: packet.payload, index: trackOrder.count)
-            else { return }
-            tracks[packet.ssrc] = track
-            trackOrder.append(packet.ssrc)
-            recording?.noteMedia(audio: true)
-        }
-        guard let track = tracks[packet.ssrc] else { return }
-        let pcm = track.decode(packet)
-        if let onSound = configuration.onSound, !pcm.isEmpty {
-            // Concealed frames come first, before the packet's own.
-            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
-                                               timestamp: packet.timestamp, clockRate: 48_000) * 1000
-            for (i, frame) in pcm.enumerated() {
-                onSound(ReceivedSound(stream: track.index, samples: frame,
-                                      capturedUnixNanoseconds: captured - Int64(pcm.count - 1 - i) * 20_000_000))
-            }
-        }
-        if !playerFailed && !pcm.isEmpty {
-            if player == nil {
-                do {
-                    player = try AudioPlayer()
-                } catch {
-                    playerFailed = true
-                    events(.warning("no audio playback (\(error)); use --no-audio to silence this"))
-                }
-            }
-            for frame in pcm { player?.play(frame) }
-            if let player {
-                let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
-                                                   timestamp: packet.timestamp, clockRate: 48_000)
-                let heard = Int64(wallNow() / 1000) + player.delayMicroseconds
-                let sample = heard - captured
-                audioDelay = audioDelay.map { ($0 * 7 + sample) / 8 } ?? sample
-                audioPlayedAt = monotonicNow()
-            }
-            if let failure = player?.failure.withLock({ $0 }) {
-                playerFailed = true
-                player = nil
-                events(.warning("audio playback stopped: \(failure); video goes on"))
-            }
-        }
-        if let recording, recording.accepts(audioTrack: track.index) {
-            let samples = (try? OpusPacketInfo(packet: packet.payload).samples) ?? 960
-            let captured = captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
-                                               timestamp: packet.timestamp, clockRate: 48_000)
-            let time = track.timeline.time(rtp: packet.timestamp, captured: captured)
-            recording.add(.audio(track.index, packet.payload, time, samples))
-        }
-    }
-
-    /// The sound of this session's streams so far.
-    private func sessionAudio() -> AudioStatistics {
-        var audio = AudioStatistics()
-        for track in tracks.values {
-            let t = track.statistics
-            audio.packetsReceived += t.packetsReceived
-            audio.packetsLost += t.packetsLost
-            audio.framesRecoveredByFEC += t.framesRecoveredByFEC
-            audio.framesConcealed += t.framesConcealed
-            audio.packetsLate += t.packetsLate
-        }
-        audio.streams = tracks.count
-        return audio
-    }
-
     private func publish(_ shared: ReceiverShared) {
-        var audio = sessionAudio()
-        audio.add(audioBefore)
-        audio.packetsRecorded = recording?.audioPacketsWritten ?? 0
-        audio.framesDroppedForPlayback = player?.framesDropped ?? 0
-        local.audio = audio
+        local.audio = sound.statistics
         let mine = local
         shared.stats.withLock { s in
             s.framesAssembled = mine.framesAssembled
