@@ -76,9 +76,12 @@ final class AudioTrack {
             if gap > 0 {
                 statistics.packetsLost += gap
                 // At most 100 ms of concealment; beyond that, just resume.
+                // The frame just before this packet comes from its FEC when
+                // it can hold one (libopus conceals silently when it cannot).
                 let concealed = min(gap, 5)
+                let hasFEC = (try? OpusPacketInfo(packet: packet.payload))?.hasSILKLayer == true
                 for missing in 0..<concealed {
-                    if missing == concealed - 1, gap == concealed, let fec = try? decoder.decode(packet.payload, fec: true) {
+                    if missing == concealed - 1, gap == concealed, hasFEC, let fec = try? decoder.decode(packet.payload, fec: true) {
                         statistics.framesRecoveredByFEC += 1
                         frames.append(fec)
                     } else if let plc = try? decoder.decode(nil) {

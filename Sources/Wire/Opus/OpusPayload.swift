@@ -22,6 +22,11 @@ public struct OpusPacketInfo: Equatable, Sendable {
     /// Duration of the packet in 48 kHz samples: the RTP timestamp increment.
     public var samples: Int { frameCount * samplesPerFrame }
 
+    /// Whether the packet has a SILK layer (SILK-only or hybrid, configs
+    /// 0-15): only that layer can carry in-band FEC, the previous frame's
+    /// low-bitrate redundancy (LBRR, RFC 6716 §4.2.4); CELT-only has none.
+    public var hasSILKLayer: Bool { configuration < 16 }
+
     public init(packet: ArraySlice<UInt8>) throws(OpusPacketError) {
         guard let toc = packet.first else { throw .empty }
         configuration = toc >> 3
