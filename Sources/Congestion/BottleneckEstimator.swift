@@ -6,8 +6,9 @@ internal import ShareWire
 /// short queue can be overflowed by one large frame long before any delay
 /// trend shows; knowing the rate lets the pacer send no faster than the
 /// link drains. Only trains that arrive in order and evenly spread count
-/// (jitter spreads a train unevenly), and the estimate is the median of
-/// the last few; trains that arrive as tightly as they left say there is
+/// (jitter spreads a train unevenly; a path that reordered a train
+/// lately jitters more than our packets' spacing, and is not measured),
+/// and the estimate is the median of the last few, when they agree; trains that arrive as tightly as they left say there is
 /// no bottleneck below our pacing rate, and clear it. Samples expire after
 /// `memory`: paced at the bottleneck's rate, trains no longer form, and
 /// the next frame after the expiry leaves as a train again and re-measures
@@ -19,12 +20,18 @@ public struct BottleneckEstimator: Sendable {
     /// Arrival spans shorter than this are below the feedback's resolution (1/1024 s).
     static let minimumSpan = 4.0  // ms
     static let keep = 9
+    /// How far apart the middle half of the recent trains' rates may be.
+    static let agreement = 1.5
 
     /// How long a measurement counts.
     public var memory: Duration = .seconds(3)
     private var samples: [(at: Duration, rate: Double)] = []
     private var unconstrained = 0
     private var latest: Duration = .zero
+    /// When a train last arrived out of order: the path's delay varies by
+    /// more than the spacing of our packets, and no train's spreading can
+    /// be told from that (a link, a FIFO, never reorders).
+    private var reorderedAt: Duration?
     /// Set when trains showed a bottleneck gone (the path got faster); the
     /// owner takes it with `takeWidened`.
     private var widened = false
@@ -39,9 +46,14 @@ public struct BottleneckEstimator: Sendable {
 
     /// Bits per second of the narrowest link seen lately, if one is.
     public var bitsPerSecond: Double? {
-        let recent = samples.filter { latest - $0.at <= memory }.map(\.rate)
+        let recent = samples.filter { latest - $0.at <= memory }.map(\.rate).sorted()
         guard recent.count >= 3 else { return nil }
-        return recent.sorted()[recent.count / 2]
+        // A link serialises every train at its one rate, so its trains
+        // agree; jitter spreads the few trains that happen to arrive in
+        // order and evenly at random rates, which do not. The middle half
+        // must agree within a factor of 1.5.
+        guard recent[recent.count * 3 / 4] <= recent[recent.count / 4] * Self.agreement else { return nil }
+        return recent[recent.count / 2]
     }
 
     public mutating func update(_ results: [PacketResult]) {
@@ -61,7 +73,12 @@ public struct BottleneckEstimator: Sendable {
     private mutating func measure(_ train: [PacketResult]) {
         guard train.count >= Self.minimumPackets, train.allSatisfy({ $0.arrival != nil }) else { return }
         let arrivals = train.map { $0.arrival! / .milliseconds(1) }
-        guard zip(arrivals, arrivals.dropFirst()).allSatisfy({ $0 <= $1 }) else { return }  // reordered
+        guard zip(arrivals, arrivals.dropFirst()).allSatisfy({ $0 <= $1 }) else {
+            // Reordered: what was measured lately may be such jitter too.
+            reorderedAt = latest
+            samples.removeAll()
+            return
+        }
         let span = arrivals.last! - arrivals.first!
         let sent = Double(train.last!.packet.sendTime.since(train.first!.packet.sendTime).nanoseconds) / 1e6
         let bits = Double(train.dropFirst().reduce(0) { $0 + $1.packet.size } * 8)
@@ -81,6 +98,7 @@ public struct BottleneckEstimator: Sendable {
         let deviation = gaps.reduce(0) { $0 + abs($1 - expected) } / Double(gaps.count)
         guard deviation < max(expected * 0.5, 1.0) else { return }
         unconstrained = 0
+        if let reorderedAt, latest - reorderedAt <= memory { return }
         samples.append((train.last!.arrival!, bits / span * 1000))
         if samples.count > Self.keep { samples.removeFirst() }
     }

@@ -186,6 +186,40 @@ struct CongestionTests {
         #expect(sim.target(at: 20) > 600_000, "and uses it: \(sim.target(at: 20))")
     }
 
+    /// A path with no bottleneck but 30 ± 20 ms of delay, reordering or
+    /// not (Wi-Fi, a busy uplink): a few trains arrive in order and spread
+    /// by chance, at random rates. They must not be taken for a slow link,
+    /// or the target drops to a fraction of what the path carries (and a
+    /// large frame then waits a second in the pacer). Content that fills
+    /// its target and screen-like content (small frames, an occasional
+    /// large one), in full-size packets and in small slices.
+    @Test(arguments: Array(1...10) as [UInt64])
+    func jitterIsNotTakenForABottleneck(seed: UInt64) {
+        let pattern = [0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 2.5, 0.1, 0.1, 0.1, 0.1, 0.1]
+        let contents: [(name: String, share: @Sendable (Int) -> Double)] = [("full", { _ in 1 }),
+                                                                         ("screen", { pattern[$0 % pattern.count] })]
+        for (name, content) in contents {
+            for packetBytes in [1200, 300] {
+                for path in ["delay=30ms,jitter=20ms,reorder", "delay=30ms,jitter=20ms"] {
+                    var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: 3_000_000,
+                                                maximum: 3_000_000, returnDelay: .milliseconds(30), seed: seed)
+                    sim.content = content
+                    sim.packetBytes = packetBytes
+                    var lowest = Double.infinity
+                    var limits: Set<String> = []
+                    for _ in 0..<300 {
+                        sim.run(for: .milliseconds(100))
+                        lowest = min(lowest, sim.controller.target)
+                        limits.insert(sim.controller.limit.rawValue)
+                    }
+                    let which = "seed \(seed), \(name) content in \(packetBytes)-byte packets, \(path)"
+                    #expect(!limits.contains(CongestionController.Limit.bottleneck.rawValue), "\(which): \(limits)")
+                    #expect(lowest > 2_000_000, "\(which): the target fell to \(lowest)")
+                }
+            }
+        }
+    }
+
     @Test func controllerFollowsACapThatHalvesAndComesBackWhenItLifts() {
         var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@10s/off@20s,queue=100ms"),
                                     start: 3_000_000, maximum: 5_000_000)

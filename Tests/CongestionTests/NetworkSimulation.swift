@@ -24,6 +24,8 @@ struct NetworkSimulation {
     /// Each frame's size as a share of the target's (frame number in):
     /// 1 is a source that fills its target, others vary as content does.
     var content: @Sendable (Int) -> Double = { _ in 1 }
+    /// The largest packet a frame is cut into (a screen's slices are often smaller).
+    var packetBytes = 1200
     private var frames = 0
     let ssrc: UInt32 = 0x1234
     private var frameBuffer = [UInt8](repeating: 0, count: 1200)
@@ -45,11 +47,11 @@ struct NetworkSimulation {
 
     private mutating func step() {
         if now >= nextFrame {
-            // A frame of the target's size (30 fps) times the content's share, in 1200-byte packets.
+            // A frame of the target's size (30 fps) times the content's share, in packets of `packetBytes`.
             var bytes = Int(controller.target / 8 / 30 * content(frames))
             frames += 1
             while bytes > 0 {
-                let size = min(bytes, 1200)
+                let size = min(bytes, packetBytes)
                 var packet = [UInt8](repeating: 0, count: max(size, 12))
                 packet[0] = 0x80
                 packet[1] = 96
