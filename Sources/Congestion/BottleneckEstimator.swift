@@ -6,10 +6,11 @@ internal import ShareWire
 /// short queue can be overflowed by one large frame long before any delay
 /// trend shows; knowing the rate lets the pacer send no faster than the
 /// link drains. Only trains that arrive in order and evenly spread count
-/// (jitter spreads a train unevenly; a path that reordered a train
-/// lately jitters more than our packets' spacing, and is not measured),
-/// and the estimate is the median of the last few, when they agree; trains that arrive as tightly as they left say there is
-/// no bottleneck below our pacing rate, and clear it. Samples expire after
+/// (jitter spreads a train unevenly; a path that reordered a train lately
+/// jitters more than our packets' spacing, and is not measured), and the
+/// estimate is the median of the last few when they agree; trains that
+/// arrive as tightly as they left say there is no bottleneck below our
+/// pacing rate, and clear it. Samples expire after
 /// `memory`: paced at the bottleneck's rate, trains no longer form, and
 /// the next frame after the expiry leaves as a train again and re-measures
 /// (or finds the link faster than it was).
