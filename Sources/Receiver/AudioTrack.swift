@@ -77,9 +77,9 @@ final class AudioTrack {
                 statistics.packetsLost += gap
                 // At most 100 ms of concealment; beyond that, just resume.
                 // The frame just before this packet comes from its FEC when
-                // it can hold one (libopus conceals silently when it cannot).
+                // it carries one (libopus conceals silently when it does not).
                 let concealed = min(gap, 5)
-                let hasFEC = (try? OpusPacketInfo(packet: packet.payload))?.hasSILKLayer == true
+                let hasFEC = (try? OpusPacketInfo(packet: packet.payload))?.carriesFEC == true
                 for missing in 0..<concealed {
                     if missing == concealed - 1, gap == concealed, hasFEC, let fec = try? decoder.decode(packet.payload, fec: true) {
                         statistics.framesRecoveredByFEC += 1

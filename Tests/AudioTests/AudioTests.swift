@@ -41,6 +41,25 @@ struct AudioCodecTests {
         #expect(try decoder.decode(nil).count == 960 * 2)
     }
 
+    /// Which of libopus's own packets carry FEC, as the receiver reads them:
+    /// voice expecting loss does from its second packet on (mono and stereo:
+    /// the side channel's flag counts too), voice expecting none does not,
+    /// and music (CELT only) never. (A tone held much longer than these
+    /// 600 ms reads to SILK's voice detector as inactive, and inactive
+    /// frames get no redundancy.)
+    @Test func packetsSayWhetherTheyCarryFEC() throws {
+        func flags(channels: Int, content: OpusEncoder.Content, loss: Int) throws -> [Bool] {
+            let encoder = try OpusEncoder(channels: channels, content: content, bitrate: 32_000 * channels,
+                                          expectedLossPercent: loss)
+            var tone = ToneSource(frequency: 300, channels: channels)
+            return try (0..<30).map { _ in try OpusPacketInfo(packet: try encoder.encode(tone.next())).carriesFEC }
+        }
+        #expect(try flags(channels: 1, content: .voice, loss: 20).dropFirst().allSatisfy { $0 })
+        #expect(try flags(channels: 2, content: .voice, loss: 20).dropFirst().allSatisfy { $0 })
+        #expect(try flags(channels: 1, content: .voice, loss: 0).allSatisfy { !$0 })
+        #expect(try flags(channels: 2, content: .music, loss: 20).allSatisfy { !$0 })
+    }
+
     @Test func encoderRefusesTheWrongFrameSize() throws {
         let encoder = try OpusEncoder(channels: 2, content: .music, bitrate: 64_000)
         #expect(throws: OpusError.self) { try encoder.encode([Int16](repeating: 0, count: 100)) }

@@ -22,10 +22,11 @@ public struct OpusPacketInfo: Equatable, Sendable {
     /// Duration of the packet in 48 kHz samples: the RTP timestamp increment.
     public var samples: Int { frameCount * samplesPerFrame }
 
-    /// Whether the packet has a SILK layer (SILK-only or hybrid, configs
-    /// 0-15): only that layer can carry in-band FEC, the previous frame's
-    /// low-bitrate redundancy (LBRR, RFC 6716 §4.2.4); CELT-only has none.
-    public var hasSILKLayer: Bool { configuration < 16 }
+    /// Whether the packet carries in-band FEC, a low-bitrate copy of the
+    /// frame before it (LBRR, RFC 6716 §4.2.4): only a SILK layer can
+    /// (SILK-only or hybrid, configs 0-15; never CELT-only), and only when
+    /// its first frame's LBRR flag is set for the mid or the side channel.
+    public var carriesFEC: Bool
 
     public init(packet: ArraySlice<UInt8>) throws(OpusPacketError) {
         guard let toc = packet.first else { throw .empty }
@@ -48,8 +49,60 @@ public struct OpusPacketInfo: Equatable, Sendable {
             frameCount = Int(packet[packet.startIndex + 1] & 0x3F)
             guard frameCount >= 1 else { throw .badFrameCount }
         }
+        carriesFEC = false
         // RFC 6716 §3.4 [R5]: a packet covers at most 120 ms.
         guard samples <= 5760 else { throw .tooLong(samples: samples) }
+        if configuration < 16, let first = Self.firstFrame(packet, code: toc & 0x03), first < packet.endIndex {
+            // RFC 6716 §4.2.3: the SILK layer opens with each SILK frame's
+            // voice-activity flag and then the LBRR flag, mid channel then
+            // side, each an even-odds range-coded bit: the first byte's top
+            // bits, in order. A 40 or 60 ms frame holds two or three.
+            let silkFrames = max(samplesPerFrame / 960, 1)
+            let byte = packet[first]
+            carriesFEC = byte >> (7 - silkFrames) & 1 == 1 || (isStereo && byte >> (6 - 2 * silkFrames) & 1 == 1)
+        }
+    }
+
+    /// Where the first frame's bytes begin (RFC 6716 §3.2), or nil when the
+    /// packet ends first or the frame is empty.
+    private static func firstFrame(_ packet: ArraySlice<UInt8>, code: UInt8) -> Int? {
+        var at = packet.startIndex + 1
+        // A frame length: one byte, or two when the first is 252-255 (§3.2.1).
+        func length() -> Int? {
+            guard at < packet.endIndex else { return nil }
+            let first = Int(packet[at])
+            guard first >= 252 else { at += 1; return first }
+            guard at + 1 < packet.endIndex else { return nil }
+            defer { at += 2 }
+            return first + 4 * Int(packet[at + 1])
+        }
+        switch code {
+        case 0, 1:
+            return at
+        case 2:
+            guard let first = length(), first > 0 else { return nil }
+            return at
+        default:
+            // §3.2.5: the frame count byte (VBR and padding flags, M), the
+            // padding length (each 255 adds 254 and goes on), then in VBR
+            // the lengths of all frames but the last.
+            guard at < packet.endIndex else { return nil }
+            let header = packet[at]
+            at += 1
+            if header & 0x40 != 0 {
+                while true {
+                    guard at < packet.endIndex else { return nil }
+                    at += 1
+                    if packet[at - 1] != 255 { break }
+                }
+            }
+            if header & 0x80 != 0 {
+                for frame in 0..<max(Int(header & 0x3F) - 1, 0) {
+                    guard let bytes = length(), frame > 0 || bytes > 0 else { return nil }
+                }
+            }
+            return at
+        }
     }
 }
 

@@ -11,7 +11,7 @@ import ShareWire
 public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
         "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
-        "handshake": handshake, "sdp": sdp, "session": session, "control": control,
+        "handshake": handshake, "sdp": sdp, "session": session, "control": control, "opus": opus,
     ]
 
     /// The datagrams of a fuzz input made of (length byte, time-step byte in
@@ -156,6 +156,15 @@ public enum FuzzChecks {
         if let ext = packet.headerExtension, let elements = try? ext.elements() {
             for element in elements { precondition(element.data.count <= ext.data.count) }
         }
+    }
+
+    /// An Opus payload as a receiver reads it: its duration is 2.5 ms to
+    /// 120 ms in whole frames, and only a packet with a SILK layer and a
+    /// frame byte can say it carries FEC.
+    public static func opus(_ bytes: [UInt8]) {
+        guard let info = try? OpusPacketInfo(packet: bytes[...]) else { return }
+        precondition((120...5760).contains(info.samples) && info.frameCount >= 1, "an Opus duration out of range")
+        precondition(!info.carriesFEC || (info.configuration < 16 && bytes.count >= 2), "FEC read where there is none")
     }
 
     /// RTCP: after one parse/serialize the form is canonical, so a second
