@@ -8,7 +8,7 @@ struct RepairWriter: Sendable {
     let mediaSSRC: UInt32
     private var retransmission: RTPPacketizer?
     private let fec: (ssrc: UInt32, payloadType: UInt8)?
-    private var fecSequence = UInt16.random(in: 0...UInt16.max)
+    private var fecSequence = RTPSequence.randomStart()
     private var group: [UInt16] = []
 
     /// Media packets per FEC packet; nil sends no FEC.
@@ -25,7 +25,7 @@ struct RepairWriter: Sendable {
         fec = forwardErrorCorrection
         if let rtx = retransmission {
             self.retransmission = RTPPacketizer(ssrc: rtx.ssrc, payloadType: rtx.payloadType, clockRate: clockRate,
-                                                initialSequenceNumber: UInt16.random(in: 0...UInt16.max))
+                                                initialSequenceNumber: RTPSequence.randomStart())
         }
     }
 

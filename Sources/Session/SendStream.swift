@@ -116,12 +116,12 @@ public final class SendStream {
 
     /// A stream with one static key for both directions (SDES).
     public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial,
-                            initialSequenceNumber: UInt16 = UInt16.random(in: 0...UInt16.max)) throws(SRTPError) {
+                            initialSequenceNumber: UInt16 = RTPSequence.randomStart()) throws(SRTPError) {
         try self.init(configuration: configuration, keys: .symmetric(keying), initialSequenceNumber: initialSequenceNumber)
     }
 
     public init(configuration: Configuration, keys: SRTPSessionKeys,
-                initialSequenceNumber: UInt16 = UInt16.random(in: 0...UInt16.max)) throws(SRTPError) {
+                initialSequenceNumber: UInt16 = RTPSequence.randomStart()) throws(SRTPError) {
         self.configuration = configuration
         let keying = keys.outbound
         srtp = try SRTPContext(keying: keys.outbound, direction: .outbound)

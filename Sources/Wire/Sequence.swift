@@ -12,6 +12,13 @@ public enum RTPSequence {
         Int(Int16(bitPattern: a &- b))
     }
 
+    /// A stream's first sequence number: random, in the lower half of the
+    /// space (1...32767, as libwebrtc does). The stream then sends at least
+    /// 32,768 packets before its first wrap, so a receiver that must take
+    /// the SRTP rollover counter to be 0 when it joins (SDES carries none:
+    /// ffmpeg, GStreamer) can join in the stream's first minutes.
+    public static func randomStart() -> UInt16 { UInt16.random(in: 1...0x7FFF) }
+
     /// True when timestamp `a` comes after `b` in the 32-bit timestamp space.
     @inlinable public static func isNewer(timestamp a: UInt32, than b: UInt32) -> Bool {
         a != b && a &- b < 0x8000_0000

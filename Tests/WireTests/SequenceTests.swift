@@ -12,6 +12,15 @@ struct SequenceTests {
         #expect(RTPSequence.isNewer(a, than: b) == newer)
     }
 
+    /// A stream starts anywhere in the lower half of the sequence space,
+    /// never at 0 and never where it would wrap within 32,768 packets.
+    @Test func firstSequenceNumbersLeaveHalfTheSpaceBeforeAWrap() {
+        let starts = (0..<20_000).map { _ in RTPSequence.randomStart() }
+        #expect(starts.allSatisfy { (1...0x7FFF).contains($0) })
+        #expect(starts.min()! < 100 && starts.max()! > 0x7FFF - 100, "spread over the half")
+        #expect(Set(starts).count > 10_000, "random")
+    }
+
     @Test func unwrapperCountsCycles() {
         var unwrapper = SequenceUnwrapper()
         let input: [UInt16] = [65533, 65534, 65535, 0, 1, 65535, 2, 3]
