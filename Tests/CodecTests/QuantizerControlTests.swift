@@ -158,7 +158,7 @@ struct QuantizerControlTests {
         var unit: [UInt8] = []
         var sizes: [Int] = []
         var quantizersOf: [Int] = []
-        for n in 0..<90 {
+        for _ in 0..<90 {
             var pixels = [UInt8](repeating: 0, count: width * height * 4)
             pixels.withUnsafeMutableBytes { bytes in
                 for word in bytes.bindMemory(to: UInt64.self).indices {
