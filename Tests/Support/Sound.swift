@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A PulseAudio daemon for one test: user mode, a 48 kHz null sink named
 /// `share_test` (the default sink, so its monitor is "system audio"), a
