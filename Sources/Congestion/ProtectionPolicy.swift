@@ -5,7 +5,12 @@ public import ShareWire
 /// can wait unnoticed (`slowRepair`), losses mean freezes, so FEC repairs
 /// them at once instead: one FlexFEC packet per group of media packets,
 /// the group smaller as loss grows. Off on fast paths (NACK is cheaper) and
-/// when loss stays negligible; hysteresis on both.
+/// when loss stays negligible; hysteresis on both. A path found slow at its
+/// first round trip starts protected (`unprovenGroup`): its loss is not
+/// known until the receiver has reported on some packets, and a loss before
+/// that (the first keyframe's many packets are the likeliest) would freeze
+/// the picture for a round trip; without loss it goes off after `offAfter`
+/// like any protection.
 public struct ProtectionPolicy: Sendable {
     /// A round trip above which NACK repairs show as freezes.
     public var slowRepair: Duration = .milliseconds(60)
@@ -15,12 +20,19 @@ public struct ProtectionPolicy: Sendable {
     public var startLoss = 0.003
     public var stopLoss = 0.001
     public var offAfter: Duration = .seconds(5)
+    /// Media packets per repair packet on a slow path whose loss is not known
+    /// yet: 1 in 11, about 8% of the video's bits, for the first
+    /// `offAfter` if no loss comes.
+    public var unprovenGroup = 11
 
     /// Smoothed loss fraction of media packets.
     public private(set) var loss = 0.0
     /// Media packets per repair packet, nil when off.
     public private(set) var group: Int?
     private var quietSince: MonotonicTime?
+    /// Whether a round trip has been seen (the first decides whether the
+    /// path starts protected).
+    private var judged = false
 
     public init() {}
 
@@ -28,6 +40,13 @@ public struct ProtectionPolicy: Sendable {
     public mutating func update(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime) -> Int? {
         loss = loss * 0.8 + min(max(lossFraction, 0), 1) * 0.2
         let rtt = roundTrip ?? .zero
+        if !judged, roundTrip != nil {
+            judged = true
+            if rtt >= slowRepair, group == nil {
+                group = unprovenGroup
+                quietSince = now
+            }
+        }
         if rtt < fastRepair {
             group = nil
             return group

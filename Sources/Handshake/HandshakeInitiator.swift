@@ -196,7 +196,8 @@ public struct HandshakeInitiator: @unchecked Sendable {
             keys: SRTPSessionKeys(outbound: keys.initiator, inbound: keys.responder), instance: configuration.instance,
             handshakeID: id, mode: configuration.authentication.mode, peerName: reply.name,
             peerIdentity: configuration.authentication.mode == .identity ? reply.identity : nil, trust: trust,
-            shortAuthenticationString: schedule.shortAuthenticationString)
+            shortAuthenticationString: schedule.shortAuthenticationString,
+            roundTrip: now.since(sentAt))
         state = .revealed(session: session, responderIdentity: reply.identity, schedule: schedule)
         revealedAt = now
         return [.send(send(reveal.serialized(), now: now))]

@@ -163,6 +163,11 @@ public struct EstablishedSession: Sendable, CustomStringConvertible {
     public let trust: PeerTrust
     /// The code both ends show, for people to compare (identities).
     public let shortAuthenticationString: String
+    /// The path's round trip before any media has flowed, as the initiator
+    /// timed it: from the commit's last copy to the reply, so the round trip
+    /// itself, or less when the commit went more than once (the reply may
+    /// answer an earlier copy), never more. nil on the responder's side.
+    public internal(set) var roundTrip: Duration? = nil
 
     public var description: String {
         "EstablishedSession(\(peerName), \(mode), \(keys))"

@@ -107,16 +107,11 @@ final class FeedbackLoop {
                 if presence.present, let news = estimateChanges.check(estimate, now: now) {
                     context.emit(.networkEstimate(NetworkEstimate(news)))
                 }
-                if network.fecAvailable {
-                    let group = protection.update(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
-                    if group ?? 0 != network.protectionGroup.load(ordering: .relaxed) {
-                        network.protectionGroup.store(group ?? 0, ordering: .relaxed)
-                        network.video.withLock { $0.protectionGroup = group }
-                    }
-                }
+                protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
                 network.rates.record(at: clock, bytesSent: bytes, controller: state,
                                      encoderKbps: network.encoderKbps.load(ordering: .relaxed),
                                      quantizer: network.encoderQuantizer.load(ordering: .relaxed),
+                                     protectionGroup: network.protectionGroup.load(ordering: .relaxed),
                                      framesEncoded: context.stats.withLock { $0.framesEncoded })
             }
             next = min(next, network.rates.next)
@@ -127,6 +122,15 @@ final class FeedbackLoop {
             let longest = network.link.isBusy ? Self.shortestWait : Self.longestWait
             wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
+    }
+
+    /// Sets the video's FEC as the policy says for the path now.
+    private func protect(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime) {
+        guard network.fecAvailable else { return }
+        let group = protection.update(lossFraction: lossFraction, roundTrip: roundTrip, now: now)
+        guard group ?? 0 != network.protectionGroup.load(ordering: .relaxed) else { return }
+        network.protectionGroup.store(group ?? 0, ordering: .relaxed)
+        network.video.withLock { $0.protectionGroup = group }
     }
 
     /// A datagram on the main socket: a handshake message, or the
@@ -211,6 +215,15 @@ final class FeedbackLoop {
             } catch {
                 context.fail(.encryption(error.description))
                 return
+            }
+            // The handshake timed the path: the first keyframe is protected
+            // already if the path is slow (its loss is not known yet).
+            if let roundTrip = session.roundTrip {
+                let (rtt, loss) = network.controller.withLock { controller in
+                    controller.observeRoundTrip(roundTrip)
+                    return (controller.roundTrip, controller.estimate.lossFraction)
+                }
+                protect(lossFraction: loss, roundTrip: rtt, now: MonotonicTime(nanoseconds: Clock.monotonic()))
             }
             network.link.ready.store(true, ordering: .releasing)
             network.describeAudio()

@@ -50,7 +50,7 @@ final class RateTimeline: Sendable {
     /// its delay verdict over the interval (overusing if any report since
     /// the last sample said so, else underusing if any said that).
     func record(at clock: UInt64, bytesSent: Int, controller: ControllerState, encoderKbps: Int, quantizer: Int,
-                framesEncoded: Int) {
+                protectionGroup: Int, framesEncoded: Int) {
         let estimate = controller.estimate
         let seconds = Double(clock &- began) / 1e9
         state.withLock { s in
@@ -63,6 +63,7 @@ final class RateTimeline: Sendable {
                                     roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
             sample.framesEncoded = framesEncoded
             sample.quantizer = quantizer > 0 ? quantizer : nil
+            sample.protectionGroup = protectionGroup > 0 ? protectionGroup : nil
             sample.bottleneckKbps = estimate.bottleneck.map { $0 / 1000 }
             sample.limitedBy = controller.limit.rawValue
             sample.delayVerdict = controller.overuseReports > s.verdictsAtLast.overuse ? "overusing"

@@ -194,6 +194,8 @@ public struct RateSample: Sendable, Codable, Equatable {
     /// The quantizer of the last picture coded before the sample (18, the
     /// finest the rate control chooses, to 51), once one was.
     public var quantizer: Int?
+    /// Media packets per FlexFEC repair packet at the sample (nil: no FEC).
+    public var protectionGroup: Int?
 
     /// A sample of the rate at `seconds`.
     public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,

@@ -107,4 +107,39 @@ struct ImpairmentTests {
         #expect(feed(0.0, rtt: 100, seconds: 2) != nil, "not off at the first quiet moment")
         #expect(feed(0.0, rtt: 100, seconds: 10) == nil, "off after five quiet seconds")
     }
+
+    /// A path slow at its first round trip is protected before its loss is
+    /// known (the first keyframe's packets are the likeliest to meet a
+    /// loss), and without loss the protection ends like any; a path fast at
+    /// first that slows later waits for loss as before.
+    @Test func aSlowPathStartsProtectedUntilItsLossIsKnown() {
+        func run(_ steps: [(loss: Double, rtt: Int?, seconds: Double)]) -> [Int?] {
+            var policy = ProtectionPolicy()
+            var now = MonotonicTime.zero
+            var groups: [Int?] = []
+            for step in steps {
+                for _ in 0..<Int(step.seconds * 4) {
+                    groups.append(policy.update(lossFraction: step.loss, roundTrip: step.rtt.map { .milliseconds(Int64($0)) },
+                                                now: now))
+                    now = now + .milliseconds(250)
+                }
+            }
+            return groups
+        }
+        let slow = ProtectionPolicy().unprovenGroup
+        // Nothing known yet (no round trip), then 100 ms without loss.
+        let quiet = run([(0, nil, 1), (0, 100, 8)])
+        #expect(quiet.prefix(4).allSatisfy { $0 == nil }, "no round trip, no judgement: \(quiet)")
+        #expect(quiet[4] == slow, "protected at the first round trip: \(quiet)")
+        #expect(quiet[4..<(4 + 19)].allSatisfy { $0 == slow }, "for five seconds: \(quiet)")
+        #expect(quiet.suffix(8).allSatisfy { $0 == nil }, "then off, no loss having come: \(quiet)")
+        // Loss comes: the group follows it, as on any slow path.
+        let lossy = run([(0, 100, 1), (0.01, 100, 3)])
+        #expect(lossy.first == slow && lossy.last == 5, "\(lossy)")
+        // Fast at first: never protected for want of knowledge, even if it slows.
+        let fast = run([(0, 10, 2), (0, 100, 8)])
+        #expect(fast.allSatisfy { $0 == nil }, "\(fast)")
+        // A fast path's first round trip never protects it.
+        #expect(run([(0, 20, 3)]).allSatisfy { $0 == nil })
+    }
 }

@@ -77,7 +77,7 @@ struct NetworkTests {
         }
     }
 
-    static func run(network: String, seconds: Double, sendArguments: [String] = []) throws -> Run {
+    static func run(network: String, seconds: Double, sendArguments: [String] = [], relayArguments: [String] = []) throws -> Run {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let display = try VirtualDisplay(width: 1280, height: 720)
@@ -88,7 +88,8 @@ struct NetworkTests {
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
                                               "--duration", "\(seconds + 4)", "--stats-json", dir.path("recv.json")])
         let relay = try ShareBinary.start(["relay", "--listen", "\(relayPort)", "--to", "127.0.0.1:\(port)", "--network",
-                                           network, "--duration", "\(seconds + 5)", "--stats-json", dir.path("relay.json")])
+                                           network, "--duration", "\(seconds + 5)", "--stats-json", dir.path("relay.json")]
+                                          + relayArguments)
         usleep(500_000)
         let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(relayPort)", "--display", display.display,
                                           "--key-file", key, "--audio", "none", "--duration", "\(seconds)",
@@ -155,6 +156,31 @@ struct NetworkTests {
         #expect(run.frozen(after: 3, of: 15) < 0.03, "frozen \(run.frozen(after: 3, of: 15)); \(run.summary)")
         let rtt = (run.received["roundTripMilliseconds"] as? NSNumber)?.doubleValue ?? 0
         #expect(rtt > 90 && rtt < 130, "the receiver measured the round trip: \(rtt)")
+    }
+
+    /// A 300 ms round trip without loss: the handshake timed the path, so
+    /// the first picture is protected by FEC before any feedback could say
+    /// how lossy the path is (a loss then would freeze it for a round
+    /// trip); five seconds without loss turn FEC off.
+    @Test func protectsASlowPathFromItsFirstPictureUntilItProvesClean() throws {
+        let run = try Self.run(network: "clean", seconds: 8,
+                               relayArguments: ["--forward", "delay=150ms", "--reverse", "delay=150ms"])
+        func value(_ sample: [String: Any], _ key: String) -> Double? { (sample[key] as? NSNumber)?.doubleValue }
+        // The timeline starts when the session is up: feedback cannot have
+        // timed a round trip by its first sample (the first packets' reports
+        // come back 300 ms after they leave), the handshake has (at least
+        // 100 ms: its commit goes again after 200 ms, and the reply may
+        // answer either copy).
+        let first = try #require(run.rate.first)
+        let rtt = value(first, "roundTripMilliseconds") ?? 0
+        #expect(rtt >= 95 && rtt < 450, "the handshake's round trip at the first sample: \(first)")
+        #expect(value(first, "protectionGroup") != nil, "protected from the first sample: \(first)")
+        let late = run.rate.filter { (value($0, "seconds") ?? 0) >= 7 }
+        #expect(!late.isEmpty && late.allSatisfy { value($0, "protectionGroup") == nil },
+                "off after five seconds without loss: \(run.rate.map { value($0, "protectionGroup") ?? 0 })")
+        #expect(run.received("fecPacketsReceived") > 0 && run.received("fecRecovered") == 0, "\(run.summary)")
+        #expect(run.sent("fecPackets") < 0.12 * run.sent("packetsSent"), "\(run.summary)")
+        #expect(run.shown(after: 1) >= 0.98, "\(run.summary)")
     }
 
     /// ±20 ms of jitter with reordering: late packets are waited for, not

@@ -232,6 +232,49 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         #expect(fresh.statistics.refused == 1)
     }
 
+    /// The initiator times the path before any media flows: commit to
+    /// reply; when the commit went twice, from its last copy (the reply may
+    /// answer the first: the round trip is at least that, and never
+    /// overstated).
+    @Test func theInitiatorTimesTheRoundTripOfItsCommit() throws {
+        /// The commit leaves at 0 (again at `repeatAt`, if given); the reply
+        /// reaches the initiator at `replyAt` (ms).
+        func establish(repeatAt: Int64?, replyAt: Int64) throws -> EstablishedSession {
+            var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret))
+            let start = pair.now
+            let commit = pair.initiator.start(now: start)
+            if let repeatAt {
+                guard case .send = pair.initiator.poll(now: start + .milliseconds(repeatAt)).first
+                else { throw TestEnvironmentError("no retransmission") }
+            }
+            guard case .send(let reply, _) = pair.responder.handle(HandshakeMessage(parsing: commit[...])!, from: 1,
+                                                                   now: start + .milliseconds(replyAt / 2)).first
+            else { throw TestEnvironmentError("no reply") }
+            var now = start + .milliseconds(replyAt)
+            guard case .send(let reveal) = pair.initiator.handle(HandshakeMessage(parsing: reply[...])!, now: now).first
+            else { throw TestEnvironmentError("no reveal") }
+            now = now + .milliseconds(40)
+            let confirm = pair.responder.handle(HandshakeMessage(parsing: reveal[...])!, from: 1, now: now)
+            guard case .send(let confirmBytes, _) = confirm.first else { throw TestEnvironmentError("no confirm") }
+            // The confirm comes back late (it may wait for a person): the
+            // commit's round trip is the one kept.
+            now = now + .milliseconds(300)
+            let outcome = pair.initiator.handle(HandshakeMessage(parsing: confirmBytes[...])!, now: now)
+            guard let session = outcome.compactMap({ if case .established(let s) = $0 { s } else { nil } }).first
+            else { throw TestEnvironmentError("not established") }
+            return session
+        }
+        #expect(try establish(repeatAt: nil, replyAt: 80).roundTrip == .milliseconds(80))
+        // The first copy lost, the second answered after 80 ms.
+        #expect(try establish(repeatAt: 200, replyAt: 280).roundTrip == .milliseconds(80))
+        // A 300 ms path: the reply to the first copy comes after the repeat;
+        // what is known is that the round trip is at least 100 ms.
+        #expect(try establish(repeatAt: 200, replyAt: 300).roundTrip == .milliseconds(100))
+        var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret))
+        pair.run()
+        #expect(pair.responderSession?.roundTrip == nil, "the responder times nothing")
+    }
+
     @Test func lostMessagesAreRetransmittedAndAnsweredFromWhatWasStored() throws {
         var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret))
         var now = pair.now
