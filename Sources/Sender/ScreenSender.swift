@@ -92,7 +92,9 @@ public final class ScreenSender: Sendable {
             }
             source = size
         }
-        let base = (configuration.size ?? source).even
+        // What the capture loop scales to: a region or window under 16
+        // pixels a side is scaled up to the encoder's smallest picture.
+        let base = CaptureLoop.pictureSize(source: source, configured: configuration.size, maxHeight: .max)
         let baseBitrate = configuration.bitrateKbps
             ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
         var governor: GovernorControl?

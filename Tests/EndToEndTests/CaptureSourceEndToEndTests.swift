@@ -54,6 +54,30 @@ struct CaptureSourceEndToEndTests {
         #expect(sent >= 100 && probe.videoFrames >= sent * 95 / 100, "recorded \(probe.videoFrames) of \(sent)")
     }
 
+    /// A region under 16 pixels a side (a thin toolbar, a single pixel) is
+    /// scaled up to the encoder's smallest picture, not refused by it.
+    @Test func aRegionUnder16PixelsASideIsScaledUpToTheSmallestPicture() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 640, height: 480)
+        for (region, picture) in [("300x9+10+20", "300x16"), ("1x1+0+0", "16x16")] {
+            let port = freeUDPPort()
+            let stats = dir.path("recv-\(picture).json")
+            let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                                  "--duration", "4", "--stats-json", stats])
+            usleep(300_000)
+            let sender = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                              "--key-file", key, "--audio", "none", "--region", region, "--every-frame",
+                                              "--duration", "1.5"])
+            #expect(sender.status == 0, "\(region): \(sender.output)")
+            #expect(sender.output.contains("as \(picture)"), "\(region): \(sender.output)")
+            _ = receiver.wait(timeout: 15)
+            let received = try readStats(stats)
+            #expect((received["framesDecoded"] as? Int ?? 0) >= 20, "\(region): \(received)")
+            #expect("\(received["width"] ?? 0)x\(received["height"] ?? 0)" == picture, "\(region): \(received)")
+        }
+    }
+
     /// A shared window resized mid-stream: the sender follows (a new
     /// encoder, a new SPS in band) without ending the session; the
     /// receiver's recording holds pictures of both sizes and plays.
