@@ -49,6 +49,9 @@ public final class ScreenCapturer: @unchecked Sendable {
     private var screenResized = false
     public var usesSharedMemory: Bool { grabber.sharedMemory }
     private let connection: X11Connection
+    /// How the display stores a pixel; bands of another layout than BGRX
+    /// are rewritten to it as they come in (a 30-bit display).
+    public let layout: PixelLayout
     private let grabber: BandGrabber
     private var pool: FramePool?
     private var plan: BandPlan?
@@ -85,9 +88,8 @@ public final class ScreenCapturer: @unchecked Sendable {
                 drawsCursor: Bool = false, tracksPointer: Bool = false,
                 bandBytes: Int = ScreenCapturer.defaultBandBytes) throws(X11Error) {
         let connection = try X11Connection(display: display)
-        guard connection.bitsPerPixel == 32 else {
-            throw X11Error("the screen's depth \(connection.screen.root_depth) is not stored in 32 bits per pixel")
-        }
+        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
+        self.layout = layout
         let screenSize = connection.currentSize()
         let (area, window) = try Self.resolve(source, on: connection, screen: screenSize)
         self.connection = connection
@@ -368,7 +370,11 @@ public final class ScreenCapturer: @unchecked Sendable {
         }
         defer { free(reply) }
         let count = min(Int(xcb_get_image_data_length(reply)), width * height * 4)
-        return Array(UnsafeBufferPointer(start: data, count: count))
+        var pixels = Array(UnsafeBufferPointer(start: data, count: count))
+        pixels.withUnsafeMutableBytes { raw in
+            ColorConversion.toBGRX(raw.baseAddress!, stride: width * 4, width: width, rows: count / (width * 4), from: layout)
+        }
+        return pixels
     }
 
     /// The pool and band plan for pictures of this size from what is captured now.
@@ -437,6 +443,7 @@ public final class ScreenCapturer: @unchecked Sendable {
             }
             let band = plan.bands[index]
             let pixels = try grabber.receive(n % 2)
+            ColorConversion.toBGRX(pixels, stride: stride, width: width, rows: band.sourceRows.count, from: layout)
             cursor?.draw(into: pixels, stride: stride, area: area, rows: band.sourceRows)
             ColorConversion.convertBand(pixels, stride: stride, sourceWidth: width, sourceHeight: height,
                                         sourceRows: band.sourceRows, into: planes, rows: band.rows,

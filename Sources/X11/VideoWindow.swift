@@ -1,12 +1,15 @@
 internal import CXCB
+internal import ShareColor
 #if canImport(Glibc)
 internal import Glibc
 #endif
 
 /// The receiver's window: shows BGRA pictures through MIT-SHM PutImage (or
-/// plain PutImage in strips when the server has no MIT-SHM).
+/// plain PutImage in strips when the server has no MIT-SHM), rewritten to
+/// the display's own layout first when it is another (a 30-bit display).
 public final class VideoWindow {
     private let connection: X11Connection
+    private let layout: PixelLayout
     private let window: xcb_window_t
     private let gc: xcb_gcontext_t
     private var segment: SharedMemorySegment?
@@ -21,6 +24,8 @@ public final class VideoWindow {
 
     public init(display: String? = nil, title: String, width: Int, height: Int) throws(X11Error) {
         let connection = try X11Connection(display: display)
+        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
+        self.layout = layout
         let c = connection.connection
         let window = xcb_generate_id(c)
         var values: [UInt32] = [connection.screen.black_pixel,
@@ -82,11 +87,11 @@ public final class VideoWindow {
     /// Shows a BGRA picture of `width` x `height` with `stride` bytes per row,
     /// resizing the window to it.
     package func show(width: Int, height: Int, stride: Int, pixels: UnsafeRawPointer) {
-        if let segment = prepare(width: width, height: height, bytes: stride * height) {
-            segment.address.copyMemory(from: pixels, byteCount: stride * height)
-            putShared(segment, width: width, height: height, stride: stride)
-        } else {
+        if layout == .bgrx, !connection.hasSharedMemory {
+            _ = prepare(width: width, height: height, bytes: stride * height)
             putStrips(pixels, width: width, height: height, stride: stride)
+        } else {
+            show(width: width, height: height, stride: stride) { $0.copyMemory(from: pixels, byteCount: stride * height) }
         }
     }
 
@@ -97,11 +102,13 @@ public final class VideoWindow {
     package func show(width: Int, height: Int, stride: Int, draw: (UnsafeMutableRawPointer) -> Void) {
         if let segment = prepare(width: width, height: height, bytes: stride * height) {
             draw(segment.address)
+            ColorConversion.fromBGRX(segment.address, stride: stride, width: width, rows: height, to: layout)
             putShared(segment, width: width, height: height, stride: stride)
         } else {
             if scratch.count < stride * height { scratch = [UInt8](repeating: 0, count: stride * height) }
             scratch.withUnsafeMutableBytes { raw in
                 draw(raw.baseAddress!)
+                ColorConversion.fromBGRX(raw.baseAddress!, stride: stride, width: width, rows: height, to: layout)
                 putStrips(UnsafeRawPointer(raw.baseAddress!), width: width, height: height, stride: stride)
             }
         }

@@ -75,6 +75,37 @@ final class X11Connection {
         return 0
     }
 
+    /// How the root visual stores a pixel: nil unless in 32 bits with a
+    /// layout `PixelLayout` knows (a 16-bit display, say).
+    var pixelLayout: PixelLayout? {
+        guard bitsPerPixel == 32 else { return nil }
+        // The depths follow the screen in the setup's memory: its pointer
+        // there, not the copy kept in `screen`.
+        var roots = xcb_setup_roots_iterator(xcb_get_setup(connection))
+        while roots.rem > 0, roots.data?.pointee.root != screen.root { xcb_screen_next(&roots) }
+        guard roots.rem > 0, let setupScreen = roots.data else { return nil }
+        var depths = xcb_screen_allowed_depths_iterator(setupScreen)
+        while depths.rem > 0 {
+            if let depth = depths.data {
+                var visuals = xcb_depth_visuals_iterator(depth)
+                while visuals.rem > 0 {
+                    if let visual = visuals.data?.pointee, visual.visual_id == screen.root_visual {
+                        return PixelLayout(red: visual.red_mask, green: visual.green_mask, blue: visual.blue_mask)
+                    }
+                    xcb_visualtype_next(&visuals)
+                }
+            }
+            xcb_depth_next(&depths)
+        }
+        return nil
+    }
+
+    /// Why the display cannot be read or drawn as 32-bit pixels, for an error.
+    var unsupportedLayout: String {
+        "the display's depth \(screen.root_depth) (\(bitsPerPixel) bits a pixel) is not one share reads: "
+            + "it needs 24- or 30-bit colour in 32 bits a pixel (Xvfb: -screen 0 WxHx24)"
+    }
+
     /// Sends a checked request's cookie and turns an X error into `X11Error`.
     func check(_ cookie: xcb_void_cookie_t, _ what: String) throws(X11Error) {
         if let error = xcb_request_check(connection, cookie) {

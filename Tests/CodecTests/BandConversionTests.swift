@@ -101,3 +101,47 @@ struct BandConversionTests {
         }
     }
 }
+
+/// Displays that store a pixel otherwise than BGRX: the layout read from
+/// the visual's masks, and bands rewritten in place both ways.
+@Suite struct PixelLayoutTests {
+    @Test func theVisualsMasksNameTheLayout() {
+        #expect(PixelLayout(red: 0xff0000, green: 0xff00, blue: 0xff) == .bgrx)
+        #expect(PixelLayout(red: 0xff, green: 0xff00, blue: 0xff0000) == .rgbx)
+        #expect(PixelLayout(red: 0x3ff0_0000, green: 0xffc00, blue: 0x3ff) == .bgr10)
+        #expect(PixelLayout(red: 0x3ff, green: 0xffc00, blue: 0x3ff0_0000) == .rgb10)
+        #expect(PixelLayout(red: 0xf800, green: 0x7e0, blue: 0x1f) == nil, "16-bit 5:6:5")
+    }
+
+    /// Orange (#ff8000) as each display stores it: 10-bit channels repeat
+    /// their top bits (0x80 -> 0x202), the two unused bits are set.
+    @Test(arguments: [(PixelLayout.bgrx, UInt32(0xffff_8000)), (.rgbx, 0xff00_80ff), (.bgr10, 0xfff8_0800),
+                      (.rgb10, 0xc008_0bff)])
+    func orangeInEachLayout(layout: PixelLayout, stored: UInt32) {
+        var pixel: [UInt32] = [0xffff_8000]
+        pixel.withUnsafeMutableBytes { ColorConversion.fromBGRX($0.baseAddress!, stride: 4, width: 1, rows: 1, to: layout) }
+        #expect(pixel[0] == stored, "\(layout): \(String(pixel[0], radix: 16))")
+        pixel.withUnsafeMutableBytes { ColorConversion.toBGRX($0.baseAddress!, stride: 4, width: 1, rows: 1, from: layout) }
+        #expect(pixel[0] == 0xffff_8000, "\(layout) back: \(String(pixel[0], radix: 16))")
+    }
+
+    /// In place, at widths that leave SIMD remainders, with padded rows:
+    /// out and back gives every 8-bit pixel again, the padding untouched.
+    @Test(arguments: [PixelLayout.rgbx, .bgr10, .rgb10])
+    func bandsRoundTripInPlace(layout: PixelLayout) {
+        for width in [1, 3, 7, 16, 33, 1281] {
+            let rows = 3
+            let stride = width * 4 + 12
+            let pixels = picture(width: stride / 4, height: rows)
+            var band = pixels
+            band.withUnsafeMutableBytes { raw in
+                ColorConversion.fromBGRX(raw.baseAddress!, stride: stride, width: width, rows: rows, to: layout)
+            }
+            #expect(band != pixels, "\(layout) at \(width): rewritten")
+            band.withUnsafeMutableBytes { raw in
+                ColorConversion.toBGRX(raw.baseAddress!, stride: stride, width: width, rows: rows, from: layout)
+            }
+            #expect(band == pixels, "\(layout) at \(width): the same pixels back, padding untouched")
+        }
+    }
+}

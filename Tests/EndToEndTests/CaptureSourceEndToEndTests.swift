@@ -78,6 +78,64 @@ struct CaptureSourceEndToEndTests {
         }
     }
 
+    /// A display with 10 bits a channel (depth 30) stores a pixel as
+    /// x2R10G10B10, not BGRX: what it shows is sent in its own colours, and
+    /// a receiver's window on one shows what was sent in them.
+    @Test func aThirtyBitDisplayIsCapturedAndShownInItsColours() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        // Orange, #ff8000: 8 bits a channel, and 10 (0x3ff, 0x200, 0).
+        let (orange, orange10): (UInt32, UInt32) = (0xff8000, 0x3ff << 20 | 0x200 << 10)
+        let deep = try VirtualDisplay(width: 640, height: 480, depth: 30)
+        let plain = try VirtualDisplay(width: 320, height: 240)
+        let deepClient = try TestClient(display: deep.display)
+        let plainClient = try TestClient(display: plain.display)
+        _ = deepClient.window(x: 0, y: 0, width: 640, height: 480, rgb: orange10, name: "orange, 10 bits")
+        _ = plainClient.window(x: 0, y: 0, width: 320, height: 240, rgb: orange, name: "orange, 8 bits")
+
+        // Sent from the 30-bit display, recorded.
+        var port = freeUDPPort()
+        let recording = dir.path("deep.mkv")
+        let recorder = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "4"])
+        usleep(300_000)
+        let fromDeep = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", deep.display,
+                                            "--key-file", key, "--audio", "none", "--cursor", "none", "--duration", "1.5"])
+        #expect(fromDeep.status == 0, "\(fromDeep.output)")
+        _ = recorder.wait(timeout: 15)
+        let pixelFile = dir.path("pixel.rgb")
+        // Every picture's 2x2 pixels at (40, 40) (4:2:0 crops in pairs);
+        // the last picture's first is looked at.
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-i", recording, "-vf", "crop=2:2:40:40", "-f", "rawvideo",
+                               "-pix_fmt", "rgb24", pixelFile])
+        let rgb = Array((FileManager.default.contents(atPath: pixelFile) ?? Data()).suffix(12).prefix(3)).map(Int.init)
+        #expect(rgb.count == 3 && abs(rgb[0] - 255) <= 8 && abs(rgb[1] - 128) <= 8 && rgb[2] <= 8,
+                "sent from 30 bits: \(rgb), not orange (255, 128, 0)")
+
+        // Sent from the 24-bit display, shown in a window on the 30-bit one.
+        port = freeUDPPort()
+        let viewer = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", deep.display,
+                                            "--no-audio", "--duration", "5"])
+        usleep(300_000)
+        let toDeep = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", plain.display,
+                                            "--key-file", key, "--audio", "none", "--cursor", "none", "--duration", "4"])
+        #expect(viewer.waitForOutput("receiving 320x240"), "\(viewer.output)")
+        usleep(1_000_000)
+        // The receiver's window is the top one at (0, 0), over the orange
+        // one, black until its first picture.
+        var shown: UInt32?
+        for _ in 0..<20 {
+            shown = deepClient.pixel(x: 40, y: 40)
+            if let shown, shown != orange10, shown & 0x3fff_ffff != 0 { break }
+            usleep(100_000)
+        }
+        let channels = shown.map { [Int($0 >> 20 & 0x3ff), Int($0 >> 10 & 0x3ff), Int($0 & 0x3ff)] } ?? []
+        #expect(channels.count == 3 && abs(channels[0] - 0x3ff) <= 32 && abs(channels[1] - 0x200) <= 32 && channels[2] <= 32,
+                "shown on 30 bits: \(channels), not orange (1023, 512, 0)")
+        _ = toDeep.wait(timeout: 15)
+        _ = viewer.wait(timeout: 15)
+    }
+
     /// A shared window resized mid-stream: the sender follows (a new
     /// encoder, a new SPS in band) without ending the session; the
     /// receiver's recording holds pictures of both sizes and plays.

@@ -128,7 +128,9 @@ public final class VirtualDisplay: @unchecked Sendable {
     nonisolated(unsafe) private static var claimed = Set<Int>()
     private static let claiming = NSLock()
 
-    public init(width: Int = 1280, height: Int = 720, resizable: Bool = false) throws {
+    /// `depth`: 24 (8 bits a channel) or 30 (10 bits a channel), both
+    /// stored in 32 bits a pixel; 16 and 8 store fewer.
+    public init(width: Int = 1280, height: Int = 720, depth: Int = 24, resizable: Bool = false) throws {
         self.width = width
         self.height = height
         // Xephyr's screen can grow to what its host's holds.
@@ -146,7 +148,7 @@ public final class VirtualDisplay: @unchecked Sendable {
             let candidate = try host.map { host in
                 try ChildProcess("Xephyr", [":\(number)", "-screen", "\(width)x\(height)x24", "-resizeable", "-nolisten", "tcp",
                                             "-noreset"], environment: ["DISPLAY": host.display])
-            } ?? ChildProcess("Xvfb", [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten",
+            } ?? ChildProcess("Xvfb", [":\(number)", "-screen", "0", "\(width)x\(height)x\(depth)", "-nolisten",
                                        "tcp", "-noreset", "+extension", "MIT-SHM"])
             // Ours only if the lock file names our server: another process
             // may have started one on the same number a moment earlier.

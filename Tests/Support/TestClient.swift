@@ -77,6 +77,16 @@ public final class TestClient {
         return (Int(reply.pointee.root_x), Int(reply.pointee.root_y))
     }
 
+    /// The screen's pixel at (x, y) as the server stores it (32 bits a
+    /// pixel: 0xRRGGBB at depth 24, R, G and B in 10 bits each at depth 30).
+    public func pixel(x: Int, y: Int) -> UInt32? {
+        let cookie = xcb_get_image(connection, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), screen.root, Int16(x), Int16(y), 1, 1, ~0)
+        guard let reply = xcb_get_image_reply(connection, cookie, nil) else { return nil }
+        defer { free(reply) }
+        guard xcb_get_image_data_length(reply) >= 4, let data = xcb_get_image_data(reply) else { return nil }
+        return (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[$1]) << (8 * $1) }
+    }
+
     /// Waits until the server has done everything asked so far.
     public func sync() {
         free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), nil))

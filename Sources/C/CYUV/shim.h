@@ -4,6 +4,7 @@
 /// compiled as C++; only the C headers the sender needs are included.
 #include <stdint.h>
 #include <libyuv/convert.h>
+#include <libyuv/convert_argb.h>
 #include <libyuv/convert_from_argb.h>
 #include <libyuv/scale.h>
 #include <libyuv/scale_argb.h>

@@ -112,9 +112,8 @@ struct Receive: ParsableCommand {
             case .sessionRefused(let sender, let reason):
                 note("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
             case .warning(let message): note(message)
-            case .finished(let error):
-                if let error { note("\(error)") }
-                stop.fire("finished")
+            case .finished:
+                stop.fire("finished")  // an error is reported once, on the way out
             }
         }
         let status = StatusLine()
