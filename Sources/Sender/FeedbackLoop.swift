@@ -78,6 +78,7 @@ final class FeedbackLoop {
             if let outcome = network.link.poll(now: clock, send: sendHandshake) {
                 apply(outcome, context: context, began: started, keyframe: keyframe)
             }
+            if network.link.firstHandshakeUnanswered(now: clock) { context.emit(.warning(unanswered)) }
             wait = Self.shortestWait
             guard network.link.ready.load(ordering: .relaxed) else { continue }
             let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
@@ -122,6 +123,19 @@ final class FeedbackLoop {
             let longest = network.link.isBusy ? Self.shortestWait : Self.longestWait
             wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
+    }
+
+    /// What the host is told when the receiver has not answered the first
+    /// handshake: why, as far as this end can tell.
+    private var unanswered: String {
+        let seconds = SessionLink.unansweredNotice / 1_000_000_000
+        let destination = network.destination
+        if network.socket.portUnreachable > 0 {
+            return "UDP port \(destination.port) of \(destination.host) was reported unreachable (nothing listens there): "
+                + "is share recv running there, on that port? Still trying"
+        }
+        return "no answer from \(destination.host) port \(destination.port) in \(seconds) s: is share recv running there, "
+            + "and does the path let UDP through to that port? Still trying"
     }
 
     /// Sets the video's FEC as the policy says for the path now.

@@ -19,6 +19,8 @@ final class NetworkDriver: @unchecked Sendable {
     // the threads start; lock order is stream -> pacer, and the
     // controller's lock is never held with another.
     let socket: UDPSocket
+    /// Where the socket sends (the receiver's address, or the SFU's).
+    let destination: SocketAddress
     let video: Locked<SendStream>
     let audio: [LockedStream]
     /// The pacer and its thread.
@@ -49,10 +51,11 @@ final class NetworkDriver: @unchecked Sendable {
     /// What the stream is called (`SenderConfiguration.title`): told with every state.
     private let title: String?
 
-    init(socket: UDPSocket, routes: MediaRoutes, video: sending SendStream, audio: [LockedStream],
+    init(socket: UDPSocket, destination: SocketAddress, routes: MediaRoutes, video: sending SendStream, audio: [LockedStream],
          audioLayout: [AudioStreamLayout], congestion: CongestionController.Configuration, link: SessionLink,
          adaptive: Bool = true, title: String? = nil) {
         self.socket = socket
+        self.destination = destination
         self.title = title
         self.routes = routes
         self.audioLayout = audioLayout

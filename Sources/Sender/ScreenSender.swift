@@ -193,7 +193,7 @@ public final class ScreenSender: Sendable {
         } catch {
             throw .transport(error.description)
         }
-        network = NetworkDriver(socket: socket, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
+        network = NetworkDriver(socket: socket, destination: destination, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
                                 link: link, adaptive: configuration.congestionControl,
                                title: configuration.title)
         let pointerPlacement = Self.pointerPlacement(configuration)

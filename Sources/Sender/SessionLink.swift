@@ -28,6 +28,13 @@ final class SessionLink: @unchecked Sendable {
     /// Media may flow: a session is (or the static key was) established.
     let ready: Atomic<Bool>
     private var lastAttempt: UInt64 = 0
+    /// When the first handshake began, whether the receiver has answered
+    /// any, and whether the host was told it has not.
+    private var firstAttempt: UInt64?
+    private var answered = false
+    private var toldUnanswered = false
+    /// How long the first handshake goes unanswered before the host hears of it.
+    static let unansweredNotice: UInt64 = 3_000_000_000
     /// When authenticated RTCP last came from the receiver (monotonic ns).
     private var lastFeedback: UInt64 = 0
     private var announced = false
@@ -70,6 +77,7 @@ final class SessionLink: @unchecked Sendable {
     func begin(now: UInt64, send: ([UInt8]) -> Void) {
         guard initiator != nil else { return }
         lastAttempt = now
+        if firstAttempt == nil { firstAttempt = now }
         announced = false
         send(initiator!.start(now: MonotonicTime(nanoseconds: now)))
     }
@@ -80,6 +88,7 @@ final class SessionLink: @unchecked Sendable {
     /// A handshake message from the receiver.
     func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
         guard initiator != nil, let message = HandshakeMessage(parsing: bytes) else { return nil }
+        answered = true
         if case .retry = message {
             // Unauthenticated: acted on only when the receiver's feedback has
             // stopped too, and at most once a second.
@@ -90,6 +99,16 @@ final class SessionLink: @unchecked Sendable {
             return nil
         }
         return apply(initiator!.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+    }
+
+    /// True once, when nothing has answered the first handshake for
+    /// `unansweredNotice`: the receiver is not running, or the path drops
+    /// UDP (the handshake goes on being retried either way).
+    func firstHandshakeUnanswered(now: UInt64) -> Bool {
+        guard initiator != nil, !answered, !toldUnanswered, !ready.load(ordering: .relaxed), let firstAttempt,
+              now &- firstAttempt >= Self.unansweredNotice else { return false }
+        toldUnanswered = true
+        return true
     }
 
     /// Retransmissions, people's answers, and a new handshake after a long silence.

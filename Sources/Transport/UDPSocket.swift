@@ -97,9 +97,13 @@ public final class UDPSocket: @unchecked Sendable {
     private let descriptor: Int32
     let family: Int32
     private let drops = Atomic<Int>(0)
+    private let refusals = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
     /// Datagrams the kernel refused because its buffer was full.
     public var sendDrops: Int { drops.load(ordering: .relaxed) }
+    /// Times a connected socket heard that nothing listens at the other end
+    /// (the host's ICMP port unreachable, as ECONNREFUSED on a later call).
+    public var portUnreachable: Int { refusals.load(ordering: .relaxed) }
 
     /// A socket bound to `port` on every local address (0 picks a free port).
     public init(bindingPort port: Int, ipv6: Bool = false, receiveBuffer: Int = 4 << 20) throws(TransportError) {
@@ -175,7 +179,8 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     /// Sends a datagram to the connected peer, or to `destination`.
-    /// Returns false when the kernel dropped it (buffer full or no route).
+    /// Returns false when the kernel dropped it (buffer full or no route;
+    /// a port unreachable reported for an earlier one is counted apart).
     @discardableResult
     public func send(_ bytes: ArraySlice<UInt8>, to destination: SocketAddress? = nil) -> Bool {
         let result: Int = bytes.withUnsafeBytes { raw in
@@ -191,10 +196,11 @@ public final class UDPSocket: @unchecked Sendable {
                     sent = Glibc.send(descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT))
                 }
                 if sent < 0 && errno == EINTR { continue }
+                if sent < 0 && errno == ECONNREFUSED { refusals.add(1, ordering: .relaxed) }
                 return sent
             }
         }
-        if result < 0 { drops.add(1, ordering: .relaxed) }
+        if result < 0 && errno != ECONNREFUSED { drops.add(1, ordering: .relaxed) }
         return result >= 0
     }
 
@@ -223,7 +229,10 @@ public final class UDPSocket: @unchecked Sendable {
             if received < 0 && errno == EINTR { continue }
             if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return nil }
             // ICMP port unreachable from an earlier send surfaces here: not fatal.
-            if received < 0 && errno == ECONNREFUSED { return nil }
+            if received < 0 && errno == ECONNREFUSED {
+                refusals.add(1, ordering: .relaxed)
+                return nil
+            }
             if received < 0 { throw TransportError("recvfrom", errno: errno) }
             count = received
             return SocketAddress(storage: address, length: length)
@@ -302,6 +311,7 @@ public final class UDPSocket: @unchecked Sendable {
                 }
             }
             if received < 0 && errno == EINTR { continue }
+            if received < 0 && errno == ECONNREFUSED { refusals.add(1, ordering: .relaxed) }
             if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) { return nil }
             if received < 0 { throw TransportError("recvmsg", errno: errno) }
             count = received

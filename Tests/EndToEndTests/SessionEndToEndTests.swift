@@ -547,3 +547,35 @@ extension EndToEndTests.SessionTests {
         #expect((stats["framesEncoded"] as? Int ?? 0) >= 60, "the stream went on")
     }
 }
+
+extension EndToEndTests.SessionTests {
+    /// `share send` started before its receiver (or toward a port nothing
+    /// answers on) says so after three seconds, why as far as it can tell,
+    /// and keeps trying: a receiver started then gets the session.
+    @Test func aSenderWhoseHandshakeGoesUnansweredSaysSoAndKeepsTrying() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        // A port held by a socket that never answers: no reply, no ICMP.
+        var silent: UDPSocket? = try UDPSocket(bindingPort: 0)
+        let port = silent!.localPort
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name,
+                                            "--key-file", key, "--audio", "none", "--duration", "9"])
+        #expect(sender.waitForOutput("no answer from 127.0.0.1 port \(port) in 3 s", timeout: 6), "\(sender.output)")
+        silent?.close()
+        silent = nil
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--duration", "6", "--stats-json", dir.path("recv.json")])
+        #expect(sender.waitForOutput("session with", timeout: 4), "still trying: \(sender.output)")
+        _ = receiver.wait(timeout: 15)
+        #expect(sender.wait(timeout: 15).status == 0, "\(sender.output)")
+        #expect((try readStats(dir.path("recv.json"))["framesDecoded"] as? Int ?? 0) > 0)
+        #expect(sender.output.components(separatedBy: "no answer from").count == 2, "said once: \(sender.output)")
+
+        // Nothing bound there at all: the host says the port is unreachable.
+        let closed = freeUDPPort()
+        let refused = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(closed)", "--display", screen.name,
+                                           "--key-file", key, "--audio", "none", "--duration", "4"])
+        #expect(refused.output.contains("UDP port \(closed) of 127.0.0.1 was reported unreachable"), "\(refused.output)")
+    }
+}
