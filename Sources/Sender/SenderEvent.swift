@@ -14,7 +14,8 @@ public enum SenderEvent: Sendable {
     case resumed
     /// The sender stopped: nil after `stop()`, or the error that ended it.
     case finished(SenderError?)
-    /// Something degraded without stopping the stream (an audio source went away).
+    /// Something degraded without stopping the stream (an audio source went
+    /// away), or the receiver has not answered the first handshake in 3 s.
     case warning(String)
     /// The memory governor moved to another rung: the footprint measured
     /// (or, for the starting rung, predicted for the full rung) in bytes.
