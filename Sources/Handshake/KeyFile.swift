@@ -46,7 +46,12 @@ public enum KeyFile {
     /// refused when others can read it.
     static func secretFields(_ path: String) throws -> [Substring] {
         try refuseIfReadableByOthers(path, what: "key file")
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard access(path, R_OK) == 0 else {
+            throw Problem(description: "cannot read key file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw Problem(description: "key file \(path) is not text (write one with `share keygen`)")
+        }
         return text.split(whereSeparator: { $0.isWhitespace })
     }
 
@@ -56,6 +61,7 @@ public enum KeyFile {
         guard stat(path, &info) == 0 else {
             throw Problem(description: "cannot read \(what) \(path): \(String(cString: strerror(errno)))")
         }
+        guard info.st_mode & S_IFMT != S_IFDIR else { throw Problem(description: "\(what) \(path) is a directory") }
         let mode = info.st_mode & 0o777
         if mode & 0o077 != 0 {
             throw Problem(description: "\(what) \(path) is readable by group or others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")

@@ -44,8 +44,13 @@ public final class ScreenReceiver: Sendable {
     /// `start`.
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
-        if let path = configuration.recordPath, Recorder.Container(path: path) == nil {
-            throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")
+        if let path = configuration.recordPath {
+            guard Recorder.Container(path: path) != nil else {
+                throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")
+            }
+            if let problem = SessionRecording.directoryProblem(path) {
+                throw .configuration("cannot record to \"\(path)\": \(problem)")
+            }
         }
         // Dual stack: IPv6 and IPv4 (as mapped addresses) on one socket;
         // IPv4 alone where the kernel has no IPv6.

@@ -1,5 +1,8 @@
 internal import ShareDecode
 internal import ShareWire
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// The receiver's recording, one complete file per session: the first to
 /// the path given, the next ones beside it (`rec-2.mkv`, `rec-3.mkv`, ...).
@@ -94,6 +97,23 @@ final class SessionRecording {
     func finish(audioChannels: [Int]) {
         try? open(audioChannels: audioChannels)
         recorder?.finish()
+    }
+
+    /// Why nothing could be recorded at `path`, checked before anything is
+    /// received (the file itself opens with the first session): its
+    /// directory is missing, not a directory, or not writable. nil: fine.
+    static func directoryProblem(_ path: String) -> String? {
+        let directory: String
+        if let slash = path.lastIndex(of: "/") {
+            directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        } else {
+            directory = "."
+        }
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return "there is no directory \(directory)" }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "\(directory) is not a directory" }
+        guard access(directory, W_OK | X_OK) == 0 else { return "the directory \(directory) is not writable" }
+        return nil
     }
 
     /// Where session `session` records: `path`, then `name-2.ext`, ...

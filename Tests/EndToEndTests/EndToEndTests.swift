@@ -349,4 +349,36 @@ struct EndToEndTests {
         let again = try ShareBinary.run(["keygen", key])
         #expect(again.status != 0)
     }
+
+    /// Files named on the command line that cannot serve are refused before
+    /// anything is received, each with what is wrong with it (a recording
+    /// used to fail only when the first session began, and was lost).
+    @Test func unusableFilesAreRefusedAtOnceAndSaySo() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let notText = dir.path("binary.key")
+        _ = FileManager.default.createFile(atPath: notText, contents: Data([0xff, 0xfe, 0x00, 0xc3, 0x28]),
+                                       attributes: [.posixPermissions: 0o600])
+        let folder = dir.path("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        let locked = dir.path("locked")
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o500])
+        var cases: [([String], String)] = [
+            (["--key-file", key, "--record", dir.path("missing/rec.mkv")], "there is no directory \(dir.path("missing"))"),
+            (["--key-file", key, "--record", "\(key)/rec.mkv"], "\(key) is not a directory"),
+            (["--key-file", key, "--record", dir.path("rec.avi")], "must end in .mkv or .mp4"),
+            (["--key-file", notText], "is not text"),
+            (["--key-file", folder], "is a directory"),
+        ]
+        // root writes anywhere: the unwritable directory says so only to others.
+        if geteuid() != 0 { cases.append((["--key-file", key, "--record", "\(locked)/rec.mkv"], "is not writable")) }
+        for (options, message) in cases {
+            let result = try ShareBinary.run(["recv", "--port", "\(freeUDPPort())", "--no-window", "--no-audio",
+                                              "--duration", "1"] + options)
+            #expect(result.status != 0 && result.output.contains(message), "\(options): \(result.output)")
+            #expect(!result.output.contains("listening on"), "refused before listening: \(result.output)")
+        }
+    }
 }
