@@ -74,7 +74,7 @@ final class Presenter: @unchecked Sendable {
         self.queue = queue
         self.network = network
         self.events = events
-        let recording = configuration.recordPath.map(SessionRecording.init(path:))
+        let recording = configuration.recordPath.map { SessionRecording(path: $0) { events(.warning($0)) } }
         self.recording = recording
         sound = AudioRouter(configuration: configuration, recording: recording, events: events)
     }

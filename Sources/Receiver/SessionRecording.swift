@@ -13,9 +13,12 @@ internal import Glibc
 /// after 2 s without audio (PulseAudio's first capture can take over a
 /// second), or when the session ends first; until then
 /// pictures wait in the pre-roll from the first keyframe on, so none is
-/// lost. Used by the decode thread only.
+/// lost. An existing file is never overwritten: a session whose name is
+/// taken (an earlier run's recording) takes the next free number, and
+/// `notice` says so. Used by the decode thread only.
 final class SessionRecording {
     private let path: String
+    private let notice: (String) -> Void
     private var recorder: Recorder?
     private var preroll = Preroll()
     private var session = 1
@@ -29,7 +32,10 @@ final class SessionRecording {
     private var framesBefore = 0
     private var audioBefore = 0
 
-    init(path: String) { self.path = path }
+    init(path: String, notice: @escaping (String) -> Void = { _ in }) {
+        self.path = path
+        self.notice = notice
+    }
 
     var framesWritten: Int { framesBefore + (recorder?.framesWritten ?? 0) }
     var audioPacketsWritten: Int { audioBefore + (recorder?.audioPacketsWritten ?? 0) }
@@ -66,8 +72,12 @@ final class SessionRecording {
     /// Opens the file with the tracks known now and writes the pre-roll.
     private func open(audioChannels: [Int]) throws(ReceiverError) {
         guard recorder == nil, let keyframe = preroll.firstKeyframe else { return }
+        let wanted = Self.path(path, session: session)
+        while access(Self.path(path, session: session), F_OK) == 0 { session += 1 }
+        let file = Self.path(path, session: session)
+        if file != wanted { notice("\(wanted) exists (kept): this session records to \(file)") }
         do {
-            recorder = try Recorder(path: Self.path(path, session: session), width: keyframe.width, height: keyframe.height,
+            recorder = try Recorder(path: file, width: keyframe.width, height: keyframe.height,
                                     parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
                                     audioChannels: audioChannels)
         } catch {

@@ -579,3 +579,28 @@ extension EndToEndTests.SessionTests {
         #expect(refused.output.contains("UDP port \(closed) of 127.0.0.1 was reported unreachable"), "\(refused.output)")
     }
 }
+
+extension EndToEndTests.SessionTests {
+    /// `--record` never overwrites: an earlier run's file is kept and the
+    /// session takes the next free name, which the receiver names.
+    @Test func anExistingRecordingIsKeptAndTheSessionTakesTheNextName() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let earlier = Data("yesterday's recording".utf8)
+        #expect(FileManager.default.createFile(atPath: dir.path("rec.mkv"), contents: earlier))
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", dir.path("rec.mkv"), "--duration", "4"])
+        usleep(300_000)
+        let sent = try ShareBinary.run(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
+                                        "--audio", "none", "--every-frame", "--duration", "1"])
+        #expect(sent.status == 0, "\(sent.output)")
+        let received = receiver.wait(timeout: 15)
+        #expect(received.status == 0)
+        #expect(FileManager.default.contents(atPath: dir.path("rec.mkv")) == earlier, "the earlier file is untouched")
+        #expect(received.output.contains("rec.mkv exists (kept): this session records to \(dir.path("rec-2.mkv"))"),
+                "\(received.output)")
+        #expect(try probeVideo(dir.path("rec-2.mkv")).videoFrames >= 10)
+    }
+}
