@@ -26,6 +26,20 @@ public enum PixelLayout: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The pixel value of a 0xRRGGBB colour on a display of this layout
+    /// (what X drawing requests take as a foreground): 8-bit channels
+    /// widened to 10 bits by repeating their top bits, as libyuv does.
+    public func pixel(rgb: UInt32) -> UInt32 {
+        let (r, g, b) = (rgb >> 16 & 0xff, rgb >> 8 & 0xff, rgb & 0xff)
+        func wide(_ c: UInt32) -> UInt32 { c << 2 | c >> 6 }
+        switch self {
+        case .bgrx: return r << 16 | g << 8 | b
+        case .rgbx: return b << 16 | g << 8 | r
+        case .bgr10: return wide(r) << 20 | wide(g) << 10 | wide(b)
+        case .rgb10: return wide(b) << 20 | wide(g) << 10 | wide(r)
+        }
+    }
+
     public var description: String {
         switch self {
         case .bgrx: "8-bit BGRX"

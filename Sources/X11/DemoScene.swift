@@ -1,4 +1,5 @@
 internal import CXCB
+internal import ShareColor
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -11,11 +12,15 @@ public final class DemoScene {
     private let window: xcb_window_t
     private let gc: xcb_gcontext_t
     private var font: xcb_font_t?
+    /// How the display stores a colour (a 30-bit display takes 10-bit channels).
+    private let layout: PixelLayout
     public let width: Int
     public let height: Int
 
     public init(display: String? = nil) throws(X11Error) {
         let connection = try X11Connection(display: display)
+        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
+        self.layout = layout
         let c = connection.connection
         let window = xcb_generate_id(c)
         // Override-redirect: no window manager decorates or moves it.
@@ -56,7 +61,7 @@ public final class DemoScene {
     /// Fills a rectangle with a 0xRRGGBB colour (TrueColor visuals).
     public func fill(x: Int, y: Int, width: Int, height: Int, rgb: UInt32) {
         let c = connection.connection
-        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue, [rgb])
+        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue, [layout.pixel(rgb: rgb)])
         var rect = xcb_rectangle_t(x: Int16(clamping: x), y: Int16(clamping: y), width: UInt16(clamping: max(width, 0)),
                                    height: UInt16(clamping: max(height, 0)))
         xcb_poly_fill_rectangle(c, window, gc, 1, &rect)
@@ -70,7 +75,8 @@ public final class DemoScene {
             return
         }
         let c = connection.connection
-        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue, [rgb, 0x10_1820])
+        xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue,
+                      [layout.pixel(rgb: rgb), layout.pixel(rgb: 0x10_1820)])
         let bytes = Array(text.utf8.prefix(255))
         bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) {

@@ -123,6 +123,9 @@ struct BandConversionTests {
         #expect(pixel[0] == stored, "\(layout): \(String(pixel[0], radix: 16))")
         pixel.withUnsafeMutableBytes { ColorConversion.toBGRX($0.baseAddress!, stride: 4, width: 1, rows: 1, from: layout) }
         #expect(pixel[0] == 0xffff_8000, "\(layout) back: \(String(pixel[0], radix: 16))")
+        // What X drawing takes for it: the same, without the unused bits.
+        let unused: UInt32 = layout == .bgrx || layout == .rgbx ? 0xff00_0000 : 0xc000_0000
+        #expect(layout.pixel(rgb: 0xff8000) | unused == stored)
     }
 
     /// In place, at widths that leave SIMD remainders, with padded rows:

@@ -7,11 +7,14 @@ import Testing
 struct BenchmarkHarnessTests {
     /// `share scene --stamp` → `share send` → `share recv --read-stamps`:
     /// nearly every decoded picture carries a new, readable stamp, and the
-    /// latency is that of a loopback stream (not 0, not seconds).
-    @Test func glassToGlassIsReadFromDecodedPictures() throws {
+    /// latency is that of a loopback stream (not 0, not seconds). On a
+    /// 30-bit display too: the scene draws its colours in the display's
+    /// layout and capture reads them back (stamps are black and white).
+    @Test(arguments: [24, 30])
+    func glassToGlassIsReadFromDecodedPictures(depth: Int) throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
-        let display = try VirtualDisplay(width: 1280, height: 720)
+        let display = try VirtualDisplay(width: 1280, height: 720, depth: depth)
         let scene = try ShareBinary.start(["scene", "--display", display.display, "--stamp"])
         defer { scene.stop() }
         usleep(300_000)
