@@ -220,6 +220,9 @@ public enum RejectReason: UInt8, Sendable, Equatable, CustomStringConvertible {
     case modeMismatch = 4
     /// The SRTP suite asked for is not one this end speaks.
     case unsupportedSuite = 5
+    /// Another sender took the receiver over from this sender instance,
+    /// and is still sending.
+    case replaced = 6
 
     public var description: String {
         switch self {
@@ -228,6 +231,7 @@ public enum RejectReason: UInt8, Sendable, Equatable, CustomStringConvertible {
         case .identityChanged: "the other end's identity changed since it was last seen"
         case .modeMismatch: "one end uses a key file and the other identities"
         case .unsupportedSuite: "unsupported SRTP suite"
+        case .replaced: "another sender took the receiver over"
         }
     }
 }

@@ -37,6 +37,10 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
         }
     }
 
+    /// Sender instances whose handshakes are refused as `.replaced` (set by
+    /// the owner: those another sender has taken over from, while it sends).
+    public var replacedInstances: Set<UInt64> = []
+
     public struct Statistics: Sendable, Equatable {
         public var commits = 0
         /// Commits not answered because of the rate limit.
@@ -119,6 +123,9 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
         }
         guard let profile = SRTPProfile(handshakeCode: commit.suite), configuration.profiles.contains(profile) else {
             return refuse(commit.id, peer: peer, reason: .unsupportedSuite, failure: .rejected(.unsupportedSuite))
+        }
+        if replacedInstances.contains(commit.instance) {
+            return refuse(commit.id, peer: peer, reason: .replaced, failure: .rejected(.replaced))
         }
         let ephemeral = Curve25519.KeyAgreement.PrivateKey()
         let nonce = randomBytes(32)

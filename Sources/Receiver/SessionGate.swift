@@ -11,7 +11,10 @@ internal import ShareSync
 /// else, or before any session, is counted and dropped (and the source told,
 /// at a bounded rate, that it should handshake). A new sender instance
 /// starts a new session; the same instance handshaking again only renews
-/// the keys. With a static key: the sender's address is learned from the
+/// the keys. The last new sender wins: one taken over from is refused
+/// (`replaced`, so it stops instead of taking the receiver back when its
+/// feedback stops) while the sender that took over is still sending. With
+/// a static key: the sender's address is learned from the
 /// first authenticated packet, and forgotten at its BYE.
 final class SessionGate: @unchecked Sendable {
     // Safe: used by the network thread only, except `answers`, a mutex the
@@ -40,6 +43,12 @@ final class SessionGate: @unchecked Sendable {
     /// The pinned sender, and its instance (nil with a static key).
     private(set) var peer: SocketAddress?
     private var instance: UInt64?
+    /// Instances a newer one took over from (the last 16), and when the
+    /// pinned sender's media last came: a taken-over instance is refused
+    /// while that is under `liveness` ago.
+    private var replaced: [UInt64] = []
+    private var lastFromPeer: MonotonicTime?
+    static let liveness: Duration = .seconds(3)
     private(set) var counters = Counters()
     /// Answers of people to confirmation requests, handed in from their thread.
     let answers = Locked<[(id: UInt64, accept: Bool)]>([])
@@ -71,7 +80,9 @@ final class SessionGate: @unchecked Sendable {
             counters.malformedHandshakes += 1
             return []
         }
-        return apply(responder!.handle(message, from: source, now: now), send: send)
+        let live = lastFromPeer.map { now.since($0) < Self.liveness } ?? false
+        responder!.replacedInstances = live ? Set(replaced) : []
+        return apply(responder!.handle(message, from: source, now: now), now: now, send: send)
     }
 
     /// Answers from people, and forgetting of stale handshakes.
@@ -84,12 +95,13 @@ final class SessionGate: @unchecked Sendable {
         }
         var events: [Event] = []
         for answer in answered {
-            events += apply(responder!.answer(handshakeID: answer.id, accept: answer.accept, now: now), send: send)
+            events += apply(responder!.answer(handshakeID: answer.id, accept: answer.accept, now: now), now: now, send: send)
         }
         return events
     }
 
-    private func apply(_ actions: [HandshakeResponder<SocketAddress>.Action], send: ([UInt8], SocketAddress) -> Void) -> [Event] {
+    private func apply(_ actions: [HandshakeResponder<SocketAddress>.Action], now: MonotonicTime,
+                       send: ([UInt8], SocketAddress) -> Void) -> [Event] {
         var events: [Event] = []
         for action in actions {
             switch action {
@@ -106,8 +118,15 @@ final class SessionGate: @unchecked Sendable {
                     events.append(.refused(sender: established.peerName, reason: "\(error)"))
                     continue
                 }
+                if !renewed, let old = instance {
+                    replaced.removeAll { $0 == old }
+                    replaced.append(old)
+                    if replaced.count > 16 { replaced.removeFirst() }
+                }
+                replaced.removeAll { $0 == established.instance }
                 instance = established.instance
                 peer = from
+                lastFromPeer = now
                 if renewed { counters.renewals += 1 } else { counters.sessions += 1 }
                 events.append(.started(established, renewed: renewed))
             }
@@ -122,7 +141,10 @@ final class SessionGate: @unchecked Sendable {
         // A static key pins nothing: other tools send each stream from a
         // socket of its own (ffmpeg does); authentication is the filter.
         guard responder != nil else { return true }
-        if instance != nil, peer == source { return true }
+        if instance != nil, peer == source {
+            lastFromPeer = now
+            return true
+        }
         if instance == nil { counters.withoutSession += 1 } else { counters.foreignSource += 1 }
         if hints.take(now: now) {
             counters.hintsSent += 1
@@ -140,6 +162,7 @@ final class SessionGate: @unchecked Sendable {
     func senderLeft() throws(SRTPError) {
         peer = nil
         instance = nil
+        lastFromPeer = nil
         if responder == nil, let keys = staticKeys { try session.restart(keys) }
     }
 

@@ -604,3 +604,33 @@ extension EndToEndTests.SessionTests {
         #expect(try probeVideo(dir.path("rec-2.mkv")).videoFrames >= 10)
     }
 }
+
+extension EndToEndTests.SessionTests {
+    /// A second sender while one is live: the last new one wins, and the
+    /// one taken over from stops with that reason instead of taking the
+    /// receiver back when its feedback stops (they used to take turns,
+    /// a new session every two seconds).
+    @Test func theLastNewSenderWinsAndTheOneReplacedStops() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let (first, second) = (try EndToEndTests.Screen(width: 320, height: 240), try EndToEndTests.Screen(width: 400, height: 240))
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--duration", "10", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let replaced = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", first.name,
+                                              "--key-file", key, "--audio", "none", "--duration", "20"])
+        #expect(receiver.waitForOutput("receiving 320x240"), "\(receiver.output)")
+        let taker = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", second.name,
+                                           "--key-file", key, "--audio", "none", "--duration", "8"])
+        #expect(receiver.waitForOutput("receiving 400x240"), "\(receiver.output)")
+        let ended = replaced.wait(timeout: 8)
+        #expect(ended.status != 0 && ended.output.contains("another sender took the receiver over"), "\(ended.output)")
+        #expect(taker.wait(timeout: 15).status == 0)
+        let received = receiver.wait(timeout: 15)
+        let stats = try readStats(dir.path("recv.json"))
+        #expect(stats["sessions"] as? Int == 2, "no taking turns: \(received.output)")
+        let after = received.output.components(separatedBy: "receiving 400x240").last ?? ""
+        #expect(!after.contains("receiving 320x240"), "the second kept the receiver: \(received.output)")
+    }
+}

@@ -275,6 +275,23 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         #expect(pair.responderSession?.roundTrip == nil, "the responder times nothing")
     }
 
+    /// A sender instance another one took the receiver over from is refused
+    /// as replaced at its commit (it stops instead of taking it back); any
+    /// other instance handshakes as before.
+    @Test func aReplacedInstanceIsRefusedAtItsCommit() throws {
+        var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret), instance: 41)
+        pair.responder.replacedInstances = [41]
+        pair.run()
+        #expect(pair.initiatorSession == nil)
+        #expect(pair.initiatorFailure == .rejected(.replaced), "\(String(describing: pair.initiatorFailure))")
+        #expect(pair.responderFailure == .rejected(.replaced))
+        #expect(pair.responder.statistics.refused == 1 && pair.wire.count == 2, "commit, reject")
+        var other = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret), instance: 42)
+        other.responder.replacedInstances = [41]
+        other.run()
+        #expect(other.initiatorSession != nil)
+    }
+
     @Test func lostMessagesAreRetransmittedAndAnsweredFromWhatWasStored() throws {
         var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret))
         var now = pair.now
