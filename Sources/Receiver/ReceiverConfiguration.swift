@@ -35,6 +35,9 @@ public struct ReceiverConfiguration: Sendable {
     public var fecPayloadType: UInt8? = 98
     /// The RTCP canonical name (CNAME) of the receiver's reports.
     public var cname = "share-recv"
+    /// The name the sender is told in a handshake (1 to 48 printable
+    /// bytes); nil: the identity's, or user@host.
+    public var handshakeName: String?
     /// Play received audio through PulseAudio.
     public var playAudio = true
     /// Payload types carrying Opus.

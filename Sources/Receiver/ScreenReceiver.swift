@@ -44,6 +44,9 @@ public final class ScreenReceiver: Sendable {
     /// `start`.
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
+        if let name = configuration.handshakeName, !PeerName.isValid(name) {
+            throw .configuration("--name \(name) is not 1-48 printable bytes without spaces")
+        }
         if let path = configuration.recordPath {
             guard Recorder.Container(path: path) != nil else {
                 throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")
@@ -94,7 +97,8 @@ public final class ScreenReceiver: Sendable {
         } catch {
             throw .decoder(error.description)
         }
-        parts = Locked(Parts(session: session, gate: SessionGate(session: session, keying: configuration.keying),
+        parts = Locked(Parts(session: session, gate: SessionGate(session: session, keying: configuration.keying,
+                                                                          name: configuration.handshakeName),
                              decoder: decoder))
     }
 

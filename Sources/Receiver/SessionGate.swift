@@ -57,7 +57,7 @@ final class SessionGate: @unchecked Sendable {
     /// Hints to strangers: five a second at most.
     private var hints = RateLimiter(rate: 5, burst: 5)
 
-    init(session: ReceiveSession, keying: SessionKeying) {
+    init(session: ReceiveSession, keying: SessionKeying, name: String? = nil) {
         self.session = session
         switch keying {
         case .staticKey(let keying):
@@ -65,7 +65,7 @@ final class SessionGate: @unchecked Sendable {
             store = nil
             staticKeys = .symmetric(keying)
         case .handshake(let authentication, let store):
-            responder = HandshakeResponder(configuration: .init(authentication: authentication, name: keying.localName))
+            responder = HandshakeResponder(configuration: .init(authentication: authentication, name: name ?? keying.localName))
             self.store = store
         }
     }

@@ -61,6 +61,9 @@ public final class ScreenSender: Sendable {
     public init(configuration: SenderConfiguration) throws(SenderError) {
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
+        if let name = configuration.handshakeName, !PeerName.isValid(name) {
+            throw .configuration("--name \(name) is not 1-48 printable bytes without spaces")
+        }
         self.configuration = configuration
         try Self.checkPorts(configuration)
         let destination: SocketAddress
@@ -181,7 +184,7 @@ public final class ScreenSender: Sendable {
         let ceiling = Double(baseBitrate) * 1000 * 1.15 + Double(audioBitrate)
         let congestion = CongestionController.Configuration(
             start: ceiling, minimum: max(Double(baseBitrate) * 1000 * 0.05, 100_000) + Double(audioBitrate), maximum: ceiling)
-        let link = SessionLink(keying: configuration.keying, profile: configuration.profile,
+        let link = SessionLink(keying: configuration.keying, name: configuration.handshakeName, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
         let layout = channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
         // Audio streams are numbered as they started (as the SDP numbers them).

@@ -162,6 +162,9 @@ public struct SenderConfiguration: Sendable {
     public var stillRefresh: Duration? = .seconds(1)
     /// The RTCP canonical name (CNAME) the streams carry.
     public var cname: String = "share"
+    /// The name the receiver is told in a handshake (`user@host`-like, 1 to
+    /// 48 printable bytes); nil: the identity's, or user@host.
+    public var handshakeName: String?
     /// The RTP payload type of the H.264 video.
     public var payloadType: UInt8 = 96
     /// The memory budget the governor keeps the sender under; nil turns

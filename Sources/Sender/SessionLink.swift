@@ -47,7 +47,7 @@ final class SessionLink: @unchecked Sendable {
     static let silenceLimit: UInt64 = 2_000_000_000
     static let retryHoldoff: UInt64 = 1_000_000_000
 
-    init(keying: SessionKeying, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
+    init(keying: SessionKeying, name: String? = nil, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
         self.confirmation = confirmation
         switch keying {
         case .staticKey:
@@ -55,7 +55,7 @@ final class SessionLink: @unchecked Sendable {
             store = nil
             ready = Atomic(true)
         case .handshake(let authentication, let store):
-            let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: keying.localName,
+            let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: name ?? keying.localName,
                                                                  profile: profile, instance: instance)
             initiator = HandshakeInitiator(configuration: configuration)
             self.store = store

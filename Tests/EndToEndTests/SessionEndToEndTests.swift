@@ -615,14 +615,18 @@ extension EndToEndTests.SessionTests {
         let key = try ShareBinary.keyFile(in: dir)
         let (first, second) = (try EndToEndTests.Screen(width: 320, height: 240), try EndToEndTests.Screen(width: 400, height: 240))
         let port = freeUDPPort()
+        // Named on the command line (a key file has no identity to name them).
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
-                                              "--duration", "10", "--stats-json", dir.path("recv.json")])
+                                              "--name", "projector", "--duration", "10", "--stats-json", dir.path("recv.json")])
         usleep(300_000)
         let replaced = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", first.name,
-                                              "--key-file", key, "--audio", "none", "--duration", "20"])
+                                              "--key-file", key, "--audio", "none", "--name", "alice", "--duration", "20"])
+        #expect(receiver.waitForOutput("session with sender \"alice\""), "\(receiver.output)")
         #expect(receiver.waitForOutput("receiving 320x240"), "\(receiver.output)")
+        #expect(replaced.waitForOutput("session with \"projector\" is up"), "\(replaced.output)")
         let taker = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", second.name,
-                                           "--key-file", key, "--audio", "none", "--duration", "8"])
+                                           "--key-file", key, "--audio", "none", "--name", "bob", "--duration", "8"])
+        #expect(receiver.waitForOutput("session with sender \"bob\""), "\(receiver.output)")
         #expect(receiver.waitForOutput("receiving 400x240"), "\(receiver.output)")
         let ended = replaced.wait(timeout: 8)
         #expect(ended.status != 0 && ended.output.contains("another sender took the receiver over"), "\(ended.output)")

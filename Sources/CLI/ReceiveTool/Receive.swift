@@ -68,6 +68,7 @@ struct Receive: ParsableCommand {
                 fail("\(error)")
             }
             configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
+            configuration.handshakeName = o.name
         }
         configuration.port = port ?? sdpPort ?? 5004
         configuration.display = display

@@ -40,6 +40,7 @@ struct Send: ParsableCommand {
         }
         ScreenSender.limitMallocArenas()
         var configuration = SenderConfiguration(host: host ?? "", keying: keying)
+        configuration.handshakeName = o.name
         // The process is the sender: its whole footprint counts, as iOS counts an extension's.
         configuration.memoryAccounting = .process
         configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
