@@ -75,13 +75,15 @@ extension ColorConversion {
         _ = ARGBToI420(out, Int32(outStride), y, ys, u, cs, v, cs, Int32(planes.width), Int32(rows.count))
     }
 
-    /// Scales a whole BGRX picture to `width` x `height` BGRX, as libyuv
-    /// does it in one call (the reference the bands are checked against).
+    /// Scales a whole BGRX picture to `outWidth` x `outHeight` BGRX (rows
+    /// `outStride` bytes apart, packed by default), as libyuv does it in one
+    /// call: the reference the bands are checked against, and the
+    /// receiver's window fitting a picture to its size.
     package static func scaleBGRA(_ pixels: UnsafeRawPointer, stride: Int, width: Int, height: Int,
-                                  to out: UnsafeMutableRawPointer, outWidth: Int, outHeight: Int) {
+                                  to out: UnsafeMutableRawPointer, outWidth: Int, outHeight: Int, outStride: Int? = nil) {
         _ = ARGBScale(pixels.assumingMemoryBound(to: UInt8.self), Int32(stride), Int32(width), Int32(height),
-                      out.assumingMemoryBound(to: UInt8.self), Int32(outWidth * 4), Int32(outWidth), Int32(outHeight),
-                      kFilterBox)
+                      out.assumingMemoryBound(to: UInt8.self), Int32(outStride ?? outWidth * 4), Int32(outWidth),
+                      Int32(outHeight), kFilterBox)
     }
 }
 

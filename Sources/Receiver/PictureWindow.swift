@@ -22,6 +22,10 @@ final class PictureWindow {
     }
 
     var closed: Bool { window.closed }
+    /// Takes the window's events: closed, resized or exposed (the last
+    /// picture is drawn again at once, a still sender's next may be a
+    /// second away).
+    func service() { window.pollEvents() }
     func setTitle(_ title: String) { window.setTitle(title) }
 
     /// Shows the decoder's newest picture. Without a pointer to draw over it,

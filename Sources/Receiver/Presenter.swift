@@ -100,6 +100,8 @@ final class Presenter: @unchecked Sendable {
                     try present(first.unit)
                     if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 }
+                window?.service()
+                if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 try recording?.openWhenReady(audioChannels: sound.channels)
             } catch {
                 return error

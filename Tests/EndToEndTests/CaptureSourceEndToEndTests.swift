@@ -136,6 +136,70 @@ struct CaptureSourceEndToEndTests {
         _ = viewer.wait(timeout: 15)
     }
 
+    /// The receiver's window on a screen smaller than the picture opens
+    /// made smaller to fit, and shows the whole picture; resized by the
+    /// person, it shows it scaled to the new size, aspect kept, black
+    /// around it, at once (the screen is still: no new picture comes).
+    @Test func theReceiversWindowFitsTheScreenAndScalesWhenResized() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let shared = try VirtualDisplay(width: 640, height: 480)
+        let small = try VirtualDisplay(width: 320, height: 240)
+        // Four quadrants of four colours.
+        let colours: [UInt32] = [0xff0000, 0x00ff00, 0x0000ff, 0xffff00]
+        let painter = try TestClient(display: shared.display)
+        for (index, colour) in colours.enumerated() {
+            _ = painter.window(x: index % 2 * 320, y: index / 2 * 240, width: 320, height: 240, rgb: colour, name: "q\(index)")
+        }
+        let port = freeUDPPort()
+        let viewer = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", small.display,
+                                            "--no-audio", "--duration", "8"])
+        usleep(300_000)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", shared.display,
+                                            "--key-file", key, "--audio", "none", "--cursor", "none", "--duration", "7"])
+        #expect(viewer.waitForOutput("receiving 640x480"), "\(viewer.output)")
+        let looker = try TestClient(display: small.display)
+        /// Whether two 0xRRGGBB colours are within 40 a channel.
+        func near(_ got: UInt32, _ want: UInt32) -> Bool {
+            for shift: UInt32 in [0, 8, 16] {
+                let a = Int((got >> shift) & 0xff)
+                let b = Int((want >> shift) & 0xff)
+                if abs(a - b) > 40 { return false }
+            }
+            return true
+        }
+        /// The colour at (x, y) of the small screen, once it is near `want` (3 s at most).
+        func colour(_ x: Int, _ y: Int, near want: UInt32) -> UInt32 {
+            var got: UInt32 = 0
+            for _ in 0..<30 {
+                got = (looker.pixel(x: x, y: y) ?? 0) & 0xffffff
+                if near(got, want) { break }
+                usleep(100_000)
+            }
+            return got
+        }
+        let window = try #require(looker.window(namedLike: "share"))
+        let size = looker.size(of: window)
+        #expect(size?.width == 320 && size?.height == 240, "fitted to the 320x240 screen: \(String(describing: size))")
+        for (index, want) in colours.enumerated() {
+            let (x, y) = (80 + index % 2 * 160, 60 + index / 2 * 120)
+            let got = colour(x, y, near: want)
+            #expect(near(got, want), "quadrant \(index) at half size: \(String(got, radix: 16))")
+        }
+        // Resized to 200x100 (as a person drags it): the picture is 133x100,
+        // centred between black bars.
+        looker.resize(window, width: 200, height: 100)
+        let black = colour(10, 50, near: 0)
+        #expect(near(black, 0), "black bar: \(String(black, radix: 16))")
+        for (index, want) in colours.enumerated() {
+            let (x, y) = (66 + index % 2 * 66, 25 + index / 2 * 50)
+            let got = colour(x, y, near: want)
+            #expect(near(got, want), "quadrant \(index) in 200x100: \(String(got, radix: 16))")
+        }
+        _ = sender.wait(timeout: 15)
+        _ = viewer.wait(timeout: 15)
+    }
+
     /// A shared window resized mid-stream: the sender follows (a new
     /// encoder, a new SPS in band) without ending the session; the
     /// receiver's recording holds pictures of both sizes and plays.

@@ -77,6 +77,30 @@ public final class TestClient {
         return (Int(reply.pointee.root_x), Int(reply.pointee.root_y))
     }
 
+    /// A top-level window whose name starts with `prefix` (another
+    /// program's, say), once one exists.
+    public func window(namedLike prefix: String) -> UInt32? {
+        guard let tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, screen.root), nil) else { return nil }
+        defer { free(tree) }
+        let children = UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(xcb_query_tree_children_length(tree)))
+        for child in children {
+            let cookie = xcb_get_property(connection, 0, child, xcb_atom_t(XCB_ATOM_WM_NAME.rawValue),
+                                          xcb_atom_t(XCB_ATOM_STRING.rawValue), 0, 64)
+            guard let reply = xcb_get_property_reply(connection, cookie, nil) else { continue }
+            defer { free(reply) }
+            let bytes = UnsafeRawBufferPointer(start: xcb_get_property_value(reply), count: Int(xcb_get_property_value_length(reply)))
+            if String(decoding: bytes, as: UTF8.self).hasPrefix(prefix) { return child }
+        }
+        return nil
+    }
+
+    /// A window's size now.
+    public func size(of window: UInt32) -> (width: Int, height: Int)? {
+        guard let geometry = xcb_get_geometry_reply(connection, xcb_get_geometry(connection, window), nil) else { return nil }
+        defer { free(geometry) }
+        return (Int(geometry.pointee.width), Int(geometry.pointee.height))
+    }
+
     /// The screen's pixel at (x, y) as the server stores it (32 bits a
     /// pixel: 0xRRGGBB at depth 24, R, G and B in 10 bits each at depth 30).
     public func pixel(x: Int, y: Int) -> UInt32? {
