@@ -158,29 +158,31 @@ struct NetworkTests {
         #expect(rtt > 90 && rtt < 130, "the receiver measured the round trip: \(rtt)")
     }
 
-    /// A 300 ms round trip without loss: the handshake timed the path, so
+    /// A 400 ms round trip without loss: the handshake timed the path, so
     /// the first picture is protected by FEC before any feedback could say
     /// how lossy the path is (a loss then would freeze it for a round
     /// trip); five seconds without loss turn FEC off.
     @Test func protectsASlowPathFromItsFirstPictureUntilItProvesClean() throws {
-        let run = try Self.run(network: "clean", seconds: 8,
-                               relayArguments: ["--forward", "delay=150ms", "--reverse", "delay=150ms"])
+        let run = try Self.run(network: "clean", seconds: 9,
+                               relayArguments: ["--forward", "delay=200ms", "--reverse", "delay=200ms"])
         func value(_ sample: [String: Any], _ key: String) -> Double? { (sample[key] as? NSNumber)?.doubleValue }
         // The timeline starts when the session is up: feedback cannot have
         // timed a round trip by its first sample (the first packets' reports
-        // come back 300 ms after they leave), the handshake has (at least
-        // 100 ms: its commit goes again after 200 ms, and the reply may
-        // answer either copy).
+        // come back 400 ms after they leave, the sample is at most 250 ms
+        // after the session began), the handshake has. Its commit goes again
+        // after 200 ms and the reply may answer either copy, so it counts
+        // from the copy sent last: about 200 ms here, less by however late
+        // a loaded machine sent that copy.
         let first = try #require(run.rate.first)
         let rtt = value(first, "roundTripMilliseconds") ?? 0
-        #expect(rtt >= 95 && rtt < 450, "the handshake's round trip at the first sample: \(first)")
+        #expect(rtt >= 100 && rtt < 600, "the handshake's round trip at the first sample: \(first)")
         #expect(value(first, "protectionGroup") != nil, "protected from the first sample: \(first)")
-        let late = run.rate.filter { (value($0, "seconds") ?? 0) >= 7 }
+        let late = run.rate.filter { (value($0, "seconds") ?? 0) >= 7.5 }
         #expect(!late.isEmpty && late.allSatisfy { value($0, "protectionGroup") == nil },
                 "off after five seconds without loss: \(run.rate.map { value($0, "protectionGroup") ?? 0 })")
         #expect(run.received("fecPacketsReceived") > 0 && run.received("fecRecovered") == 0, "\(run.summary)")
         #expect(run.sent("fecPackets") < 0.12 * run.sent("packetsSent"), "\(run.summary)")
-        #expect(run.shown(after: 1) >= 0.98, "\(run.summary)")
+        #expect(run.shown(after: 1.5) >= 0.98, "\(run.summary)")
     }
 
     /// ±20 ms of jitter with reordering: late packets are waited for, not
