@@ -239,6 +239,11 @@ public enum RejectReason: UInt8, Sendable, Equatable, CustomStringConvertible {
 /// Names peers call themselves by (`user@host` by default): printable,
 /// without spaces, 1 to 48 bytes of UTF-8.
 public enum PeerName {
+    /// Why `name` cannot name an end (as `--name` gives it); nil when it can.
+    public static func problem(_ name: String) -> String? {
+        isValid(name) ? nil : "--name \(name) is not 1-48 printable bytes without spaces"
+    }
+
     public static func isValid(_ name: String) -> Bool {
         let count = name.utf8.count
         return count >= 1 && count <= HandshakeMessage.maximumNameLength

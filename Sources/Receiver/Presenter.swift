@@ -98,7 +98,6 @@ final class Presenter: @unchecked Sendable {
                 while let first = pending.first, first.due <= monotonicNow() {
                     pending.removeFirst()
                     try present(first.unit)
-                    if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
                 }
                 window?.service()
                 if window?.closed == true { shared.running.store(false, ordering: .relaxed) }

@@ -44,9 +44,7 @@ public final class ScreenReceiver: Sendable {
     /// `start`.
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
-        if let name = configuration.handshakeName, !PeerName.isValid(name) {
-            throw .configuration("--name \(name) is not 1-48 printable bytes without spaces")
-        }
+        if let problem = configuration.handshakeName.flatMap(PeerName.problem) { throw .configuration(problem) }
         if let path = configuration.recordPath {
             guard Recorder.Container(path: path) != nil else {
                 throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")

@@ -61,9 +61,7 @@ public final class ScreenSender: Sendable {
     public init(configuration: SenderConfiguration) throws(SenderError) {
         guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
         guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
-        if let name = configuration.handshakeName, !PeerName.isValid(name) {
-            throw .configuration("--name \(name) is not 1-48 printable bytes without spaces")
-        }
+        if let problem = configuration.handshakeName.flatMap(PeerName.problem) { throw .configuration(problem) }
         self.configuration = configuration
         try Self.checkPorts(configuration)
         let destination: SocketAddress

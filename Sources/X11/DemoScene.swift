@@ -19,8 +19,7 @@ public final class DemoScene {
 
     public init(display: String? = nil) throws(X11Error) {
         let connection = try X11Connection(display: display)
-        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
-        self.layout = layout
+        layout = try connection.pixelLayout()
         let c = connection.connection
         let window = xcb_generate_id(c)
         // Override-redirect: no window manager decorates or moves it.

@@ -88,8 +88,7 @@ public final class ScreenCapturer: @unchecked Sendable {
                 drawsCursor: Bool = false, tracksPointer: Bool = false,
                 bandBytes: Int = ScreenCapturer.defaultBandBytes) throws(X11Error) {
         let connection = try X11Connection(display: display)
-        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
-        self.layout = layout
+        layout = try connection.pixelLayout()
         let screenSize = connection.currentSize()
         let (area, window) = try Self.resolve(source, on: connection, screen: screenSize)
         self.connection = connection

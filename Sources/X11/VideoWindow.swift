@@ -42,8 +42,7 @@ public final class VideoWindow {
 
     public init(display: String? = nil, title: String, width: Int, height: Int) throws(X11Error) {
         let connection = try X11Connection(display: display)
-        guard let layout = connection.pixelLayout else { throw X11Error(connection.unsupportedLayout) }
-        self.layout = layout
+        layout = try connection.pixelLayout()
         let c = connection.connection
         let window = xcb_generate_id(c)
         let fitted = Self.fit(width: width, height: height, within: (connection.width, connection.height))
@@ -152,9 +151,9 @@ public final class VideoWindow {
 
     /// A new picture size: the window takes it, made smaller to fit the screen.
     private func follow(width: Int, height: Int) {
-        guard width != self.width || height != self.height || !shown else { return }
+        guard width != self.width || height != self.height else { return }
         let fitted = Self.fit(width: width, height: height, within: (connection.width, connection.height))
-        if width != self.width || height != self.height, fitted != (windowWidth, windowHeight) {
+        if fitted != (windowWidth, windowHeight) {
             xcb_configure_window(connection.connection, window,
                                  UInt16(XCB_CONFIG_WINDOW_WIDTH.rawValue | XCB_CONFIG_WINDOW_HEIGHT.rawValue),
                                  [UInt32(fitted.width), UInt32(fitted.height)])

@@ -75,9 +75,18 @@ final class X11Connection {
         return 0
     }
 
-    /// How the root visual stores a pixel: nil unless in 32 bits with a
-    /// layout `PixelLayout` knows (a 16-bit display, say).
-    var pixelLayout: PixelLayout? {
+    /// How the root visual stores a pixel; an error that says why when it is
+    /// not in 32 bits with a layout `PixelLayout` knows (a 16-bit display,
+    /// say): capture, the receiver's window and the scene all need one.
+    func pixelLayout() throws(X11Error) -> PixelLayout {
+        guard let layout = rootVisualLayout else {
+            throw X11Error("the display's depth \(screen.root_depth) (\(bitsPerPixel) bits a pixel) is not one share reads: "
+                           + "it needs 24- or 30-bit colour in 32 bits a pixel (Xvfb: -screen 0 WxHx24)")
+        }
+        return layout
+    }
+
+    private var rootVisualLayout: PixelLayout? {
         guard bitsPerPixel == 32 else { return nil }
         // The depths follow the screen in the setup's memory: its pointer
         // there, not the copy kept in `screen`.
@@ -98,12 +107,6 @@ final class X11Connection {
             xcb_depth_next(&depths)
         }
         return nil
-    }
-
-    /// Why the display cannot be read or drawn as 32-bit pixels, for an error.
-    var unsupportedLayout: String {
-        "the display's depth \(screen.root_depth) (\(bitsPerPixel) bits a pixel) is not one share reads: "
-            + "it needs 24- or 30-bit colour in 32 bits a pixel (Xvfb: -screen 0 WxHx24)"
     }
 
     /// Sends a checked request's cookie and turns an X error into `X11Error`.

@@ -123,12 +123,7 @@ struct CaptureSourceEndToEndTests {
         usleep(1_000_000)
         // The receiver's window is the top one at (0, 0), over the orange
         // one, black until its first picture.
-        var shown: UInt32?
-        for _ in 0..<20 {
-            shown = deepClient.pixel(x: 40, y: 40)
-            if let shown, shown != orange10, shown & 0x3fff_ffff != 0 { break }
-            usleep(100_000)
-        }
+        let shown = deepClient.pixel(x: 40, y: 40, within: 2) { $0 != orange10 && $0 & 0x3fff_ffff != 0 }
         let channels = shown.map { [Int($0 >> 20 & 0x3ff), Int($0 >> 10 & 0x3ff), Int($0 & 0x3ff)] } ?? []
         #expect(channels.count == 3 && abs(channels[0] - 0x3ff) <= 32 && abs(channels[1] - 0x200) <= 32 && channels[2] <= 32,
                 "shown on 30 bits: \(channels), not orange (1023, 512, 0)")
@@ -170,13 +165,7 @@ struct CaptureSourceEndToEndTests {
         }
         /// The colour at (x, y) of the small screen, once it is near `want` (3 s at most).
         func colour(_ x: Int, _ y: Int, near want: UInt32) -> UInt32 {
-            var got: UInt32 = 0
-            for _ in 0..<30 {
-                got = (looker.pixel(x: x, y: y) ?? 0) & 0xffffff
-                if near(got, want) { break }
-                usleep(100_000)
-            }
-            return got
+            (looker.pixel(x: x, y: y) { near($0 & 0xffffff, want) } ?? 0) & 0xffffff
         }
         let window = try #require(looker.window(namedLike: "share"))
         let size = looker.size(of: window)

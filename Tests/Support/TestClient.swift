@@ -1,4 +1,5 @@
 internal import CXCB
+internal import Foundation
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -109,6 +110,18 @@ public final class TestClient {
         defer { free(reply) }
         guard xcb_get_image_data_length(reply) >= 4, let data = xcb_get_image_data(reply) else { return nil }
         return (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[$1]) << (8 * $1) }
+    }
+
+    /// The pixel at (x, y) once `done` says so of it, or the last read after
+    /// `seconds` (pictures take a moment to reach a window).
+    public func pixel(x: Int, y: Int, within seconds: Double = 3, until done: (UInt32) -> Bool) -> UInt32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var read = pixel(x: x, y: y)
+        while read.map(done) != true, Date() < deadline {
+            usleep(100_000)
+            read = pixel(x: x, y: y)
+        }
+        return read
     }
 
     /// Waits until the server has done everything asked so far.

@@ -13,9 +13,7 @@ public enum Keying {
         if keyFile != nil && srtpKeyFile != nil {
             throw KeyFile.Problem(description: "give --key-file (a handshake) or --srtp-key-file (a static key for other tools), not both")
         }
-        if let name, !PeerName.isValid(name) {
-            throw KeyFile.Problem(description: "--name \(name) is not 1-48 printable bytes without spaces")
-        }
+        if let problem = name.flatMap(PeerName.problem) { throw KeyFile.Problem(description: problem) }
         if let srtpKeyFile { return .staticKey(try KeyFile.read(srtpKeyFile)) }
         if let keyFile {
             return try .keyFile(keyFile)
