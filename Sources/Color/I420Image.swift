@@ -111,12 +111,14 @@ public enum ColorConversion {
         }
     }
 
-    /// Converts planar 4:2:0 to BGRA at `width` x `height` into `pixels` (stride in bytes).
+    /// Converts planar 4:2:0 to BGRA at `width` x `height` into `pixels`
+    /// (stride in bytes), with the matrix and range of `colors`.
     package static func convertI420(y: UnsafePointer<UInt8>, yStride: Int, u: UnsafePointer<UInt8>, uStride: Int,
                                     v: UnsafePointer<UInt8>, vStride: Int, width: Int, height: Int,
-                                    to pixels: UnsafeMutableRawPointer, stride: Int) {
-        _ = I420ToARGB(y, Int32(yStride), u, Int32(uStride), v, Int32(vStride),
-                       pixels.assumingMemoryBound(to: UInt8.self), Int32(stride), Int32(width), Int32(height))
+                                    colors: ColorSpace = .bt601, to pixels: UnsafeMutableRawPointer, stride: Int) {
+        _ = I420ToARGBMatrix(y, Int32(yStride), u, Int32(uStride), v, Int32(vStride),
+                             pixels.assumingMemoryBound(to: UInt8.self), Int32(stride), colors.constants,
+                             Int32(width), Int32(height))
     }
 
     /// BGRA pixels of `image` (for tests and the receiver window).

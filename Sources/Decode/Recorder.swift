@@ -37,9 +37,11 @@ public final class Recorder {
     /// Each audio track's last Opus TOC byte: holes are filled in its mode.
     private var audioTOC: [UInt8] = []
     private let packet: UnsafeMutablePointer<AVPacket>
-    private var lastPTS: Int64 = -1
+    private var lastDTS = Int64.min
+    private var decodeTimes: DecodeTimes
     /// The held video frame, on the recording's timeline in microseconds.
-    private var pending: (accessUnit: [UInt8], time: Int64, isKeyframe: Bool)?
+    /// Its presentation and decode times (the same without B-frames).
+    private var pending: (accessUnit: [UInt8], time: Int64, decodeTime: Int64, isKeyframe: Bool)?
     private var lastDuration: Int64 = 33_333
     /// The first video frame's time: zero on the file's timeline.
     private var origin: Int64?
@@ -51,8 +53,12 @@ public final class Recorder {
     /// Opens `path` for a `width` x `height` H.264 stream whose SPS and PPS
     /// are `parameterSets` (Annex B extradata; MP4 gets avcC from it) and
     /// one Opus track per entry of `audioChannels`.
+    /// A stream with B-frames (`reorderDepth` pictures sent ahead of one
+    /// shown before them) is written with decode times apart from the
+    /// presentation times it comes with.
     public init(path: String, width: Int, height: Int, parameterSets: [[UInt8]],
-                audioChannels: [Int] = []) throws(LibAVError) {
+                audioChannels: [Int] = [], reorderDepth: Int = 0) throws(LibAVError) {
+        decodeTimes = DecodeTimes(depth: reorderDepth)
         _ = LibAVLogging.configured
         guard let container = Container(path: path) else {
             throw LibAVError(operation: "record", code: -1,
@@ -70,6 +76,7 @@ public final class Recorder {
         parameters.pointee.codec_id = AV_CODEC_ID_H264
         parameters.pointee.width = Int32(width)
         parameters.pointee.height = Int32(height)
+        parameters.pointee.video_delay = Int32(max(0, reorderDepth))
         let extradata: [UInt8] = parameterSets.flatMap { [0, 0, 0, 1] + $0 }
         if !extradata.isEmpty, let buffer = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) {
             extradata.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
@@ -112,6 +119,9 @@ public final class Recorder {
         do {
             try LibAVError.check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open \(path)")
             var options: OpaquePointer?
+            // B-frames' first decode times fall before the first picture's
+            // presentation: every track is shifted by the same amount.
+            if reorderDepth > 0 { ctx.pointee.avoid_negative_ts = AVFMT_AVOID_NEG_TS_MAKE_NON_NEGATIVE }
             if container == .fragmentedMP4 {
                 // An empty moov up front, then one moof+mdat per flushed frame.
                 av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
@@ -135,12 +145,16 @@ public final class Recorder {
         let start = origin ?? absolute
         origin = start
         let time = absolute - start
+        let decodeTime = decodeTimes.depth > 0 ? decodeTimes.next(pts: time, duration: lastDuration) : time
         if let previous = pending {
-            let duration = time - previous.time
+            // A frame lasts until the next is decoded (with B-frames the
+            // next may be shown before it).
+            let duration = decodeTime - previous.decodeTime
             if duration > 0 { lastDuration = duration }
-            try flushVideo(previous.accessUnit, time: previous.time, duration: max(duration, 1), isKeyframe: previous.isKeyframe)
+            try flushVideo(previous.accessUnit, time: previous.time, decodeTime: previous.decodeTime,
+                           duration: max(duration, 1), isKeyframe: previous.isKeyframe)
         }
-        pending = (accessUnit, time, isKeyframe)
+        pending = (accessUnit, time, decodeTime, isKeyframe)
     }
 
     /// The same with a 90 kHz RTP timestamp (unwrapped) as the time.
@@ -218,17 +232,22 @@ public final class Recorder {
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame audio")
     }
 
-    private func flushVideo(_ accessUnit: [UInt8], time: Int64, duration: Int64, isKeyframe: Bool) throws(LibAVError) {
+    private func flushVideo(_ accessUnit: [UInt8], time: Int64, decodeTime: Int64, duration: Int64,
+                            isKeyframe: Bool) throws(LibAVError) {
         guard let context else { throw LibAVError(operation: "write", code: -1, message: "recording is closed") }
         var pts = av_rescale_q(time, Self.microseconds, stream.pointee.time_base)
-        if pts <= lastPTS { pts = lastPTS + 1 }  // a muxer refuses non-increasing timestamps
-        lastPTS = pts
+        let ticks = max(1, av_rescale_q(duration, Self.microseconds, stream.pointee.time_base))
+        // A muxer refuses decode times that do not rise.
+        var dts = av_rescale_q(decodeTime, Self.microseconds, stream.pointee.time_base)
+        if dts <= lastDTS { dts = lastDTS + 1 }
+        lastDTS = dts
+        if decodeTimes.depth == 0 { pts = dts } else { pts = max(pts, dts) }
         try LibAVError.check(av_new_packet(packet, Int32(accessUnit.count)), "av_new_packet")
         defer { av_packet_unref(packet) }
         accessUnit.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
         packet.pointee.pts = pts
-        packet.pointee.dts = pts
-        packet.pointee.duration = max(1, av_rescale_q(duration, Self.microseconds, stream.pointee.time_base))
+        packet.pointee.dts = dts
+        packet.pointee.duration = ticks
         packet.pointee.stream_index = stream.pointee.index
         if isKeyframe { packet.pointee.flags |= AV_PKT_FLAG_KEY }
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame")
@@ -245,7 +264,8 @@ public final class Recorder {
         guard let context else { return }
         if writeTrailer, let last = pending {
             pending = nil
-            try? flushVideo(last.accessUnit, time: last.time, duration: lastDuration, isKeyframe: last.isKeyframe)
+            try? flushVideo(last.accessUnit, time: last.time, decodeTime: last.decodeTime, duration: lastDuration,
+                            isKeyframe: last.isKeyframe)
         }
         if writeTrailer && context.pointee.pb != nil { av_write_trailer(context) }
         if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
@@ -253,5 +273,37 @@ public final class Recorder {
         self.context = nil
         var pkt: UnsafeMutablePointer<AVPacket>? = packet
         av_packet_free(&pkt)
+    }
+}
+
+/// Decode times for a stream whose pictures are sent up to `depth` ahead of
+/// one shown before them (B-frames), from their presentation times in the
+/// order they are sent: each is the smallest of the last `depth + 1`
+/// presentation times (the first ones a frame apart below the first, so
+/// they start below zero: the file is shifted to start at zero), always
+/// rising, so none is after its own presentation.
+struct DecodeTimes {
+    let depth: Int
+    /// The largest presentation times seen, ascending (`depth + 1` of them).
+    private var window: [Int64] = []
+    private var last = Int64.min
+
+    init(depth: Int) { self.depth = max(0, depth) }
+
+    mutating func next(pts: Int64, duration: Int64) -> Int64 {
+        if window.isEmpty {
+            window = (0...depth).map { pts - Int64(depth - $0) * duration }
+        } else {
+            window[0] = pts
+            var i = 0
+            while i < depth && window[i] > window[i + 1] {
+                window.swapAt(i, i + 1)
+                i += 1
+            }
+        }
+        var dts = window[0]
+        if dts <= last { dts = last + 1 }
+        last = dts
+        return dts
     }
 }

@@ -34,10 +34,10 @@ final class PictureWindow {
     /// pointer's next move.
     func show(_ decoder: H264Decoder) {
         guard cursor?.shape != nil else {
-            decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
+            decoder.withLastPicture { picture in
+                let (width, height) = (picture.width, picture.height)
                 window.show(width: width, height: height, stride: width * 4) { destination in
-                    ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
-                                                height: height, to: destination, stride: width * 4)
+                    picture.convertToBGRA(into: destination, stride: width * 4)
                 }
                 size = (width, height)
             }
@@ -59,13 +59,10 @@ final class PictureWindow {
 
     /// Converts the decoder's newest picture into `pixels`.
     private func keep(_ decoder: H264Decoder) {
-        decoder.withLastPicture { y, ys, u, us, v, vs, width, height in
-            let stride = width * 4
+        decoder.withLastPicture { picture in
+            let (width, height, stride) = (picture.width, picture.height, picture.width * 4)
             if pixels.count < stride * height { pixels = [UInt8](repeating: 0, count: stride * height) }
-            pixels.withUnsafeMutableBytes { raw in
-                ColorConversion.convertI420(y: y, yStride: ys, u: u, uStride: us, v: v, vStride: vs, width: width,
-                                            height: height, to: raw.baseAddress!, stride: stride)
-            }
+            pixels.withUnsafeMutableBytes { picture.convertToBGRA(into: $0.baseAddress!, stride: stride) }
             size = (width, height)
         }
         pixelsCurrent = true

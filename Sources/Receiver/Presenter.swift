@@ -38,6 +38,8 @@ final class Presenter: @unchecked Sendable {
     private let glassToGlass: LatencyLog
     private var lastStamp: FrameStamp?
     private var waitingForKeyframe = true
+    /// The last pixel format warned about as one that cannot be shown.
+    private var unshownFormat: String?
     private var local = ReceiverStatistics()
     private let sound: AudioRouter
     private var clocks = ClockMapping()
@@ -205,6 +207,7 @@ final class Presenter: @unchecked Sendable {
         timeline = Timeline()
         pending.removeAll()
         abandonEarly()
+        decoder.startOver()
         frameSpacing = nil
         lastTimestamp = nil
         lastShownAt = nil
@@ -254,7 +257,7 @@ final class Presenter: @unchecked Sendable {
             // Parts of a frame not begun, or a part missed (the queue was
             // full): that frame is decoded whole when it comes.
             abandonEarly()
-            guard slices.offset == 0, pending.isEmpty, !sound.holdsPictures,
+            guard slices.offset == 0, pending.isEmpty, !sound.holdsPictures, decoder.reorderDepth == 0,
                   !waitingForKeyframe || slices.holdsKeyframe else { return }
             early = (slices.timestamp, 0)
         }
@@ -291,25 +294,40 @@ final class Presenter: @unchecked Sendable {
             return
         }
         if begun != nil { local.framesDecodedEarly += 1 }
-        guard let picture = decoder.decode(unit.data[(begun ?? 0)...]) else {
+        guard let picture = decoder.decode(unit.data[(begun ?? 0)...], timestamp: unit.timestamp) else {
+            if decoder.holding {
+                // B-frames: this unit's picture comes out with a later one;
+                // the unit is recorded now, in the order it was sent.
+                waitingForKeyframe = false
+                let size = decoder.pictureSize
+                record(unit, width: size.width, height: size.height)
+                return
+            }
             local.decodeErrors += 1
             chainBroke()
             return
         }
         waitingForKeyframe = false
         if sessionFrames == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        if let format = decoder.unshownFormat, format != unshownFormat {
+            unshownFormat = format
+            events(.warning("the sender's pictures are in pixel format \(format), which share cannot show; recording goes on"))
+        }
         if local.firstPictureUnix == nil { local.firstPictureUnix = Double(wallNow()) / 1e9 }
         sessionFrames += 1
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
-        // The picture's capture instant, for the host and the recording.
-        let captured = configuration.onPicture != nil || recording != nil ? captureMicroseconds(of: unit) : 0
         if let onPicture = configuration.onPicture {
-            decoder.withLastPicture { y, yStride, u, uStride, v, vStride, width, height in
+            // The picture shown is this unit's, or with B-frames an earlier one's.
+            let shown = picture.timestamp ?? unit.timestamp
+            let captured = shown == unit.timestamp ? captureMicroseconds(of: unit)
+                : captureMicroseconds(extension: nil, ssrc: network.senderSSRC ?? 0, timestamp: shown, clockRate: 90_000)
+            let isKeyframe = shown == unit.timestamp ? unit.isKeyframe : picture.isKeyframe
+            decoder.withLastI420 { y, yStride, u, uStride, v, vStride, width, height, colors in
                 onPicture(ReceivedPicture(width: width, height: height, y: y, lumaStride: yStride, u: u, uStride: uStride,
-                                          v: v, vStride: vStride, capturedUnixNanoseconds: captured * 1000,
-                                          rtpTimestamp: unit.timestamp, isKeyframe: unit.isKeyframe))
+                                          v: v, vStride: vStride, colorSpace: colors, capturedUnixNanoseconds: captured * 1000,
+                                          rtpTimestamp: shown, isKeyframe: isKeyframe))
             }
         }
         if configuration.showWindow {
@@ -340,15 +358,20 @@ final class Presenter: @unchecked Sendable {
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
             latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
         }
-        if let recording {
-            recording.add(.video(unit.data, captured, unit.isKeyframe, picture.width, picture.height))
-            local.framesRecorded = recording.framesWritten
-        }
+        record(unit, width: picture.width, height: picture.height)
+    }
+
+    /// Records a decoded unit (with its capture instant) when recording.
+    private func record(_ unit: AccessUnit, width: Int, height: Int) {
+        guard let recording else { return }
+        recording.reorderDepth = decoder.reorderDepth
+        recording.add(.video(unit.data, captureMicroseconds(of: unit), unit.isKeyframe, width, height))
+        local.framesRecorded = recording.framesWritten
     }
 
     private func readStamp() {
-        let stamp = decoder.withLastPicture { y, yStride, _, _, _, _, width, height in
-            FrameStamp.read(width: width, height: height) { x, row in y[row * yStride + x] }
+        let stamp = decoder.withLastPicture { picture in
+            FrameStamp.read(width: picture.width, height: picture.height) { x, row in picture.luma(x: x, y: row) }
         } ?? nil
         if let stamp, stamp != lastStamp {
             lastStamp = stamp

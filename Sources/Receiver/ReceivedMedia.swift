@@ -2,8 +2,10 @@ internal import ShareColor
 
 /// A decoded picture lent to the host (`ReceiverConfiguration.onPicture`)
 /// for the duration of the call, on the receiver's decode thread: I420
-/// (YUV 4:2:0, BT.601 limited range) planes owned by the decoder, which
-/// reuses them for the next picture. It cannot be copied or kept; read it,
+/// (YUV 4:2:0, 8 bits) planes owned by the decoder, which reuses them for
+/// the next picture, in the stream's colour space (`colorSpace`: BT.601
+/// video range from a `share` sender). Pictures sent otherwise (4:4:4 or
+/// 4:2:2, 10 bits, luma alone, planar RGB) come converted to it. It cannot be copied or kept; read it,
 /// convert it (`convertToBGRA`) or copy it (`i420Copy`) before returning,
 /// and return quickly: the next picture waits.
 public struct ReceivedPicture: ~Copyable {
@@ -20,6 +22,9 @@ public struct ReceivedPicture: ~Copyable {
     private let y: UnsafePointer<UInt8>
     private let u: UnsafePointer<UInt8>
     private let v: UnsafePointer<UInt8>
+    /// The matrix and range the planes' samples are in (a stream that does
+    /// not say is BT.601, video range, as `share` sends); `convertToBGRA` uses it.
+    public let colorSpace: ColorSpace
     /// When the sender captured it (Unix nanoseconds, the sender's clock):
     /// from the stream's capture-time extension (share's senders send it),
     /// else its sender reports, else estimated from arrival.
@@ -30,7 +35,8 @@ public struct ReceivedPicture: ~Copyable {
     public let isKeyframe: Bool
 
     init(width: Int, height: Int, y: UnsafePointer<UInt8>, lumaStride: Int, u: UnsafePointer<UInt8>, uStride: Int,
-         v: UnsafePointer<UInt8>, vStride: Int, capturedUnixNanoseconds: Int64, rtpTimestamp: UInt32, isKeyframe: Bool) {
+         v: UnsafePointer<UInt8>, vStride: Int, colorSpace: ColorSpace, capturedUnixNanoseconds: Int64, rtpTimestamp: UInt32,
+         isKeyframe: Bool) {
         self.width = width
         self.height = height
         self.y = y
@@ -39,6 +45,7 @@ public struct ReceivedPicture: ~Copyable {
         self.uStride = uStride
         self.v = v
         self.vStride = vStride
+        self.colorSpace = colorSpace
         self.capturedUnixNanoseconds = capturedUnixNanoseconds
         self.rtpTimestamp = rtpTimestamp
         self.isKeyframe = isKeyframe
@@ -67,7 +74,7 @@ public struct ReceivedPicture: ~Copyable {
     public func convertToBGRA(into pixels: UnsafeMutableRawPointer, stride: Int) {
         precondition(stride >= width * 4, "a BGRA row of \(width) pixels needs \(width * 4) bytes")
         ColorConversion.convertI420(y: y, yStride: lumaStride, u: u, uStride: uStride, v: v, vStride: vStride,
-                                    width: width, height: height, to: pixels, stride: stride)
+                                    width: width, height: height, colors: colorSpace, to: pixels, stride: stride)
     }
 
     /// The picture as BGRA bytes, rows `width * 4` apart (allocates).

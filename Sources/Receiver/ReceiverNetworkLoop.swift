@@ -118,6 +118,10 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             case .senderState(let state, let title): queue.push(.senderState(state, title: title))
             case .audioLayout(let streams): queue.push(.audioLayout(streams))
             case .cursor(let overlay): queue.push(.cursor(overlay))
+            case .streamReplaced:
+                // A restarted sender (static key): the pictures and the
+                // recording start over, as for a new session.
+                queue.push(.newSession)
             }
         }
     }
@@ -173,6 +177,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             local.authenticationFailures = s.authenticationFailures
             local.replays = s.replays
             local.streamsResumed = s.streamsResumed
+            local.streamsReplaced = s.streamsReplaced
             local.malformed = s.malformed + gateCounters.malformedHandshakes
             local.duplicates = s.duplicates
             local.nacksSent = s.nacksSent

@@ -33,6 +33,9 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// (static keys carry no rollover counter): received from the counter
     /// their packets' tags told.
     public var streamsResumed = 0
+    /// Video streams followed after the one before went silent for a
+    /// second: a sender started again with the same static key.
+    public var streamsReplaced = 0
     /// Sessions begun (one per sender instance) and key renewals.
     public var sessions = 0
     /// Key renewals within a sender's session (see `sessions`).

@@ -27,6 +27,9 @@ struct Preroll {
         if items.count > 2000 { items.removeFirst(items.count - 2000) }
     }
 
+    /// The items in time order across tracks, each track's in the order
+    /// it came: pictures stay in the order they are decoded (with B-frames
+    /// not their presentation order), each audio stream sorted by time.
     mutating func drain() -> [Item] {
         defer { items.removeAll() }
         func time(_ item: Item) -> Int64 {
@@ -35,7 +38,21 @@ struct Preroll {
             case .audio(_, _, let t, _): t
             }
         }
-        return items.sorted { time($0) < time($1) }
+        let video = items.filter { if case .video = $0 { true } else { false } }
+        let audio = items.filter { if case .audio = $0 { true } else { false } }.sorted { time($0) < time($1) }
+        var merged: [Item] = []
+        merged.reserveCapacity(items.count)
+        var (v, a) = (0, 0)
+        while v < video.count || a < audio.count {
+            if a == audio.count || (v < video.count && time(video[v]) <= time(audio[a])) {
+                merged.append(video[v])
+                v += 1
+            } else {
+                merged.append(audio[a])
+                a += 1
+            }
+        }
+        return merged
     }
 }
 

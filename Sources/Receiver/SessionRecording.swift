@@ -28,6 +28,9 @@ final class SessionRecording {
     /// The sender said which audio streams it sends (then the file opens at
     /// the first keyframe, without waiting for sound).
     private var layoutKnown = false
+    /// How many pictures the stream sends ahead of one shown before them
+    /// (B-frames), as the decoder knows it when the file opens.
+    var reorderDepth = 0
     /// Written to the files of earlier sessions.
     private var framesBefore = 0
     private var audioBefore = 0
@@ -79,7 +82,7 @@ final class SessionRecording {
         do {
             recorder = try Recorder(path: file, width: keyframe.width, height: keyframe.height,
                                     parameterSets: ScreenReceiver.parameterSets(of: keyframe.data),
-                                    audioChannels: audioChannels)
+                                    audioChannels: audioChannels, reorderDepth: reorderDepth)
         } catch {
             throw .recording(error.description)
         }

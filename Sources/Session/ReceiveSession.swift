@@ -22,6 +22,10 @@ public enum ReceiveEvent: Sendable {
     case audioLayout([AudioStreamLayout])
     /// The mouse pointer moved or took a new shape (`--cursor metadata`).
     case cursor(CursorOverlay)
+    /// The video stream went silent and another with the same key took its
+    /// place (a sender restarted, with a static key and its RTCP on another
+    /// port, so no BYE came): what follows is a new sender's.
+    case streamReplaced(ssrc: UInt32)
 }
 
 /// Counters of everything that came in, including what was refused.
@@ -56,6 +60,8 @@ public struct ReceiveStatistics: Sendable, Equatable {
     /// Streams first heard after their sender's sequence numbers wrapped,
     /// received from the rollover counter their tags told (static keys).
     public var streamsResumed = 0
+    /// Video streams followed after the one before went silent (a restarted sender).
+    public var streamsReplaced = 0
     /// Searches for a rollover counter (a new SSRC's first packet refused
     /// at 0), and those refused because four a second were made already.
     public var rolloverSearches = 0
@@ -107,6 +113,8 @@ public final class ReceiveSession {
     private var assembler: H264FrameAssembler
     private var nack: NACKTracker
     private var videoSSRC: UInt32?
+    /// When the video stream's last packet came.
+    private var videoHeardAt: MonotonicTime?
     private var videoPayloadType: UInt8?
     private var unwrapper = SequenceUnwrapper()
     private var reception: ReceptionStatistics?
@@ -155,11 +163,24 @@ public final class ReceiveSession {
     /// streams. The counters go on.
     public func restart(_ keys: SRTPSessionKeys) throws(SRTPError) {
         try rekey(keys)
+        forgetStreams()
+    }
+
+    /// How long a video stream is silent before another stream of the same
+    /// payload type and key takes its place (`streamReplaced`): longer than
+    /// a still sender's pause between pictures, shorter than anyone takes
+    /// to start a sender again.
+    public static let streamTakeover = Duration.seconds(1)
+
+    /// Forgets the streams heard (a new sender): a fresh jitter buffer, NACK,
+    /// FEC and report state.
+    private func forgetStreams() {
         let start = max(configuration.minimumDelay, .milliseconds(100))
         assembler = H264FrameAssembler(maxDelay: start, earlySlices: configuration.earlySlices)
         nack = NACKTracker(maxAge: start)
         videoPayloadType = configuration.videoPayloadType
         videoSSRC = nil
+        videoHeardAt = nil
         unwrapper = SequenceUnwrapper()
         reception = nil
         lastKeyframeRequest = nil
@@ -297,6 +318,16 @@ public final class ReceiveSession {
             for rebuilt in fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
             return events
         }
+        var events: [ReceiveEvent] = []
+        if let current = videoSSRC, packet.ssrc != current, packet.payloadType == videoPayloadType,
+           let heard = videoHeardAt, now.since(heard) >= Self.streamTakeover {
+            // The stream went silent and another took its place: follow it.
+            let payloadType = videoPayloadType
+            forgetStreams()
+            videoPayloadType = payloadType
+            statistics.streamsReplaced += 1
+            events.append(.streamReplaced(ssrc: packet.ssrc))
+        }
         if videoSSRC == nil, packet.payloadType == (videoPayloadType ?? packet.payloadType),
            (96...127).contains(packet.payloadType) || videoPayloadType != nil {
             videoSSRC = packet.ssrc
@@ -304,10 +335,11 @@ public final class ReceiveSession {
             reception = ReceptionStatistics(ssrc: packet.ssrc, clockRate: 90_000)
         }
         guard packet.ssrc == videoSSRC, packet.payloadType == videoPayloadType else {
-            return [.otherPacket(packet)]
+            return events + [.otherPacket(packet)]
         }
+        videoHeardAt = now
         reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-        var events = video(packet, isRepair: false, now: now, emit: emit)
+        events += video(packet, isRepair: false, now: now, emit: emit)
         if fec.isActive(now: now) {
             for rebuilt in fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
                 events += recovered(rebuilt, now: now, emit: emit)

@@ -152,6 +152,14 @@ public final class H264Encoder {
         param.analyse.b_mb_info = 1
         param.b_repeat_headers = 1
         param.b_annexb = 1
+        // Say what the pictures are: converted from the screen (sRGB: BT.709
+        // primaries, sRGB's transfer) with libyuv's BT.601 matrix, video
+        // range. A receiver that guesses from the size would take 720p and
+        // up for BT.709 and shift every colour.
+        param.vui.i_colorprim = 1  // bt709
+        param.vui.i_transfer = 13  // iec61966-2-1
+        param.vui.i_colmatrix = 6  // smpte170m
+        param.vui.b_fullrange = 0
         if let size = c.sliceMaxSize { param.i_slice_max_size = Int32(size) }
         if c.minimumSlices > 1 {
             param.i_slice_max_mbs = Int32((c.macroblocks + c.minimumSlices - 1) / c.minimumSlices)

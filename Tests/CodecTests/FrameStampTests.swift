@@ -75,8 +75,8 @@ struct FrameStampTests {
                 for i in 0..<chroma { u[i] = 128; v[i] = 128 }
             }
             guard try encoder.encode(image, into: &unit) != nil, decoder.decode(unit) != nil else { continue }
-            if let stamp = decoder.withLastPicture({ y, stride, _, _, _, _, w, h in
-                FrameStamp.read(width: w, height: h) { x, row in y[row * stride + x] }
+            if let stamp = decoder.withLastPicture({ picture in
+                FrameStamp.read(width: picture.width, height: picture.height) { x, row in picture.luma(x: x, y: row) }
             }) ?? nil {
                 read.append(stamp)
             }

@@ -18,6 +18,7 @@ struct ReceiverDeliveryTests {
             var size = (0, 0)
             var captureAge = 0.0
             var copyMatches = false
+            var colorSpace: ColorSpace?
             var sound: [Int16] = []
             var streams: Set<Int> = []
         }
@@ -43,6 +44,7 @@ struct ReceiverDeliveryTests {
                 s.size = (picture.width, picture.height)
                 s.captureAge = max(s.captureAge, age)
                 s.copyMatches = matches
+                s.colorSpace = picture.colorSpace
             }
         }
         receiving.onSound = { sound in
@@ -96,6 +98,8 @@ struct ReceiverDeliveryTests {
         #expect(s.left.0 > 200 && s.left.1 < 50 && s.left.2 < 50, "left \(s.left)")
         #expect(s.right.0 < 50 && s.right.1 < 50 && s.right.2 > 200, "right \(s.right)")
         #expect(s.copyMatches)
+        // A share sender says its pictures are BT.601, video range.
+        #expect(s.colorSpace == .bt601)
         #expect(s.captureAge < 0.5, "a picture \(s.captureAge) s after capture")
         #expect(s.streams == [0])
         #expect(s.sound.count >= 48_000 * 3 / 2, "\(s.sound.count) samples")

@@ -90,8 +90,7 @@ struct EndToEndTests {
                                             key, "--duration", "9", "--keyint", "30", "--sdp", sdp,
                                             "--stats-json", dir.path("send.json")]
                                            + (periodicKeyframes ? ["--periodic-keyframes"] : []))
-        usleep(300_000)
-        let text = try String(contentsOfFile: sdp, encoding: .utf8)
+        let text = try textWhenWritten(sdp)
         let ssrcLine = try #require(text.components(separatedBy: "\r\n").first { $0.hasPrefix("a=ssrc:") })
         let ssrc = String(ssrcLine.dropFirst("a=ssrc:".count).prefix { $0 != " " })
         let inline = try ShareBinary.inlineKey(key)
@@ -122,6 +121,19 @@ struct EndToEndTests {
         #expect(decode.status == 0 && !decode.stderr.contains("error"), "\(decode.stderr)")
     }
 
+    /// An SDP for `share recv` describing another sender's H.264 on `port`
+    /// with the SDES key `inline` (mode 0600: it holds the key).
+    private func peerSDP(in dir: TemporaryDirectory, port: Int, inline: String) throws -> String {
+        let sdp = dir.path("peer.sdp")
+        try """
+            v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=peer\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
+            m=video \(port) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
+            a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(inline)\r\n
+            """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        chmod(sdp, 0o600)
+        return sdp
+    }
+
     @Test(arguments: ["mkv", "mp4"])
     func gstreamerSendsToShare(container: String) throws {
         let dir = try TemporaryDirectory()
@@ -129,13 +141,7 @@ struct EndToEndTests {
         let inline = try ShareBinary.inlineKey(key)
         let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
         let port = freeUDPPort()
-        let sdp = dir.path("gst.sdp")
-        try """
-            v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=gstreamer\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
-            m=video \(port) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
-            a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(inline)\r\n
-            """.write(toFile: sdp, atomically: true, encoding: .utf8)
-        chmod(sdp, 0o600)  // it holds the key
+        let sdp = try peerSDP(in: dir, port: port, inline: inline)
         let recording = dir.path("gst.\(container)")
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "14",
                                               "--stats-json", dir.path("recv.json")])
@@ -168,13 +174,14 @@ struct EndToEndTests {
     /// it starts) and made mode 0600 (ffmpeg writes it readable by all; it
     /// holds the key).
     private func ffmpegSRTPSender(in dir: TemporaryDirectory, port: Int, seconds: Int, keyframeInterval: Int,
-                                  rtp: [String] = []) throws -> (arguments: [String], sdp: String) {
+                                  rtp: [String] = [], encoder: [String] = ["-preset", "ultrafast", "-tune", "zerolatency"])
+        throws -> (arguments: [String], sdp: String) {
         let inline = try ShareBinary.inlineKey(try ShareBinary.keyFile(in: dir))
         let sdp = dir.path("ffmpeg.sdp")
         func arguments(duration: String) -> [String] {
             ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi",
-             "-i", "testsrc=size=1280x720:rate=30", "-t", duration, "-c:v", "libx264", "-preset", "ultrafast",
-             "-tune", "zerolatency", "-g", "\(keyframeInterval)", "-f", "rtp"] + rtp
+             "-i", "testsrc=size=1280x720:rate=30", "-t", duration, "-c:v", "libx264"] + encoder
+                + ["-g", "\(keyframeInterval)", "-f", "rtp"] + rtp
                 + ["-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "-sdp_file", sdp,
                    "srtp://127.0.0.1:\(port)"]
         }
@@ -199,6 +206,132 @@ struct EndToEndTests {
         #expect(stats["decodeErrors"] as? Int == 0)
         let probe = try probeVideo(recording)
         #expect(probe.videoFrames >= 228, "\(probe.errors)")
+    }
+
+    /// What ffmpeg and GStreamer send when told nothing about pixels: ffmpeg
+    /// encodes a picture it got as RGB (a screen, an image) in 4:4:4;
+    /// GStreamer's x264enc takes its test source in 10-bit 4:4:4, BT.709.
+    /// `share recv` shows both in their colours in its window (it read them
+    /// as 8-bit 4:2:0 BT.601 and showed garbled colours before).
+    @Test(arguments: ["ffmpeg", "gstreamer"])
+    func theDefaultPicturesOfFFmpegAndGStreamerAreShownInTheirColours(sender: String) throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let inline = try ShareBinary.inlineKey(key)
+        let port = freeUDPPort()
+        let sdp = try peerSDP(in: dir, port: port, inline: inline)
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--display", viewer.display, "--duration", "8",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        // Where to look (on the window, at the picture's own size at 0, 0) and what is there.
+        let expected: [(x: Int, y: Int, rgb: UInt32)]
+        let peer: ChildProcess
+        if sender == "ffmpeg" {
+            // Orange top left, blue top right, green below; RGB in, as from x11grab.
+            let picture = "color=c=0xFF8000:s=320x240:r=30,format=rgb24[a];color=c=0x2040C0:s=320x240:r=30,format=rgb24[b];"
+                + "color=c=0x20C040:s=640x240:r=30,format=rgb24[c];[a][b]hstack[t];[t][c]vstack"
+            peer = try ChildProcess("ffmpeg", [
+                "-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", picture, "-t", "4",
+                "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "30", "-f", "rtp",
+                "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", inline, "srtp://127.0.0.1:\(port)",
+            ])
+            expected = [(160, 120, 0xFF8000), (480, 120, 0x2040C0), (320, 360, 0x20C040)]
+        } else {
+            let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+            peer = try ChildProcess("gst-launch-1.0", [
+                // BT.709 is GStreamer's colorimetry from 720p up; said here at
+                // a quarter of the pixels (a lighter neighbour for the suites
+                // that run alongside), x264enc still takes 10-bit 4:4:4.
+                "-q", "videotestsrc", "num-buffers=120", "is-live=true", "pattern=smpte", "!",
+                "video/x-raw,width=640,height=360,framerate=30/1,colorimetry=bt709", "!",
+                "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=30", "!",
+                "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
+                "srtpenc", "key=\(hexKey)", "rtp-cipher=aes-128-icm", "rtp-auth=hmac-sha1-80",
+                "rtcp-cipher=aes-128-icm", "rtcp-auth=hmac-sha1-80", "!",
+                "udpsink", "host=127.0.0.1", "port=\(port)",
+            ])
+            // Yellow, cyan, green, magenta, red and blue bars, seven across.
+            let bars: [UInt32] = [0xFFFF00, 0x00FFFF, 0x00FF00, 0xFF00FF, 0xFF0000, 0x0000FF]
+            expected = bars.enumerated().map { index, rgb in ((2 * index + 3) * 640 / 14, 100, rgb) }
+        }
+        let looker = try TestClient(display: viewer.display)
+        /// The largest difference of a channel between two 0xRRGGBB colours.
+        func distance(_ a: UInt32, _ b: UInt32) -> Int {
+            [0, 8, 16].map { abs(Int((a >> $0) & 0xff) - Int((b >> $0) & 0xff)) }.max()!
+        }
+        // 16 a channel: BT.709's most saturated blue reads up to 12.5 short
+        // through libyuv's fixed point (PictureFormatTests).
+        for (x, y, rgb) in expected {
+            let got = (looker.pixel(x: x, y: y, within: 4) { distance($0 & 0xffffff, rgb) <= 16 } ?? 0) & 0xffffff
+            #expect(distance(got, rgb) <= 16, "\(sender): at (\(x), \(y)) 0x\(String(got, radix: 16)), sent 0x\(String(rgb, radix: 16))")
+        }
+        #expect(peer.wait(timeout: 20).status == 0)
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        #expect((stats["framesShown"] as? Int ?? 0) >= 60 && stats["decodeErrors"] as? Int == 0, "\(stats)")
+    }
+
+    /// ffmpeg's libx264 without `-tune zerolatency` sends B-frames: pictures
+    /// ahead of ones shown before them. Every one is shown (in display order,
+    /// two frames late) and recorded in the order sent with decode times, so
+    /// the file plays; before, every picture held back by the reordering
+    /// counted as a decode error and half the stream waited for keyframes.
+    @Test(arguments: ["mkv", "mp4"])
+    func ffmpegsBFramesAreShownAndRecorded(container: String) throws {
+        let dir = try TemporaryDirectory()
+        let (ffmpegArguments, sdp) = try ffmpegSRTPSender(in: dir, port: freeUDPPort(), seconds: 6, keyframeInterval: 60,
+                                                          encoder: ["-preset", "ultrafast", "-bf", "3", "-pix_fmt", "yuv420p"])
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let recording = dir.path("bframes.\(container)")
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--display", viewer.display, "--record", recording,
+                                              "--duration", "9", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try ChildProcess("ffmpeg", ffmpegArguments).wait(timeout: 30)
+        #expect(sender.status == 0, "ffmpeg: \(sender.output)")
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        // 180 sent; the last two stay in the decoder when the stream ends.
+        #expect((stats["framesShown"] as? Int ?? 0) >= 170, "\(stats)")
+        #expect(stats["decodeErrors"] as? Int == 0 && stats["framesSkippedForKeyframe"] as? Int == 0, "\(stats)")
+        let probe = try probeVideo(recording)
+        #expect(probe.videoFrames >= 175, "\(probe.errors)")
+        // Stored in the order sent: presentation times go back at each B-frame.
+        let packets = try run("ffprobe", ["-v", "error", "-show_entries", "packet=pts", "-of", "csv=p=0", recording])
+        let times = packets.stdout.split(separator: "\n").compactMap { Int($0) }
+        #expect(times.count >= 175 && times != times.sorted(), "\(times.prefix(12))")
+        // The whole file decodes without a complaint.
+        let decode = try run("ffmpeg", ["-v", "error", "-i", recording, "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
+    }
+
+    /// ffmpeg stopped and run again with the same key: a new stream (new
+    /// SSRC, new sequence numbers) whose BYE and reports go to another port.
+    /// The receiver follows it after a second of silence, as a new session:
+    /// a second recording file beside the first, each whole.
+    @Test func anFFmpegStartedAgainIsFollowedIntoANewRecording() throws {
+        let dir = try TemporaryDirectory()
+        let (ffmpegArguments, sdp) = try ffmpegSRTPSender(in: dir, port: freeUDPPort(), seconds: 3, keyframeInterval: 60)
+        let recording = dir.path("again.mkv")
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "11",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        for run in 1...2 {
+            let sender = try ChildProcess("ffmpeg", ffmpegArguments).wait(timeout: 30)
+            #expect(sender.status == 0, "ffmpeg run \(run): \(sender.output)")
+            usleep(1_500_000)
+        }
+        let received = receiver.wait(timeout: 20)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        #expect(stats["streamsReplaced"] as? Int == 1 && stats["decodeErrors"] as? Int == 0, "\(stats)")
+        #expect((stats["framesDecoded"] as? Int ?? 0) >= 171, "95% of 2 x 90: \(stats)")
+        for file in [recording, dir.path("again-2.mkv")] {
+            let probe = try probeVideo(file)
+            #expect(probe.videoFrames >= 85, "\(file): \(probe.videoFrames) frames \(probe.errors)")
+        }
     }
 
     /// A static key carries no SRTP rollover counter: a receiver that opens

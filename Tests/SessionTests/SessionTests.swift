@@ -27,6 +27,7 @@ final class Link {
     var states: [StreamState] = []
     var layouts: [[AudioStreamLayout]] = []
     var goodbyes: [String?] = []
+    var replacedBy: [UInt32] = []
 
     /// `sessionPeer`: the receiver is the one a handshake set the stream up
     /// for (its first report is no late join); otherwise a static-key
@@ -88,6 +89,7 @@ final class Link {
             case .senderState(let state, _): states.append(state)
             case .audioLayout(let streams): layouts.append(streams)
             case .goodbye(_, let reason): goodbyes.append(reason)
+            case .streamReplaced(let ssrc): replacedBy.append(ssrc)
             default: continue
             }
         }
@@ -170,6 +172,54 @@ struct SessionTests {
         #expect(link.frames.count == 34, "every frame from the receiver's first keyframe: \(link.frames.count)")
         #expect(link.frames.last?.data == accessUnit(39, size: 40_000, keyframe: false))
         #expect(link.losses == 0)
+    }
+
+    /// A sender started again with the same static key (ffmpeg run twice;
+    /// its RTCP, BYE included, goes to another port, so the receiver hears
+    /// no goodbye): once the first stream has been silent for a second, the
+    /// new one is followed, from its keyframe. Two streams at once do not
+    /// take turns: the one heard first keeps the receiver while it sends.
+    @Test func aSenderStartedAgainWithTheSameKeyIsFollowed() throws {
+        let link = try Link()
+        var other = SendStream.Configuration(ssrc: 0xDDDD, cname: "sender again")
+        other.payloadType = 96
+        let again = try SendStream(configuration: other, keying: link.keying, initialSequenceNumber: 1234)
+        func sendAgain(_ n: Int, keyframe: Bool) throws {
+            try again.send(accessUnit: accessUnit(1000 + n, size: 3000, keyframe: keyframe), rtpTimestamp: UInt32(n * 3000),
+                           captureTime: NTPTimestamp(unixNanoseconds: 1_800_000_000_000_000_000 + UInt64(n) * 33_000_000),
+                           now: link.now) { link.toReceiver.append(Array($0)) }
+        }
+        // The first stream, with the second sending alongside it for a while.
+        for n in 0..<30 {
+            try link.send(n, size: 3000, keyframe: n == 0)
+            if n >= 10 { try sendAgain(n, keyframe: n == 10) }
+            link.deliver()
+            link.advance(.milliseconds(33))
+        }
+        #expect(link.replacedBy.isEmpty && link.frames.count == 30)
+        #expect(link.frames.allSatisfy { $0.data != accessUnit(1010, size: 3000, keyframe: true) })
+        // The first stops; 0.9 s later the second is still not followed.
+        link.advance(.milliseconds(900))
+        try sendAgain(40, keyframe: false)
+        link.deliver()
+        #expect(link.replacedBy.isEmpty)
+        // At a second of silence it is, and its frames come from its keyframe on.
+        link.advance(.milliseconds(200))
+        for n in 41..<60 {
+            try sendAgain(n, keyframe: n == 41)
+            link.deliver()
+            link.advance(.milliseconds(33))
+        }
+        #expect(link.replacedBy == [0xDDDD])
+        #expect(link.receiver.statistics.streamsReplaced == 1)
+        #expect(link.receiver.senderSSRC == 0xDDDD)
+        #expect(link.frames.count == 30 + 19, "\(link.frames.count)")
+        #expect(link.frames.last?.data == accessUnit(1059, size: 3000, keyframe: false))
+        // The first, back while the second sends, is not followed again.
+        try link.send(30, size: 3000, keyframe: true)
+        link.deliver()
+        #expect(link.replacedBy.count == 1 && link.receiver.senderSSRC == 0xDDDD)
+        #expect(link.receiver.statistics.authenticationFailures == 0)
     }
 
     /// A static-key receiver that starts listening after the sender's

@@ -59,6 +59,19 @@ public final class TemporaryDirectory {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
+/// The text another process writes to `path` (an SDP a sender writes as it
+/// starts), once it is there whole: not empty and ending in a line break.
+/// Polled for up to `seconds`: a loaded machine starts a sender slower.
+public func textWhenWritten(_ path: String, within seconds: Double = 5) throws -> String {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        // By scalars: "\r\n" is one Character, which hasSuffix("\n") would not match.
+        if let text = try? String(contentsOfFile: path, encoding: .utf8), text.unicodeScalars.last == "\n" { return text }
+        guard Date() < deadline else { return try String(contentsOfFile: path, encoding: .utf8) }
+        usleep(20_000)
+    }
+}
+
 /// Frames and codec facts of a media file, from ffprobe.
 public struct ProbeResult {
     public var videoFrames: Int

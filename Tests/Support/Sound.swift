@@ -134,6 +134,13 @@ public func audioStart(_ path: String) throws -> Double {
         .flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) } ?? 0
 }
 
+/// When the first audio track's last packet begins (seconds, on the file's timeline).
+public func audioEnd(_ path: String) throws -> Double {
+    try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path])
+        .stdout.split(whereSeparator: \.isNewline).last
+        .flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) } ?? 0
+}
+
 /// Times (seconds, on the file's timeline) at which a beep starts after at
 /// least half a second of quiet, in the first audio track.
 public func beepTimes(_ path: String) throws -> [Double] {

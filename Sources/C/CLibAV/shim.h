@@ -5,6 +5,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
 #include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
 
 /// AVERROR(EAGAIN) and AVERROR_EOF are function-like / FFERRTAG macros.
 static inline int share_av_error_again(void) { return AVERROR(EAGAIN); }

@@ -6,6 +6,7 @@
 #include <libyuv/convert.h>
 #include <libyuv/convert_argb.h>
 #include <libyuv/convert_from_argb.h>
+#include <libyuv/planar_functions.h>
 #include <libyuv/scale.h>
 #include <libyuv/scale_argb.h>
 
@@ -24,5 +25,16 @@ static inline int share_scale_band(const uint8_t *band, int stride, int src_w, i
     uint8_t *dst_base = (uint8_t *)((uintptr_t)out - (uintptr_t)first_dst_row * (uintptr_t)out_stride);
     return ARGBScaleClip(src_base, stride, src_w, src_h, dst_base, out_stride, dst_w, dst_h,
                          0, first_dst_row, dst_w, dst_rows, kFilterBox);
+}
+
+/// libyuv's YUV-to-RGB coefficients (globals of a type Swift sees only as
+/// incomplete): `matrix` 0 BT.601, 1 BT.709, 2 BT.2020; `full` for samples
+/// over the whole 0-255 range instead of 16-235.
+static inline const struct YuvConstants *share_yuv_constants(int matrix, int full) {
+    switch (matrix) {
+    case 1: return full ? &kYuvF709Constants : &kYuvH709Constants;
+    case 2: return full ? &kYuvV2020Constants : &kYuv2020Constants;
+    default: return full ? &kYuvJPEGConstants : &kYuvI601Constants;
+    }
 }
 #endif
