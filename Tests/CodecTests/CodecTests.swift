@@ -22,7 +22,7 @@ func testPicture(width: Int, height: Int, offset: Int) -> [UInt8] {
     return pixels
 }
 
-@Suite("x264 → libavcodec round trip, libyuv, recorder")
+@Suite("x264 → libavcodec round trip, libyuv, recorder", .busy)
 struct CodecTests {
     @Test func colourConversionKeepsColours() {
         let image = ColorConversion.i420(fromBGRA: testPicture(width: 64, height: 64, offset: 0), width: 64, height: 64)

@@ -8,7 +8,7 @@ import Testing
 /// Pictures in every layout and depth x264 writes, as ffmpeg and GStreamer
 /// send them by default (a screen grabbed as RGB becomes 4:4:4; GStreamer's
 /// test source 10-bit 4:4:4 in BT.709), decoded and shown in their own colours.
-@Suite("Decoded pictures in any H.264 format, shown in their colours")
+@Suite("Decoded pictures in any H.264 format, shown in their colours", .busy)
 struct PictureFormatTests {
     /// Three colours (R, G, B): orange top left, blue top right, green below.
     static let colours: [(x: Int, y: Int, rgb: (Int, Int, Int))] = [

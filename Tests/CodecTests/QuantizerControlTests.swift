@@ -2,6 +2,7 @@ import Foundation
 import ShareColor
 import ShareVideo
 import Testing
+import TestSupport
 
 /// An encoder whose pictures cost exactly what the model says: `cost` bits
 /// per coded macroblock at the reference quantizer.
@@ -37,7 +38,7 @@ private struct ModelEncoder {
     }
 }
 
-@Suite("Each picture's quantizer, for the bitrate")
+@Suite("Each picture's quantizer, for the bitrate", .busy)
 struct QuantizerControlTests {
     /// Costs from a cheap whole-screen change to the dearest the bitrate
     /// can take at the coarsest quantizer (about 460 bits a macroblock here).

@@ -10,7 +10,7 @@ import Testing
 /// pictures are sent ahead of ones shown before them. The decoder takes
 /// every unit, holds the first few and gives pictures in display order;
 /// a recording keeps them in the order they were sent, with decode times.
-@Suite("Pictures sent out of display order (B-frames)")
+@Suite("Pictures sent out of display order (B-frames)", .busy)
 struct ReorderedPictureTests {
     /// ffmpeg's default libx264 (B-frames, pyramid) from its test source,
     /// split into access units at its delimiters.

@@ -4,6 +4,7 @@ import ShareDecode
 import ShareVideo
 import ShareWire
 import Testing
+import TestSupport
 
 /// A detailed picture (noise over moving quadrants, as text and photos
 /// are for the encoder): a frame of it takes many packet-sized slices.
@@ -39,7 +40,7 @@ func encodeInParts(_ encoder: H264Encoder, _ image: I420Image, forceKeyframe: Bo
     return (info, parts, ends, Double(first &- began) / Double(max(1, ended - began)))
 }
 
-@Suite("x264 slices, handed over as they are written")
+@Suite("x264 slices, handed over as they are written", .busy)
 struct SliceTests {
     /// Every part is one slice (with the parameter sets before an IDR's
     /// first), no slice is larger than a packet's payload, exactly the last

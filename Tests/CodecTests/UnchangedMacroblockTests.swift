@@ -3,6 +3,7 @@ import ShareColor
 import ShareDecode
 import ShareVideo
 import Testing
+import TestSupport
 
 /// A grey picture with a white square at (`x`, `y`).
 private func square(x: Int, y: Int, width: Int = 320, height: Int = 240) -> I420Image {
@@ -16,7 +17,7 @@ private func square(x: Int, y: Int, width: Int = 320, height: Int = 240) -> I420
     return ColorConversion.i420(fromBGRA: pixels, width: width, height: height)
 }
 
-@Suite("x264 told which macroblocks did not change")
+@Suite("x264 told which macroblocks did not change", .busy)
 struct UnchangedMacroblockTests {
     /// A still picture, then the square moves. Told where it was and where
     /// it is, x264 codes those macroblocks and the decoded picture follows;

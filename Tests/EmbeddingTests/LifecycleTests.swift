@@ -51,7 +51,7 @@ private func collect<Event: Sendable>(_ stream: AsyncStream<Event>) async -> [Ev
     return events
 }
 
-@Suite("The lifecycle an embedder sees", .serialized)
+@Suite("The lifecycle an embedder sees", .serialized, .busy)
 struct LifecycleTests {
     /// A titled stream, paused and resumed, a receiver that leaves and
     /// another that joins, periodic statistics and network estimates, then a

@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite("A host pushes its own pictures", .serialized)
+@Suite("A host pushes its own pictures", .serialized, .alone)
 struct PushTests {
     /// A producer pushing 120 pictures a second into a 30 fps sender, from a
     /// thread that never waits: about one in four is taken, the rest are

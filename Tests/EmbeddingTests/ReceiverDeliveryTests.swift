@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite("A receiver hands decoded pictures and sound to its host", .serialized)
+@Suite("A receiver hands decoded pictures and sound to its host", .serialized, .alone)
 struct ReceiverDeliveryTests {
     /// No window, no playback, no recording: the host gets every picture
     /// (red left, blue right, as pushed) and the sound (a 440 Hz tone) itself.

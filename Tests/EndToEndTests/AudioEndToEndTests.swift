@@ -5,7 +5,7 @@ import Testing
 /// Sound end to end: a PulseAudio daemon with a null sink, a tone played
 /// into it, `share send --audio system` capturing its monitor, `share recv`
 /// recording, ffmpeg decoding and measuring the result.
-@Suite("End to end: sound", .serialized)
+@Suite("End to end: sound", .serialized, .alone)
 struct AudioEndToEndTests {
     @Test(arguments: ["mkv", "mp4"])
     func systemAudioToneIsRecordedWithTheVideo(container: String) throws {
@@ -272,7 +272,7 @@ struct AudioEndToEndTests {
 }
 
 /// The memory-budget governor with the real sender on a 1080p screen.
-@Suite("End to end: memory budget", .serialized)
+@Suite("End to end: memory budget", .serialized, .busy)
 struct MemoryBudgetEndToEndTests {
     @Test func impossibleBudgetFailsCleanlyWithASpecificError() throws {
         let dir = try TemporaryDirectory()
@@ -412,7 +412,7 @@ struct MemoryBudgetEndToEndTests {
     }
 }
 
-@Suite("End to end: control channel")
+@Suite("End to end: control channel", .alone)
 struct ControlChannelEndToEndTests {
     func ctl(_ command: String, _ socket: String) throws -> [String: Any] {
         let result = try ShareBinary.run(["ctl", command, "--socket", socket], timeout: 10)

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Glass-to-glass measurement and the benchmark harness, on real binaries.
-@Suite("Frame stamps and the benchmark harness", .serialized)
+@Suite("Frame stamps and the benchmark harness", .serialized, .alone)
 struct BenchmarkHarnessTests {
     /// `share scene --stamp` → `share send` → `share recv --read-stamps`:
     /// nearly every decoded picture carries a new, readable stamp, and the

@@ -31,7 +31,7 @@ private struct PointerStage {
 
 /// Sharing part of a display with the real binaries: the picture sent is
 /// the part asked for, at its size, and `--list` names what there is.
-@Suite("End to end: a region, a window, the list", .serialized)
+@Suite("End to end: a region, a window, the list", .serialized, .alone)
 struct CaptureSourceEndToEndTests {
     @Test func aRegionIsSentAtItsSizeAndRecorded() throws {
         let dir = try TemporaryDirectory()

@@ -4,7 +4,7 @@ import Testing
 
 /// The programs in examples/, built by `swift build`, run for a few seconds
 /// against the real tools, so none can rot.
-@Suite("The examples run", .serialized)
+@Suite("The examples run", .serialized, .alone)
 struct ExamplesTests {
     /// Whether (x, y) of an RGB24 picture `width` wide is near `rgb`.
     private func near(_ pixels: [UInt8], width: Int, _ x: Int, _ y: Int, _ rgb: (Int, Int, Int)) -> Bool {

@@ -5,7 +5,7 @@ import Testing
 /// One encode, many viewers: `share send --janus` into Debian's Janus, real
 /// headless Chromium viewers decoding through WebRTC, and a standard
 /// receiver (ffmpeg) joining a stream it never asks anything of.
-@Suite("Fan-out: Janus and browsers, standard receivers joining late", .serialized)
+@Suite("Fan-out: Janus and browsers, standard receivers joining late", .serialized, .alone)
 struct FanoutEndToEndTests {
     /// Frames encoded per second over the sender's run (its own count).
     private func senderRate(_ stats: [String: Any]) -> Double {

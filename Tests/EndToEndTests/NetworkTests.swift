@@ -10,7 +10,7 @@ extension EndToEndTests {
 /// with other suites) but each fails without the mechanism it checks.
 /// Nested in the end-to-end suite, so these runs take their turn with the
 /// other real-binary runs instead of loading the machine beside them.
-@Suite("Networks: share through the impairment relay")
+@Suite("Networks: share through the impairment relay", .alone)
 struct NetworkTests {
     /// What one run measured.
     struct Run {
@@ -224,7 +224,7 @@ struct NetworkTests {
 
 /// The relay itself, as a program: what it delays, it delays by the
 /// millisecond, and it forwards both ways.
-@Suite("share relay")
+@Suite("share relay", .alone)
 struct RelayTests {
     @Test func delaysToTheMillisecondBothWays() throws {
         let dir = try TemporaryDirectory()

@@ -11,7 +11,7 @@ extension EndToEndTests {
     /// Sessions between real `share send` and `share recv` processes: the
     /// handshake, both ways to authenticate it, following a restarted
     /// sender or receiver, replay and floods.
-    @Suite("Sessions: handshake, identities, restarts", .serialized)
+    @Suite("Sessions: handshake, identities, restarts", .serialized, .busy)
     struct SessionTests {
         /// Separate config directories: two installs on one machine.
         struct Install {

@@ -3,7 +3,7 @@ import ShareFanout
 import TestSupport
 import Testing
 
-@Suite("Janus's HTTP API: messages (canned answers) and a real Janus", .serialized)
+@Suite("Janus's HTTP API: messages (canned answers) and a real Janus", .serialized, .busy)
 struct JanusTests {
     private func json(_ bytes: [UInt8]) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]

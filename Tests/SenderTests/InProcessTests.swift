@@ -10,7 +10,7 @@ import Testing
 /// both running (capture, encode, pacer, feedback with the handshake and the
 /// congestion controller, audio, receive network, decode): the run `make
 /// tsan` relies on to see the threads meet.
-@Suite("Sender and receiver in one process", .serialized)
+@Suite("Sender and receiver in one process", .serialized, .alone)
 struct InProcessTests {
     @Test func aSessionWithSoundRunsEndToEnd() throws {
         let display = try VirtualDisplay(width: 320, height: 240)

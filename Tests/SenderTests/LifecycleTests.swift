@@ -29,7 +29,7 @@ final class Flag: Sendable {
 
 /// A host may call `stop()` from its own event handler, which runs on one of
 /// the library's threads: it must not wait for itself.
-@Suite("Library lifecycle from event handlers", .serialized)
+@Suite("Library lifecycle from event handlers", .serialized, .busy)
 struct LifecycleTests {
     @Test func theSenderCanBeStoppedFromItsFinishedHandler() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
@@ -70,7 +70,7 @@ struct LifecycleTests {
 /// The display going away while the capture thread sleeps on it for damage
 /// ends the sender with a capture error, promptly: the broken connection
 /// counts as a change, so the next grab reports it.
-@Suite("Sender when its display goes away", .serialized)
+@Suite("Sender when its display goes away", .serialized, .busy)
 struct DisplayGoneTests {
     @Test func theSenderEndsWhenItsXServerDies() throws {
         let display = try VirtualDisplay(width: 320, height: 240)
@@ -107,7 +107,7 @@ func threadNames() -> [String] {
 /// name while they run; the dispatch workers they ran on get their own
 /// names back when they end (tested on one thread: other tests' senders
 /// run in this process at the same time).
-@Suite("Thread names", .serialized)
+@Suite("Thread names", .serialized, .busy)
 struct ThreadNameTests {
     @Test func theSendersAndReceiversThreadsAreNamedWhileTheyRun() throws {
         let display = try VirtualDisplay(width: 320, height: 240)

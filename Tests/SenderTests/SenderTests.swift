@@ -11,7 +11,7 @@ import TestSupport
 import Testing
 
 /// The embeddable sender, driven through its library API on a real X server.
-@Suite("Sender library", .serialized)
+@Suite("Sender library", .serialized, .alone)
 struct SenderTests {
     /// A deliberately slow encoder (200 ms a frame): capture keeps its 30 fps
     /// cadence, frames the encoder cannot take are dropped and counted, the

@@ -35,7 +35,7 @@ private struct StillScreenWithPointer {
     }
 }
 
-@Suite("Capture in bands: only what changed is grabbed again", .serialized)
+@Suite("Capture in bands: only what changed is grabbed again", .serialized, .busy)
 struct BandCaptureTests {
     /// A small change is grabbed in the bands it touches, the rest comes
     /// from the picture before; the result is what a full grab shows.

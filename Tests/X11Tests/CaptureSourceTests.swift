@@ -21,7 +21,7 @@ private func nothing(_ capturer: ScreenCapturer) throws -> Bool {
 }
 
 
-@Suite("What to share: a region, a monitor, a window followed as it moves, the pointer", .serialized)
+@Suite("What to share: a region, a monitor, a window followed as it moves, the pointer", .serialized, .busy)
 struct CaptureSourceTests {
     @Test func aRegionIsCapturedAtItsPlaceAndSize() throws {
         let xvfb = try VirtualDisplay(width: 640, height: 480)

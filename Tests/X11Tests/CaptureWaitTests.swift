@@ -53,7 +53,7 @@ private struct WhiteScreen {
     }
 }
 
-@Suite("Capture's waits: the pointer at rest is asked for when its device moves; news ends a wait", .serialized)
+@Suite("Capture's waits: the pointer at rest is asked for when its device moves; news ends a wait", .serialized, .alone)
 struct CaptureWaitTests {
     /// A resting pointer costs no question at each look, only one per warp
     /// check; the mouse moving ends a long wait at once (XInput 2's raw

@@ -4,7 +4,7 @@ import ShareX11
 import TestSupport
 import Testing
 
-@Suite("X11 capture, scene and window under Xvfb", .serialized)
+@Suite("X11 capture, scene and window under Xvfb", .serialized, .busy)
 struct X11Tests {
     @Test func captureReturnsThePixelsThatWereDrawn() throws {
         let xvfb = try VirtualDisplay(width: 640, height: 480)
