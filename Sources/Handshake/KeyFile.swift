@@ -18,7 +18,7 @@ public enum KeyFile {
         let profile: SRTPProfile
         if fields.count >= 2 {
             guard let named = SRTPProfile(name: fields[fields.count - 2]) else {
-                throw Problem(description: "key file \(path): unknown suite \(fields[fields.count - 2]); use one of \(SRTPProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw Problem(description: "key file \(path): unknown suite \(fields[fields.count - 2]); use one of \(SRTPProfile.allNames)")
             }
             profile = named
         } else {

@@ -85,6 +85,9 @@ extension SRTPProfile {
         case .aes128CmHmacSha1_80: 1
         case .aes128CmHmacSha1_32: 2
         case .aeadAes128Gcm: 3
+        case .aes256CmHmacSha1_80: 4
+        case .aes256CmHmacSha1_32: 5
+        case .aeadAes256Gcm: 6
         }
     }
 

@@ -72,6 +72,16 @@ public final class SRTPContext {
         case .aeadAes128Gcm:
             srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
             srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
+        case .aes256CmHmacSha1_80:
+            srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtp)
+            srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtcp)
+        case .aes256CmHmacSha1_32:
+            // SRTCP keeps the 80-bit tag, as with AES-128 (RFC 4568 §6.2.1).
+            srtp_crypto_policy_set_aes_cm_256_hmac_sha1_32(&policy.rtp)
+            srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtcp)
+        case .aeadAes256Gcm:
+            srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtp)
+            srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtcp)
         }
         policy.window_size = UInt(max(64, min(replayWindow, 0x7FFF)))
         // Retransmissions reuse the original sequence number and payload.
@@ -217,7 +227,7 @@ enum SRTPLibrary {
 
     /// srtp_init, then share's allocation-free AES-ICM and HMAC-SHA1 in
     /// place of the NSS-backed built-ins (each passes libsrtp2's known-answer
-    /// test first). AEAD_AES_128_GCM still uses libsrtp2's own GCM.
+    /// test first). The GCM profiles still use libsrtp2's own GCM.
     private static let initStatus: (status: srtp_err_status_t, step: String) = {
         let status = srtp_init()
         guard status == srtp_err_status_ok else { return (status, "srtp_init") }

@@ -2,7 +2,7 @@ internal import CSRTPCrypto
 internal import ShareWire
 
 /// The SRTP protection profiles `share` speaks (RFC 4568 §6.2 crypto-suite
-/// names; RFC 7714 for GCM).
+/// names; RFC 6188 for AES-256 in counter mode, RFC 7714 for GCM).
 public enum SRTPProfile: String, CaseIterable, Sendable {
     /// AES-128 in counter mode with an 80-bit HMAC-SHA1 tag (RFC 3711's default; WebRTC's and Janus's).
     case aes128CmHmacSha1_80 = "AES_CM_128_HMAC_SHA1_80"
@@ -10,18 +10,28 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
     case aes128CmHmacSha1_32 = "AES_CM_128_HMAC_SHA1_32"
     /// AES-128 in GCM (RFC 7714): authenticated encryption in one pass.
     case aeadAes128Gcm = "AEAD_AES_128_GCM"
+    /// AES-256 in counter mode with an 80-bit HMAC-SHA1 tag (RFC 6188; GStreamer's `aes-256-icm`).
+    case aes256CmHmacSha1_80 = "AES_256_CM_HMAC_SHA1_80"
+    /// AES-256 in counter mode with a 32-bit HMAC-SHA1 tag (RFC 6188).
+    case aes256CmHmacSha1_32 = "AES_256_CM_HMAC_SHA1_32"
+    /// AES-256 in GCM (RFC 7714).
+    case aeadAes256Gcm = "AEAD_AES_256_GCM"
 
-    /// Master key length in bytes.
-    public var keyLength: Int { 16 }
-
-    /// Master salt length in bytes: 112 bits for AES-CM (RFC 3711 §8.2),
-    /// 96 bits for GCM (RFC 7714 §12).
-    public var saltLength: Int {
+    /// Master key length in bytes: 16 for AES-128, 32 for AES-256.
+    public var keyLength: Int {
         switch self {
-        case .aes128CmHmacSha1_80, .aes128CmHmacSha1_32: 14
-        case .aeadAes128Gcm: 12
+        case .aes128CmHmacSha1_80, .aes128CmHmacSha1_32, .aeadAes128Gcm: 16
+        case .aes256CmHmacSha1_80, .aes256CmHmacSha1_32, .aeadAes256Gcm: 32
         }
     }
+
+    /// Whether it is one of the GCM profiles (RFC 7714): authenticated
+    /// encryption in one pass, a 16-byte tag.
+    public var isGCM: Bool { self == .aeadAes128Gcm || self == .aeadAes256Gcm }
+
+    /// Master salt length in bytes: 112 bits for AES-CM (RFC 3711 §8.2,
+    /// RFC 6188 §6), 96 bits for GCM (RFC 7714 §12).
+    public var saltLength: Int { isGCM ? 12 : 14 }
 
     /// Key and salt together, as carried by SDES `inline:`.
     public var masterLength: Int { keyLength + saltLength }
@@ -29,9 +39,9 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
     /// Bytes SRTP adds to each RTP packet (the authentication tag).
     public var rtpOverhead: Int {
         switch self {
-        case .aes128CmHmacSha1_80: 10
-        case .aes128CmHmacSha1_32: 4
-        case .aeadAes128Gcm: 16
+        case .aes128CmHmacSha1_80, .aes256CmHmacSha1_80: 10
+        case .aes128CmHmacSha1_32, .aes256CmHmacSha1_32: 4
+        case .aeadAes128Gcm, .aeadAes256Gcm: 16
         }
     }
 
@@ -41,8 +51,14 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
         case .aes128CmHmacSha1_80: Int32(SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_80)
         case .aes128CmHmacSha1_32: Int32(SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_32)
         case .aeadAes128Gcm: Int32(SHARE_SRTP_VERIFY_AEAD_AES_128_GCM)
+        case .aes256CmHmacSha1_80: Int32(SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_80)
+        case .aes256CmHmacSha1_32: Int32(SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_32)
+        case .aeadAes256Gcm: Int32(SHARE_SRTP_VERIFY_AEAD_AES_256_GCM)
         }
     }
+
+    /// Every profile's name, for help and error messages.
+    public static var allNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
 
     /// Parses an SDES crypto-suite name, case-insensitively.
     public init?(name: some StringProtocol) {

@@ -216,11 +216,10 @@ struct AudioEndToEndTests {
         let audioStart = try #require(lines.firstIndex { $0.hasPrefix("m=audio") })
         let ssrcLine = try #require(lines[audioStart...].first { $0.hasPrefix("a=ssrc:") })
         let ssrc = String(ssrcLine.dropFirst("a=ssrc:".count).prefix { $0 != " " })
-        let hexKey = Data(base64Encoded: try ShareBinary.inlineKey(key))!.map { String(format: "%02x", $0) }.joined()
+        let hexKey = ShareBinary.hexKey(inline: try ShareBinary.inlineKey(key))
         let out = dir.path("gst.wav")
         let caps = "application/x-srtp,media=(string)audio,clock-rate=(int)48000,encoding-name=(string)OPUS,payload=(int)111,"
-            + "ssrc=(uint)\(ssrc),srtp-key=(buffer)\(hexKey),srtp-cipher=(string)aes-128-icm,srtp-auth=(string)hmac-sha1-80,"
-            + "srtcp-cipher=(string)aes-128-icm,srtcp-auth=(string)hmac-sha1-80"
+            + "ssrc=(uint)\(ssrc),\(GStreamerSRTP.aes128.decoderCaps(key: hexKey))"
         let gst = try ChildProcess("gst-launch-1.0", [
             "-q", "-e", "udpsrc", "port=\(port)", "caps=\(caps)", "!", "srtpdec", "name=srtp",
             "srtp.rtcp_src", "!", "fakesink", "async=false",

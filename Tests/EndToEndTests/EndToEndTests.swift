@@ -78,11 +78,12 @@ struct EndToEndTests {
     /// It joins without asking for a keyframe: with periodic keyframes it
     /// starts at the next one (every 30 frames here); with intra refresh (the
     /// default) at the first sweep that begins after it joined, whole once
-    /// that sweep (30 frames) has crossed the picture.
-    @Test(arguments: [true, false])
-    func gstreamerReceivesOurStream(periodicKeyframes: Bool) throws {
+    /// that sweep (30 frames) has crossed the picture. Each case keys with
+    /// another suite: AES-128 (share's default), AES-256 in GCM.
+    @Test(arguments: [(true, GStreamerSRTP.aes128), (false, .aes256GCM)])
+    func gstreamerReceivesOurStream(periodicKeyframes: Bool, suite: GStreamerSRTP) throws {
         let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
+        let key = try ShareBinary.keyFile(in: dir, profile: suite.name)
         let screen = try Screen()
         let port = freeUDPPort()
         let sdp = dir.path("stream.sdp")
@@ -94,11 +95,10 @@ struct EndToEndTests {
         let ssrcLine = try #require(text.components(separatedBy: "\r\n").first { $0.hasPrefix("a=ssrc:") })
         let ssrc = String(ssrcLine.dropFirst("a=ssrc:".count).prefix { $0 != " " })
         let inline = try ShareBinary.inlineKey(key)
-        let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+        let hexKey = ShareBinary.hexKey(inline: inline)
         let recording = dir.path("gst.mkv")
         let caps = "application/x-srtp,media=(string)video,clock-rate=(int)90000,encoding-name=(string)H264,payload=(int)96,"
-            + "ssrc=(uint)\(ssrc),srtp-key=(buffer)\(hexKey),srtp-cipher=(string)aes-128-icm,srtp-auth=(string)hmac-sha1-80,"
-            + "srtcp-cipher=(string)aes-128-icm,srtcp-auth=(string)hmac-sha1-80"
+            + "ssrc=(uint)\(ssrc),\(suite.decoderCaps(key: hexKey))"
         let gst = try ChildProcess("gst-launch-1.0", [
             "-q", "-e", "udpsrc", "port=\(port)", "caps=\(caps)", "!", "srtpdec", "name=srtp",
             // rtcp-mux: srtpdec hands our sender reports to its RTCP pad.
@@ -123,12 +123,13 @@ struct EndToEndTests {
 
     /// An SDP for `share recv` describing another sender's H.264 on `port`
     /// with the SDES key `inline` (mode 0600: it holds the key).
-    private func peerSDP(in dir: TemporaryDirectory, port: Int, inline: String) throws -> String {
+    private func peerSDP(in dir: TemporaryDirectory, port: Int, inline: String,
+                         suite: String = "AES_CM_128_HMAC_SHA1_80") throws -> String {
         let sdp = dir.path("peer.sdp")
         try """
             v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=peer\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
             m=video \(port) RTP/SAVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
-            a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(inline)\r\n
+            a=crypto:1 \(suite) inline:\(inline)\r\n
             """.write(toFile: sdp, atomically: true, encoding: .utf8)
         chmod(sdp, 0o600)
         return sdp
@@ -139,7 +140,7 @@ struct EndToEndTests {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let inline = try ShareBinary.inlineKey(key)
-        let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+        let hexKey = ShareBinary.hexKey(inline: inline)
         let port = freeUDPPort()
         let sdp = try peerSDP(in: dir, port: port, inline: inline)
         let recording = dir.path("gst.\(container)")
@@ -152,10 +153,7 @@ struct EndToEndTests {
             "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=60", "!",
             "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
             "application/x-rtp,ssrc=(uint)4242", "!",
-            "srtpenc", "key=\(hexKey)", "rtp-cipher=aes-128-icm", "rtp-auth=hmac-sha1-80",
-            "rtcp-cipher=aes-128-icm", "rtcp-auth=hmac-sha1-80", "!",
-            "udpsink", "host=127.0.0.1", "port=\(port)",
-        ])
+        ] + GStreamerSRTP.aes128.encoder(key: hexKey) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
         let sent = gst.wait(timeout: 30)
         #expect(sent.status == 0, "gst-launch: \(sent.output)")
         let received = receiver.wait(timeout: 20)
@@ -165,6 +163,33 @@ struct EndToEndTests {
         #expect(stats["decodeErrors"] as? Int == 0)
         let probe = try probeVideo(recording)
         #expect(probe.videoFrames >= 285 && probe.codec == "h264", "\(probe.errors)")
+    }
+
+    /// GStreamer's srtpenc offers AES-256 and GCM besides AES-128 counter
+    /// mode; a user who picks one writes its suite into the SDP (RFC 6188,
+    /// RFC 7714 names), and `share recv` opens every packet of it.
+    @Test(arguments: [GStreamerSRTP.aes256, .aes256ShortTag, .aes128GCM, .aes256GCM])
+    func gstreamersOtherCiphersReachShare(suite: GStreamerSRTP) throws {
+        let dir = try TemporaryDirectory()
+        let inline = try ShareBinary.inlineKey(try ShareBinary.keyFile(in: dir, profile: suite.name))
+        let port = freeUDPPort()
+        let sdp = try peerSDP(in: dir, port: port, inline: inline, suite: suite.name)
+        let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--duration", "6",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let gst = try ChildProcess("gst-launch-1.0", [
+            "-q", "videotestsrc", "num-buffers=90", "is-live=true", "pattern=ball", "!",
+            "video/x-raw,width=640,height=360,framerate=30/1", "!",
+            "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=60", "!",
+            "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!", "application/x-rtp,ssrc=(uint)4243", "!",
+        ] + suite.encoder(key: ShareBinary.hexKey(inline: inline)) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
+        let sent = gst.wait(timeout: 20)
+        #expect(sent.status == 0, "gst-launch: \(sent.output)")
+        let received = receiver.wait(timeout: 10)
+        #expect(received.status == 0, "\(received.output)")
+        let stats = try readStats(dir.path("recv.json"))
+        #expect((stats["framesDecoded"] as? Int ?? 0) >= 85, "\(stats)")
+        #expect(stats["authenticationFailures"] as? Int == 0 && stats["decodeErrors"] as? Int == 0, "\(stats)")
     }
 
     /// ffmpeg's arguments for sending its 720p30 test picture over SRTP
@@ -238,7 +263,7 @@ struct EndToEndTests {
             ])
             expected = [(160, 120, 0xFF8000), (480, 120, 0x2040C0), (320, 360, 0x20C040)]
         } else {
-            let hexKey = Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+            let hexKey = ShareBinary.hexKey(inline: inline)
             peer = try ChildProcess("gst-launch-1.0", [
                 // BT.709 is GStreamer's colorimetry from 720p up; said here at
                 // a quarter of the pixels (a lighter neighbour for the suites
@@ -247,10 +272,7 @@ struct EndToEndTests {
                 "video/x-raw,width=640,height=360,framerate=30/1,colorimetry=bt709", "!",
                 "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=30", "!",
                 "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
-                "srtpenc", "key=\(hexKey)", "rtp-cipher=aes-128-icm", "rtp-auth=hmac-sha1-80",
-                "rtcp-cipher=aes-128-icm", "rtcp-auth=hmac-sha1-80", "!",
-                "udpsink", "host=127.0.0.1", "port=\(port)",
-            ])
+            ] + GStreamerSRTP.aes128.encoder(key: hexKey) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
             // Yellow, cyan, green, magenta, red and blue bars, seven across.
             let bars: [UInt32] = [0xFFFF00, 0x00FFFF, 0x00FF00, 0xFF00FF, 0xFF0000, 0x0000FF]
             expected = bars.enumerated().map { index, rgb in ((2 * index + 3) * 640 / 14, 100, rgb) }

@@ -17,9 +17,9 @@ struct HandshakePair {
     var wire: [(fromInitiator: Bool, bytes: [UInt8])] = []
 
     init(initiator: HandshakeAuthentication, responder: HandshakeAuthentication, initiatorName: String = "alice@a",
-         responderName: String = "bob@b", instance: UInt64 = 7) {
+         responderName: String = "bob@b", instance: UInt64 = 7, profile: SRTPProfile = .aes128CmHmacSha1_80) {
         self.initiator = HandshakeInitiator(configuration: .init(authentication: initiator, name: initiatorName,
-                                                                 profile: .aes128CmHmacSha1_80, instance: instance))
+                                                                 profile: profile, instance: instance))
         self.responder = HandshakeResponder(configuration: .init(authentication: responder, name: responderName))
     }
 
@@ -96,6 +96,25 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         #expect(sender.shortAuthenticationString == receiver.shortAuthenticationString)
         #expect(receiver.instance == 7 && receiver.peerName == "alice@a" && sender.peerName == "bob@b")
         #expect(pair.wire.count == 4, "commit, reply, reveal, confirm")
+    }
+
+    /// The profile the sender asks for is the one both ends key: AES-128 or
+    /// AES-256, counter mode or GCM; what one end protects the other opens.
+    @Test(arguments: SRTPProfile.allCases)
+    func theProfileTheSenderAsksForIsTheOneBothEndsKey(profile: SRTPProfile) throws {
+        var pair = HandshakePair(initiator: .preSharedKey(secret), responder: .preSharedKey(secret), profile: profile)
+        pair.run()
+        let sender = try #require(pair.initiatorSession)
+        let receiver = try #require(pair.responderSession)
+        #expect(sender.keys.profile == profile && receiver.keys.profile == profile)
+        #expect(sender.keys.outbound.inlineKeySalt().count == (profile.masterLength + 2) / 3 * 4)
+        let protecting = try SRTPContext(keying: sender.keys.outbound, direction: .outbound)
+        let opening = try SRTPContext(keying: receiver.keys.inbound, direction: .inbound)
+        var packet = PacketBuffer(RTPPacket(payloadType: 96, sequenceNumber: 9, timestamp: 1, ssrc: 5, payload: [1, 2, 3][...])
+            .serialized())
+        try protecting.protect(&packet)
+        try opening.unprotect(&packet)
+        #expect(try RTPPacket(parsing: packet.bytes).payload.elementsEqual([1, 2, 3]))
     }
 
     @Test func everySessionHasFreshKeys() throws {

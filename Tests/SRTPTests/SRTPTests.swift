@@ -4,9 +4,11 @@ import TestSupport
 import Testing
 
 /// Known-answer vectors from libsrtp's own test driver (test/srtp_driver.c,
-/// srtp_validate and srtp_validate_gcm): master key e1f97a0d..., salt
-/// 0ec675ad... for AES-CM; key 00..0f, salt a0..ab for GCM. The plaintext
-/// is RTP V=2 PT=15 seq 0x1234 ts 0xdecafbad SSRC 0xcafebabe + 16 × 0xab.
+/// srtp_validate, srtp_validate_gcm and srtp_validate_aes_256): master key
+/// e1f97a0d..., salt 0ec675ad... for AES-CM; key 00..0f, salt a0..ab for
+/// GCM; key f0f04914..., salt 3b04803d... for AES-256 (RFC 6188's key
+/// derivation). The plaintext is RTP V=2 PT=15 seq 0x1234 ts 0xdecafbad
+/// SSRC 0xcafebabe + 16 × 0xab.
 struct KnownAnswer: Sendable, CustomStringConvertible {
     let profile: SRTPProfile
     let key: String
@@ -17,6 +19,7 @@ struct KnownAnswer: Sendable, CustomStringConvertible {
 
     static let aesKey = "e1f97a0d3e018be0d64fa32c06de4139 0ec675ad498afeebb6960b3aabe6"
     static let gcmKey = "000102030405060708090a0b0c0d0e0f a0a1a2a3a4a5a6a7a8a9aaab"
+    static let aes256Key = "f0f04914b513f2763a1b1fa130f10e2998f6f6e43e4309d1e622a0e332b9f1b6 3b04803de51ee7c96423ab5b78d2"
     static let rtpPlain = "800f1234decafbadcafebabe abababababababababababababababab"
     static let rtcpPlain = "81c8000bcafebabe abababababababababababababababab"
 
@@ -36,10 +39,13 @@ struct KnownAnswer: Sendable, CustomStringConvertible {
         KnownAnswer(profile: .aeadAes128Gcm, key: gcmKey, plaintext: rtcpPlain,
                     ciphertext: "81c8000bcafebabe c98b8b5df0392a55852b6c21ac8e7025 c52c6fbea2b3b446ea31123ba88ce61e 80000001",
                     rtcp: true),
+        KnownAnswer(profile: .aes256CmHmacSha1_80, key: aes256Key, plaintext: rtpPlain,
+                    ciphertext: "800f1234decafbadcafebabe f1d9de17ff251ff1aa007774b0b4b40d a08d9d9a5b3a55d8873b",
+                    rtcp: false),
     ]
 }
 
-@Suite("SRTP over libsrtp2 (RFC 3711, RFC 7714)")
+@Suite("SRTP over libsrtp2 (RFC 3711, RFC 6188, RFC 7714)")
 struct SRTPTests {
     func contexts(_ profile: SRTPProfile, key: [UInt8]? = nil) throws -> (SRTPContext, SRTPContext) {
         let keying = try key.map { try SRTPKeyingMaterial(profile: profile, bytes: $0) } ?? .random(profile: profile)

@@ -36,6 +36,11 @@ public enum ShareBinary {
         return path
     }
 
+    /// A base64 key-salt as hexadecimal (GStreamer's srtpenc `key`, srtpdec's `srtp-key` caps).
+    public static func hexKey(inline: String) -> String {
+        Data(base64Encoded: inline)!.map { String(format: "%02x", $0) }.joined()
+    }
+
     /// The base64 key-salt in a key file.
     public static func inlineKey(_ keyFile: String) throws -> String {
         let text = try String(contentsOfFile: keyFile, encoding: .utf8)

@@ -4,7 +4,8 @@
 // Session keys come from the master key and salt through RFC 3711 §4.3's
 // key derivation (AES counter mode keyed with the master key, the salt with
 // the label in its byte 7 as the counter; key derivation rate 0), as libsrtp2
-// derives them. AEAD_AES_128_GCM (RFC 7714) pads its 12-byte master salt to
+// derives them; with a 256-bit master key the same derivation runs AES-256
+// (RFC 6188 §5.1). The GCM suites (RFC 7714) pad their 12-byte master salt to
 // 14 bytes with zeros for that derivation, as libsrtp2 does.
 
 #define OPENSSL_SUPPRESS_DEPRECATED 1
@@ -21,17 +22,20 @@ enum { LABEL_RTP_KEY = 0, LABEL_RTP_AUTH = 1, LABEL_RTP_SALT = 2, LABEL_RTCP_KEY
 
 struct share_srtp_verifier {
     int gcm;
+    int key_length;              // the master (and GCM session) key: 16 or 32 bytes
     int rtp_tag;                 // HMAC profiles: 10 or 4 bytes; GCM: 16
     uint8_t rtp_auth[20];        // HMAC profiles: the session authentication keys
     uint8_t rtcp_auth[20];
-    uint8_t rtp_key[16];         // GCM: the session keys and salts
+    uint8_t rtp_key[32];         // GCM: the session keys and salts
     uint8_t rtp_salt[12];
-    uint8_t rtcp_key[16];
+    uint8_t rtcp_key[32];
     uint8_t rtcp_salt[12];
 };
 
-// Writes `length` bytes of the key derivation's output for `label`.
-static int derive(const uint8_t key[16], const uint8_t salt[14], uint8_t label, uint8_t *out, int length) {
+// Writes `length` bytes of the key derivation's output for `label`, with
+// AES-128 or AES-256 as the master key is 16 or 32 bytes.
+static int derive(const uint8_t *key, int key_length, const uint8_t salt[14], uint8_t label, uint8_t *out,
+                  int length) {
     uint8_t counter[16] = {0};
     memcpy(counter, salt, 14);
     counter[7] ^= label;
@@ -39,35 +43,37 @@ static int derive(const uint8_t key[16], const uint8_t salt[14], uint8_t label, 
     int written = 0;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int ok = ctx != NULL && length <= (int)sizeof zeros
-          && EVP_EncryptInit_ex(ctx, EVP_aes_128_ctr(), NULL, key, counter) == 1
+          && EVP_EncryptInit_ex(ctx, key_length == 32 ? EVP_aes_256_ctr() : EVP_aes_128_ctr(), NULL, key, counter) == 1
           && EVP_EncryptUpdate(ctx, out, &written, zeros, length) == 1 && written == length;
     EVP_CIPHER_CTX_free(ctx);
     return ok;
 }
 
 share_srtp_verifier *share_srtp_verifier_new(int profile, const uint8_t *master, int master_length) {
-    int gcm = profile == SHARE_SRTP_VERIFY_AEAD_AES_128_GCM;
+    if (profile < SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_80 || profile > SHARE_SRTP_VERIFY_AEAD_AES_256_GCM) return NULL;
+    int gcm = profile == SHARE_SRTP_VERIFY_AEAD_AES_128_GCM || profile == SHARE_SRTP_VERIFY_AEAD_AES_256_GCM;
+    int key_length = profile >= SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_80 ? 32 : 16;
     int salt_length = gcm ? 12 : 14;
-    if (profile < SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_80 || profile > SHARE_SRTP_VERIFY_AEAD_AES_128_GCM
-        || master_length != 16 + salt_length) {
-        return NULL;
-    }
+    if (master_length != key_length + salt_length) return NULL;
     share_srtp_verifier *verifier = calloc(1, sizeof *verifier);
     if (verifier == NULL) return NULL;
     uint8_t salt[14] = {0};
-    memcpy(salt, master + 16, (size_t)salt_length);
+    memcpy(salt, master + key_length, (size_t)salt_length);
     verifier->gcm = gcm;
+    verifier->key_length = key_length;
     int ok;
     if (gcm) {
         verifier->rtp_tag = 16;
-        ok = derive(master, salt, LABEL_RTP_KEY, verifier->rtp_key, 16)
-          && derive(master, salt, LABEL_RTP_SALT, verifier->rtp_salt, 12)
-          && derive(master, salt, LABEL_RTCP_KEY, verifier->rtcp_key, 16)
-          && derive(master, salt, LABEL_RTCP_SALT, verifier->rtcp_salt, 12);
+        ok = derive(master, key_length, salt, LABEL_RTP_KEY, verifier->rtp_key, key_length)
+          && derive(master, key_length, salt, LABEL_RTP_SALT, verifier->rtp_salt, 12)
+          && derive(master, key_length, salt, LABEL_RTCP_KEY, verifier->rtcp_key, key_length)
+          && derive(master, key_length, salt, LABEL_RTCP_SALT, verifier->rtcp_salt, 12);
     } else {
-        verifier->rtp_tag = profile == SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_32 ? 4 : 10;
-        ok = derive(master, salt, LABEL_RTP_AUTH, verifier->rtp_auth, 20)
-          && derive(master, salt, LABEL_RTCP_AUTH, verifier->rtcp_auth, 20);
+        int short_tag = profile == SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_32
+                     || profile == SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_32;
+        verifier->rtp_tag = short_tag ? 4 : 10;
+        ok = derive(master, key_length, salt, LABEL_RTP_AUTH, verifier->rtp_auth, 20)
+          && derive(master, key_length, salt, LABEL_RTCP_AUTH, verifier->rtcp_auth, 20);
     }
     OPENSSL_cleanse(salt, sizeof salt);
     if (!ok) {
@@ -97,14 +103,14 @@ static int hmac_matches(const uint8_t key[20], const uint8_t *first, size_t firs
     return ok && CRYPTO_memcmp(digest, tag, (size_t)tag_length) == 0;
 }
 
-// AES-128-GCM: whether `tag` authenticates `aad` and `ciphertext` under `key` and `iv`.
-static int gcm_matches(const uint8_t key[16], const uint8_t iv[12], const uint8_t *aad, int aad_length,
+// AES-GCM (a 16- or 32-byte key): whether `tag` authenticates `aad` and `ciphertext` under `key` and `iv`.
+static int gcm_matches(const uint8_t *key, int key_length, const uint8_t iv[12], const uint8_t *aad, int aad_length,
                        const uint8_t *aad_tail, int aad_tail_length, const uint8_t *ciphertext, int length,
                        const uint8_t tag[16]) {
     uint8_t scratch[256];
     int out = 0;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int ok = ctx != NULL && EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), NULL, key, iv) == 1
+    int ok = ctx != NULL && EVP_DecryptInit_ex(ctx, key_length == 32 ? EVP_aes_256_gcm() : EVP_aes_128_gcm(), NULL, key, iv) == 1
           && EVP_DecryptUpdate(ctx, NULL, &out, aad, aad_length) == 1
           && (aad_tail_length == 0 || EVP_DecryptUpdate(ctx, NULL, &out, aad_tail, aad_tail_length) == 1);
     // The plaintext is not wanted: decrypt through a small scratch buffer.
@@ -142,7 +148,7 @@ int share_srtp_verify_rtp(const share_srtp_verifier *verifier, const uint8_t *pa
     uint8_t iv[12] = {0, 0, packet[8], packet[9], packet[10], packet[11], roc >> 24, roc >> 16, roc >> 8, roc,
                       packet[2], packet[3]};
     for (int i = 0; i < 12; i++) iv[i] ^= verifier->rtp_salt[i];
-    return gcm_matches(verifier->rtp_key, iv, packet, header, NULL, 0, packet + header, body - header, packet + body);
+    return gcm_matches(verifier->rtp_key, verifier->key_length, iv, packet, header, NULL, 0, packet + header, body - header, packet + body);
 }
 
 int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *packet, int length) {
@@ -162,8 +168,8 @@ int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *p
     int body = (int)(tag - packet);
     if (trailer[0] & 0x80) {
         // Encrypted: the AAD is the first 8 bytes and the trailer.
-        return gcm_matches(verifier->rtcp_key, iv, packet, 8, trailer, 4, packet + 8, body - 8, tag);
+        return gcm_matches(verifier->rtcp_key, verifier->key_length, iv, packet, 8, trailer, 4, packet + 8, body - 8, tag);
     }
     // Not encrypted: all of it is AAD, the trailer included.
-    return gcm_matches(verifier->rtcp_key, iv, packet, body, trailer, 4, NULL, 0, tag);
+    return gcm_matches(verifier->rtcp_key, verifier->key_length, iv, packet, body, trailer, 4, NULL, 0, tag);
 }

@@ -44,17 +44,20 @@ struct Receive: ParsableCommand {
             }
         }
         let video = description?.video
-        if keying == nil, let crypto = description?.media.compactMap(\.crypto).first {
-            guard let profile = SRTPProfile(name: crypto.suite) else { fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite)") }
-            do { keying = try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
+        /// The key of an `a=crypto` line, or the reason it cannot be used.
+        func key(_ crypto: (suite: String, keySalt: String)) -> SRTPKeyingMaterial {
+            guard let profile = SRTPProfile(name: crypto.suite) else {
+                fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite) (share takes \(SRTPProfile.allNames))")
+            }
+            do { return try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
         }
+        if keying == nil, let crypto = description?.media.compactMap(\.crypto).first { keying = key(crypto) }
         if let video {
             guard video.codec.uppercased() == "H264" else { fail("SDP \(sdp!): video codec \(video.codec) is not H264") }
             sdpPort = video.port
             if keying == nil {
                 guard let crypto = video.crypto else { fail("SDP \(sdp!) has no a=crypto line and no --key-file was given") }
-                guard let profile = SRTPProfile(name: crypto.suite) else { fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite)") }
-                do { keying = try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
+                keying = key(crypto)
             }
         } else if description != nil {
             fail("SDP \(sdp!) has no video stream")

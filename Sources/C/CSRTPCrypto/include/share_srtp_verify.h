@@ -18,10 +18,14 @@ enum {
     SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_80 = 1,
     SHARE_SRTP_VERIFY_AES_CM_HMAC_SHA1_32 = 2,
     SHARE_SRTP_VERIFY_AEAD_AES_128_GCM = 3,
+    SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_80 = 4,
+    SHARE_SRTP_VERIFY_AES_256_CM_HMAC_SHA1_32 = 5,
+    SHARE_SRTP_VERIFY_AEAD_AES_256_GCM = 6,
 };
 
-/// A verifier for one master key and salt (16 + 14 bytes; 16 + 12 for GCM),
-/// or NULL for a wrong length or profile.
+/// A verifier for one master key and salt (16 + 14 bytes, 32 + 14 for the
+/// AES-256 profiles; a 12-byte salt for GCM), or NULL for a wrong length or
+/// profile.
 share_srtp_verifier *share_srtp_verifier_new(int profile, const uint8_t *master, int master_length);
 void share_srtp_verifier_free(share_srtp_verifier *verifier);
 
