@@ -30,7 +30,7 @@ public enum SRTPProfile: String, CaseIterable, Sendable {
     public var isGCM: Bool { self == .aeadAes128Gcm || self == .aeadAes256Gcm }
 
     /// Master salt length in bytes: 112 bits for AES-CM (RFC 3711 §8.2,
-    /// RFC 6188 §6), 96 bits for GCM (RFC 7714 §12).
+    /// RFC 6188), 96 bits for GCM (RFC 7714 §12).
     public var saltLength: Int { isGCM ? 12 : 14 }
 
     /// Key and salt together, as carried by SDES `inline:`.

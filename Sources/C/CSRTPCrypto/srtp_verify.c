@@ -5,7 +5,7 @@
 // key derivation (AES counter mode keyed with the master key, the salt with
 // the label in its byte 7 as the counter; key derivation rate 0), as libsrtp2
 // derives them; with a 256-bit master key the same derivation runs AES-256
-// (RFC 6188 §5.1). The GCM suites (RFC 7714) pad their 12-byte master salt to
+// (RFC 6188). The GCM suites (RFC 7714) pad their 12-byte master salt to
 // 14 bytes with zeros for that derivation, as libsrtp2 does.
 
 #define OPENSSL_SUPPRESS_DEPRECATED 1
@@ -41,9 +41,10 @@ static int derive(const uint8_t *key, int key_length, const uint8_t salt[14], ui
     counter[7] ^= label;
     uint8_t zeros[32] = {0};
     int written = 0;
+    const EVP_CIPHER *cipher = key_length == 32 ? EVP_aes_256_ctr() : EVP_aes_128_ctr();
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int ok = ctx != NULL && length <= (int)sizeof zeros
-          && EVP_EncryptInit_ex(ctx, key_length == 32 ? EVP_aes_256_ctr() : EVP_aes_128_ctr(), NULL, key, counter) == 1
+          && EVP_EncryptInit_ex(ctx, cipher, NULL, key, counter) == 1
           && EVP_EncryptUpdate(ctx, out, &written, zeros, length) == 1 && written == length;
     EVP_CIPHER_CTX_free(ctx);
     return ok;
@@ -110,7 +111,8 @@ static int gcm_matches(const uint8_t *key, int key_length, const uint8_t iv[12],
     uint8_t scratch[256];
     int out = 0;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int ok = ctx != NULL && EVP_DecryptInit_ex(ctx, key_length == 32 ? EVP_aes_256_gcm() : EVP_aes_128_gcm(), NULL, key, iv) == 1
+    const EVP_CIPHER *cipher = key_length == 32 ? EVP_aes_256_gcm() : EVP_aes_128_gcm();
+    int ok = ctx != NULL && EVP_DecryptInit_ex(ctx, cipher, NULL, key, iv) == 1
           && EVP_DecryptUpdate(ctx, NULL, &out, aad, aad_length) == 1
           && (aad_tail_length == 0 || EVP_DecryptUpdate(ctx, NULL, &out, aad_tail, aad_tail_length) == 1);
     // The plaintext is not wanted: decrypt through a small scratch buffer.
@@ -148,7 +150,8 @@ int share_srtp_verify_rtp(const share_srtp_verifier *verifier, const uint8_t *pa
     uint8_t iv[12] = {0, 0, packet[8], packet[9], packet[10], packet[11], roc >> 24, roc >> 16, roc >> 8, roc,
                       packet[2], packet[3]};
     for (int i = 0; i < 12; i++) iv[i] ^= verifier->rtp_salt[i];
-    return gcm_matches(verifier->rtp_key, verifier->key_length, iv, packet, header, NULL, 0, packet + header, body - header, packet + body);
+    return gcm_matches(verifier->rtp_key, verifier->key_length, iv, packet, header, NULL, 0, packet + header,
+                       body - header, packet + body);
 }
 
 int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *packet, int length) {
@@ -168,7 +171,8 @@ int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *p
     int body = (int)(tag - packet);
     if (trailer[0] & 0x80) {
         // Encrypted: the AAD is the first 8 bytes and the trailer.
-        return gcm_matches(verifier->rtcp_key, verifier->key_length, iv, packet, 8, trailer, 4, packet + 8, body - 8, tag);
+        return gcm_matches(verifier->rtcp_key, verifier->key_length, iv, packet, 8, trailer, 4, packet + 8, body - 8,
+                           tag);
     }
     // Not encrypted: all of it is AAD, the trailer included.
     return gcm_matches(verifier->rtcp_key, verifier->key_length, iv, packet, body, trailer, 4, NULL, 0, tag);
