@@ -86,9 +86,19 @@ public final class DemoScene {
 
     /// Draws frame `number` of the moving scene; `overlay` draws last, just
     /// before the round trip that waits for the server to finish (the frame
-    /// stamp goes there, so its time is as late as possible).
-    public func draw(frame number: Int, overlay: ((DemoScene) -> Void)? = nil) {
+    /// stamp goes there, so its time is as late as possible). `atomically`
+    /// grabs the server for the drawing, so no other client (a capture) sees
+    /// the frame half drawn: what a test that must read every frame's stamp
+    /// asks for. Without it, a grab that finds this process descheduled in
+    /// the middle of its hundred-odd requests takes a torn frame, as any
+    /// screen capture of a program drawing in steps would.
+    public func draw(frame number: Int, atomically: Bool = false, overlay: ((DemoScene) -> Void)? = nil) {
         let (w, h) = (width, height)
+        if atomically { xcb_grab_server(connection.connection) }
+        defer {
+            if atomically { xcb_ungrab_server(connection.connection) }
+            sync()
+        }
         fill(x: 0, y: 0, width: w, height: h, rgb: 0x10_1820)
         // A page of text scrolling up two pixels a frame.
         let lineHeight = 14
@@ -113,7 +123,6 @@ public final class DemoScene {
         // A progress bar that sweeps once a second at 30 fps.
         fill(x: 0, y: 0, width: w * (number % 30 + 1) / 30, height: 8, rgb: 0xFF_FFFF)
         overlay?(self)
-        sync()
     }
 
     private func bounce(_ value: Int, span: Int) -> Int {

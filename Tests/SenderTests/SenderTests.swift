@@ -261,7 +261,9 @@ struct SenderTests {
     /// decoded while the sender still encodes the rest, so the last packet
     /// leaves only the last slices to decode; every picture decoded so is
     /// whole (its stamp reads, as a corrupt or misplaced slice would not let it).
-    /// With `decodesSlicesEarly` off, each frame is decoded once whole.
+    /// With `decodesSlicesEarly` off, each frame is decoded once whole. The
+    /// scene draws each frame atomically: a capture that tears a frame drawn
+    /// in steps is not what this test is about.
     @Test(arguments: [true, false])
     func theReceiverDecodesAFrameWhileItsLastSlicesAreEncoded(early: Bool) throws {
         let display = try VirtualDisplay(width: 1280, height: 720)
@@ -283,7 +285,7 @@ struct SenderTests {
         defer { sender.stop() }
         let scene = try DemoScene(display: display.display)
         for frame in 0..<90 {
-            scene.draw(frame: frame) { scene in
+            scene.draw(frame: frame, atomically: true) { scene in
                 FrameStamp(microseconds: DispatchTime.now().uptimeNanoseconds / 1000).paint(width: scene.width) {
                     scene.fill(x: $0, y: $1, width: $2, height: $3, rgb: $4 ? 0xFFFFFF : 0)
                 }
