@@ -81,15 +81,16 @@ tsan: deps
 ## fuzz: each libFuzzer target for FUZZ_SECONDS; a crash is saved under Tests/Fuzz/Crashes
 fuzz: deps
 	swift build -c release --sanitize fuzzer -Xswiftc -DFUZZING --product share-fuzz --scratch-path .build/fuzz
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		work=.build/fuzz-corpus/$$t; mkdir -p $$work Tests/Fuzz/Crashes/$$t; cp -n Tests/Fuzz/Corpus/$$t/* $$work/ 2>/dev/null || true; \
+	@# One target per core at a time (each fuzzer is one thread); any crash fails the run.
+	@fuzz_one() { t=$$1; work=.build/fuzz-corpus/$$t; mkdir -p $$work Tests/Fuzz/Crashes/$$t; \
+		cp -n Tests/Fuzz/Corpus/$$t/* $$work/ 2>/dev/null || true; \
 		echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \
 		SWIFT_BACKTRACE=enable=no SHARE_FUZZ_TARGET=$$t .build/fuzz/release/share-fuzz \
 			-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=Tests/Fuzz/Crashes/$$t/ $$work 2>.build/fuzz-$$t.log \
-			|| { echo "crash in $$t: see .build/fuzz-$$t.log and Tests/Fuzz/Crashes/$$t/"; exit 1; }; \
-		grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log || true; \
-	done
+			|| { echo "crash in $$t: see .build/fuzz-$$t.log and Tests/Fuzz/Crashes/$$t/"; return 1; }; \
+		echo "$$t: $$(grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log)"; }; \
+	export -f fuzz_one; printf '%s\n' $(FUZZ_TARGETS) | xargs -P "$$(nproc)" -I{} bash -c 'fuzz_one {}'
 
 ## bench-fanout: Janus's CPU and memory forwarding one `share send --janus` stream to 0, 10 and
 ## 50 WebRTC viewers (aiortc from PyPI), and a headless browser's time to its first picture

@@ -4,7 +4,7 @@ import Testing
 
 /// The real thing: an Xvfb display with moving content, the `share` binary,
 /// real UDP on loopback, and ffmpeg and GStreamer as third-party peers.
-@Suite("End to end: share, ffmpeg and GStreamer over SRTP", .serialized, .busy)
+@Suite("End to end: share, ffmpeg and GStreamer over SRTP", .busy)
 struct EndToEndTests {
     /// A display of `width` x `height` with the demo scene moving on it.
     final class Screen: @unchecked Sendable {
