@@ -55,10 +55,8 @@ struct Receive: ParsableCommand {
         if let video {
             guard video.codec.uppercased() == "H264" else { fail("SDP \(sdp!): video codec \(video.codec) is not H264") }
             sdpPort = video.port
-            if keying == nil {
-                guard let crypto = video.crypto else { fail("SDP \(sdp!) has no a=crypto line and no --key-file was given") }
-                keying = key(crypto)
-            }
+            // A crypto line anywhere in the SDP has keyed it above.
+            if keying == nil { fail("SDP \(sdp!) has no a=crypto line and no --key-file was given") }
         } else if description != nil {
             fail("SDP \(sdp!) has no video stream")
         }
