@@ -123,13 +123,24 @@ def sample(pid):
 
 # MARK: the three senders
 
+def family(kind):
+    """The program a sender runs: `share[--threads 2]` is share with those options after its own."""
+    return kind.split("[", 1)[0]
+
+
+def variant_options(kind):
+    """The options a `share[...]` variant adds to `share send` (none for plain share)."""
+    return kind[len(family(kind)) + 1:-1].split() if "[" in kind else []
+
+
 def sender_command(kind, run, key, port, pulse):
     size, fps, kbps, keyint, display = run["size"], run["fps"], run["bitrate"], run["keyint"], run["display"]
     audio = run["audio"]
-    if kind == "share":
+    if family(kind) == "share":
         return [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(port), "--display", display,
                 "--fps", str(fps), "--bitrate", str(kbps), "--keyint", str(keyint), "--srtp-key-file", key["file"],
-                "--audio", "system" if audio else "none", "--stats-json", run["sender_stats"]]
+                "--audio", "system" if audio else "none", "--stats-json", run["sender_stats"],
+                *variant_options(kind)]
     if kind == "ffmpeg":
         srtp = ["-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", key["inline"]]
         command = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-progress", run["sender_stats"],
@@ -187,7 +198,7 @@ def receiver_sdp(port, key, audio):
 def frames_sent(kind, path, received):
     """Frames the sender says it sent; GStreamer says nothing, so the frames seen on the wire."""
     try:
-        if kind == "share":
+        if family(kind) == "share":
             with open(path) as f:
                 return json.load(f)["framesEncoded"]
         if kind == "ffmpeg":
@@ -260,7 +271,7 @@ def run_one(kind, run, key, work, pulse, progress):
         # Where share's glass-to-glass goes: capture to the last packet sent
         # (and the encode within it), capture to the picture shown.
         "capture_to_display_p50": received.get("captureToDisplay", {}).get("p50"),
-        **(share_stages(run["sender_stats"]) if kind == "share" else {}),
+        **(share_stages(run["sender_stats"]) if family(kind) == "share" else {}),
     }
 
 
@@ -368,8 +379,8 @@ def markdown(settings, med):
               "Glass-to-glass runs from the scene drawing a frame stamp to the receiver showing the picture that "
               "holds it (first appearance of each stamp). Frames sent: share's and ffmpeg's own counts; "
               "GStreamer's are the frames seen on the wire."]
-    stages = [(run, by["share"]) for run, by in med.items()
-              if "share" in by and by["share"].get("capture_to_send_p50") and "static" not in run]
+    stages = [(f"{run} ({kind})" if kind != "share" else run, m) for run, by in med.items() for kind, m in by.items()
+              if family(kind) == "share" and m.get("capture_to_send_p50") and "static" not in run]
     if stages:
         lines += ["", "Where share's glass-to-glass goes (medians, ms): the stamp's age when grabbed is glass-to-glass "
                   "less capture-to-display; capture to the last packet sent includes the encode, and the first "
@@ -474,7 +485,9 @@ def main():
                              "half as long as the main runs; 'none' to skip (default: 59,20)")
     parser.add_argument("--seconds", type=float, default=20, help="measured seconds per run")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--senders", default=",".join(ALL_SENDERS))
+    parser.add_argument("--senders", default=",".join(ALL_SENDERS),
+                        help="comma-separated: share, ffmpeg, gstreamer, and share[OPTIONS] for share with options of "
+                             "`share send` added (e.g. 'share[--threads 2]'), measured side by side")
     parser.add_argument("--no-idle", action="store_true", help="skip the static-screen run")
     parser.add_argument("--no-audio", action="store_true", help="skip the run with audio")
     parser.add_argument("--headless-receiver", action="store_true",
@@ -504,10 +517,11 @@ def main():
         args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 3, 2
     senders = [s for s in args.senders.split(",") if s]
     for s in senders:
-        if s not in ALL_SENDERS:
-            parser.error(f"unknown sender {s!r}: choose from {', '.join(ALL_SENDERS)}")
-    for tool, needed in (("share-send", "share" in senders), ("share-recv", True), ("ffmpeg", "ffmpeg" in senders),
-                         ("gst-launch-1.0", "gstreamer" in senders), ("Xvfb", True)):
+        if s not in ALL_SENDERS and not (family(s) == "share" and s.endswith("]")):
+            parser.error(f"unknown sender {s!r}: choose from {', '.join(ALL_SENDERS)}, or share[OPTIONS] for share "
+                         f"with options of `share send` added")
+    for tool, needed in (("share-send", any(family(s) == "share" for s in senders)), ("share-recv", True),
+                         ("ffmpeg", "ffmpeg" in senders), ("gst-launch-1.0", "gstreamer" in senders), ("Xvfb", True)):
         if needed and not (shutil.which(tool) or os.access(os.path.join(BIN, tool), os.X_OK)):
             raise SystemExit(f"harness: {tool} not found (run `make harness`, which builds and installs what it needs)")
     sizes = args.sizes.split(",")
