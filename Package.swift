@@ -183,7 +183,8 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),
         .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareWire", "ShareX11", "ShareSync", "ShareGovernor",
-                                                     "ShareStamp", "ShareAudio", "TestSupport"], path: "Tests/SenderTests",
+                                                     "ShareStamp", "ShareAudio", "ShareVideo", "ShareDecode", "ShareColor", "ShareSession", "ShareFrames",
+                                                     "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
         // Only the public API, as an embedder sees it: ShareSender and ShareReceiver (no @testable, no SPI).
         .testTarget(name: "EmbeddingTests", dependencies: ["ShareSender", "ShareReceiver", "TestSupport"],

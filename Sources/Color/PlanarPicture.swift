@@ -97,6 +97,22 @@ package struct PlanarPicture {
         return body(planes.0, strides.0, planes.1!, strides.1, planes.2!, strides.2)
     }
 
+    /// Rows `band` of the picture, as a picture of their own (for 4:2:0,
+    /// `band` starts on an even row: its chroma rows are half its rows).
+    package func rows(_ band: Range<Int>) -> PlanarPicture {
+        precondition(band.lowerBound >= 0 && band.upperBound <= height, "rows \(band) of a picture \(height) high")
+        precondition(layout != .yuv420 || band.lowerBound % 2 == 0, "4:2:0 rows from an odd row")
+        let chromaRow = layout == .yuv420 ? band.lowerBound / 2 : band.lowerBound
+        return PlanarPicture(layout: layout, width: width, height: band.count, colors: colors,
+                             planes: (planes.0 + band.lowerBound * strides.0, planes.1.map { $0 + chromaRow * strides.1 },
+                                      planes.2.map { $0 + chromaRow * strides.2 }),
+                             strides: strides)
+    }
+
+    /// Where the picture's first plane is: the same for two lendings of
+    /// one decoded picture.
+    package var firstPlane: UnsafeRawPointer { UnsafeRawPointer(planes.0) }
+
     /// The first plane's sample at (x, y): luma, or green for planar RGB
     /// (which for greys is the same).
     package func luma(x: Int, y row: Int) -> UInt8 { planes.0[row * strides.0 + x] }

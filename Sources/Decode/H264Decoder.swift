@@ -54,16 +54,30 @@ public final class H264Decoder {
     private var i420For = -1
     private var scratch: [UInt8] = []
     private var knownFormat: (code: Int32, format: PictureFormat?)?
+    /// Which rows of the picture begun with `decodeStart` are done
+    /// (libavcodec reports them as it goes), and whether one is begun.
+    private let rows: UnsafeMutablePointer<share_av_rows>
+    private var begun = false
 
     /// - Parameter parameterSets: SPS/PPS from SDP (sprop-parameter-sets), if any.
     public init(parameterSets: [[UInt8]] = [], threads: Int = 2) throws(LibAVError) {
         _ = LibAVLogging.configured
-        let context = try Self.open(parameterSets: parameterSets, threads: threads)
+        let rows = UnsafeMutablePointer<share_av_rows>.allocate(capacity: 1)
+        rows.initialize(to: share_av_rows())
+        let context: UnsafeMutablePointer<AVCodecContext>
+        do {
+            context = try Self.open(parameterSets: parameterSets, threads: threads, rows: rows)
+        } catch {
+            rows.deallocate()
+            throw error
+        }
         guard let packet = av_packet_alloc(), let frame = av_frame_alloc(), let incoming = av_frame_alloc() else {
             var ctx: UnsafeMutablePointer<AVCodecContext>? = context
             avcodec_free_context(&ctx)
+            rows.deallocate()
             throw LibAVError(operation: "av_frame_alloc", code: -1, message: "out of memory")
         }
+        self.rows = rows
         self.context = context
         self.packet = packet
         self.frame = frame
@@ -73,7 +87,8 @@ public final class H264Decoder {
     }
 
     /// An open libavcodec H.264 decoder.
-    private static func open(parameterSets: [[UInt8]], threads: Int) throws(LibAVError) -> UnsafeMutablePointer<AVCodecContext> {
+    private static func open(parameterSets: [[UInt8]], threads: Int,
+                             rows: UnsafeMutablePointer<share_av_rows>) throws(LibAVError) -> UnsafeMutablePointer<AVCodecContext> {
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
             throw LibAVError(operation: "avcodec_find_decoder", code: -1, message: "no H.264 decoder in libavcodec")
         }
@@ -85,6 +100,7 @@ public final class H264Decoder {
         context.pointee.flags2 |= Int32(AV_CODEC_FLAG2_CHUNKS)
         context.pointee.thread_count = Int32(threads)
         context.pointee.thread_type = FF_THREAD_SLICE
+        share_av_follow_rows(context, rows)
         if !parameterSets.isEmpty {
             let annexB: [UInt8] = parameterSets.flatMap { [0, 0, 0, 1] + $0 }
             let size = annexB.count
@@ -107,7 +123,8 @@ public final class H264Decoder {
     /// stream (its B-frame depth, which only grows, its references) is
     /// forgotten, and no picture is lent until the next is decoded.
     public func startOver() {
-        guard let fresh = try? Self.open(parameterSets: parameterSets, threads: threads) else {
+        begun = false
+        guard let fresh = try? Self.open(parameterSets: parameterSets, threads: threads, rows: rows) else {
             avcodec_flush_buffers(context)
             return
         }
@@ -129,6 +146,7 @@ public final class H264Decoder {
         av_frame_free(&frm)
         var inc: UnsafeMutablePointer<AVFrame>? = incoming
         av_frame_free(&inc)
+        rows.deallocate()
     }
 
     /// Decodes one Annex B access unit, or the rest of one whose start went
@@ -145,6 +163,7 @@ public final class H264Decoder {
         let early = completedEarly
         completedEarly = nil
         holding = false
+        begun = false
         guard !accessUnit.isEmpty else {
             if early == nil { errors += 1 }
             return early
@@ -180,6 +199,10 @@ public final class H264Decoder {
     /// unit is then best dropped: `discardPartial`, and wait for a keyframe).
     public func decodeStart(_ part: ArraySlice<UInt8>) -> Bool {
         guard !part.isEmpty else { return true }
+        if !begun {
+            rows.pointee = share_av_rows()
+            begun = true
+        }
         guard send(part) else { return false }
         if let picture = receive() { completedEarly = picture }
         return true
@@ -190,6 +213,7 @@ public final class H264Decoder {
     /// too, so the next picture decoded should be a keyframe.
     public func discardPartial() {
         completedEarly = nil
+        begun = false
         avcodec_flush_buffers(context)
     }
 
@@ -220,6 +244,27 @@ public final class H264Decoder {
                                      isKeyframe: frame.pointee.pict_type == AV_PICTURE_TYPE_I)
         }
         return picture
+    }
+
+    /// Lends the picture begun with `decodeStart`, and how many of its rows
+    /// from the top are final (decoded, and deblocked but for the next
+    /// row's edge), to `body`: so they can be shown while the rest is on
+    /// its way. Nil when no picture is begun, or it is not 8 bits a sample.
+    /// The picture `decode` then completes is the same (its planes at the
+    /// same addresses).
+    package func withRowsBegun<R>(_ body: (PlanarPicture, _ finalRows: Int) -> R) -> R? {
+        guard begun, let begunPicture = rows.pointee.picture else { return nil }
+        let f = begunPicture.pointee
+        guard f.width > 0, let format = format(of: f.format), format.depth == 8, let first = f.data.0 else { return nil }
+        let planes = (UnsafePointer(first), f.data.1.map { UnsafePointer($0) }, f.data.2.map { UnsafePointer($0) })
+        guard format.layout == .gray || (planes.1 != nil && planes.2 != nil) else { return nil }
+        // The picture as it will come out: cropped (to 1080 rows of 1088
+        // coded, say); cropped at the top or left, its planes would move.
+        guard f.crop_top == 0, f.crop_left == 0 else { return nil }
+        let (width, height) = (Int(f.width) - Int(f.crop_right), Int(f.height) - Int(f.crop_bottom))
+        let picture = PlanarPicture(layout: format.layout, width: width, height: height, colors: format.colors(of: f),
+                                    planes: planes, strides: (Int(f.linesize.0), Int(f.linesize.1), Int(f.linesize.2)))
+        return body(picture, Int(share_av_rows_final(rows, Int32(height))))
     }
 
     /// Lends the last decoded picture's planes, 8 bits a sample, to `body`:

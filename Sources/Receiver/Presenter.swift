@@ -260,6 +260,7 @@ final class Presenter: @unchecked Sendable {
             guard slices.offset == 0, pending.isEmpty, !sound.holdsPictures, decoder.reorderDepth == 0,
                   !waitingForKeyframe || slices.holdsKeyframe else { return }
             early = (slices.timestamp, 0)
+            window?.dropAhead()
         }
         guard decoder.decodeStart(slices.data[...]) else {
             local.decodeErrors += 1
@@ -267,6 +268,9 @@ final class Presenter: @unchecked Sendable {
             return
         }
         early?.decoded += slices.data.count
+        // The rows decoded so far go to the window now: once the frame is
+        // whole, only those below them are left to convert.
+        window?.writeAhead(decoder)
     }
 
     /// A frame begun early whose rest will not be decoded: the decoder
@@ -274,6 +278,7 @@ final class Presenter: @unchecked Sendable {
     private func abandonEarly() {
         guard early != nil else { return }
         early = nil
+        window?.dropAhead()
         decoder.discardPartial()
         waitingForKeyframe = true
     }
@@ -336,7 +341,7 @@ final class Presenter: @unchecked Sendable {
                     window = try PictureWindow(display: configuration.display, width: picture.width, height: picture.height)
                     window?.setTitle(windowTitle)
                 }
-                window?.show(decoder)
+                if window?.show(decoder) == true { local.framesConvertedEarly += 1 }
                 local.framesShown += 1
             } catch {
                 throw .window(error.description)
@@ -394,6 +399,7 @@ final class Presenter: @unchecked Sendable {
             s.framesDecoded = mine.framesDecoded
             s.framesDecodedEarly = mine.framesDecodedEarly
             s.framesShown = mine.framesShown
+            s.framesConvertedEarly = mine.framesConvertedEarly
             s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
             s.decodeErrors = mine.decodeErrors
             s.framesRecorded = mine.framesRecorded

@@ -19,6 +19,10 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var framesDecodedEarly = 0
     /// Pictures shown in the window.
     public var framesShown = 0
+    /// Pictures shown whose top rows were converted for the window while
+    /// their last slices were on their way (of `framesDecodedEarly`): when
+    /// whole, only the rows below were left to convert.
+    public var framesConvertedEarly = 0
     /// Frames given up on (packets missing past the jitter buffer's wait).
     public var framesLost = 0
     /// Complete frames not decoded while waiting for a keyframe after a loss.

@@ -18,6 +18,10 @@ public final class VideoWindow {
     private let window: xcb_window_t
     private let gc: xcb_gcontext_t
     private var segment: SharedMemorySegment?
+    /// The next picture's rows converted ahead (`writeAhead`), in a segment
+    /// of their own (the last picture stays whole in `segment`), and how many.
+    private var ahead: SharedMemorySegment?
+    package private(set) var rowsAhead = 0
     /// Where a window-sized image is put together without MIT-SHM.
     private var scratch: [UInt8] = []
     /// The last picture, when the window's size is not its own (scaled from
@@ -103,6 +107,7 @@ public final class VideoWindow {
     deinit {
         let c = connection.connection
         segment = nil
+        ahead = nil
         xcb_free_gc(c, gc)
         xcb_destroy_window(c, window)
         connection.flush()
@@ -134,6 +139,7 @@ public final class VideoWindow {
     /// converted and then copied); otherwise kept and scaled to the window.
     package func show(width: Int, height: Int, stride: Int, draw: (UnsafeMutableRawPointer) -> Void) {
         handleEvents()
+        rowsAhead = 0
         follow(width: width, height: height)
         shown = true
         if windowWidth == width && windowHeight == height && stride == width * 4 {
@@ -147,6 +153,82 @@ public final class VideoWindow {
             redraw(stride: stride)
         }
         framesShown += 1
+    }
+
+    /// Writes rows `rows` of the next picture, `width` x `height`, while its
+    /// lower rows are still being decoded: `draw` writes them as BGRA at
+    /// their place in a picture of rows `width * 4` bytes apart, into shared
+    /// memory the server will read them from once `showAhead` adds the
+    /// rest. `rows` starts where the last call's ended (at 0 for a new
+    /// picture). False when the picture cannot be begun so (the window is
+    /// not its size, no MIT-SHM): `show` then draws it whole.
+    package func writeAhead(width: Int, height: Int, rows: Range<Int>, draw: (UnsafeMutableRawPointer) -> Void) -> Bool {
+        let stride = width * 4
+        guard rows.lowerBound == rowsAhead, rows.upperBound <= height, width == self.width, height == self.height,
+              windowWidth == width, windowHeight == height, connection.hasSharedMemory else { return false }
+        if ahead == nil || ahead!.size < stride * height {
+            ahead = try? SharedMemorySegment(connection: connection, size: stride * height)
+        }
+        guard let ahead else { return false }
+        draw(ahead.address)
+        ColorConversion.fromBGRX(ahead.address + rows.lowerBound * stride, stride: stride, width: width, rows: rows.count,
+                                 to: layout)
+        rowsAhead = rows.upperBound
+        return true
+    }
+
+    /// Forgets the rows written ahead: that picture will not be shown.
+    package func dropAhead() { rowsAhead = 0 }
+
+    /// Shows the picture begun with `writeAhead`: `draw` writes its rows
+    /// from `rowsAhead` on (none, if all were written ahead), as
+    /// `writeAhead`'s did, and may draw over the rest. False, and nothing shown
+    /// or kept of it, when none was begun at the window's size now (it
+    /// changed meanwhile): `show` it whole.
+    package func showAhead(width: Int, height: Int, draw: (UnsafeMutableRawPointer, Range<Int>) -> Void) -> Bool {
+        handleEvents()
+        defer { rowsAhead = 0 }
+        guard rowsAhead > 0, let next = ahead, width == self.width, height == self.height,
+              windowWidth == width, windowHeight == height else { return false }
+        let stride = width * 4
+        let rest = rowsAhead..<height
+        draw(next.address, rest)
+        if !rest.isEmpty {
+            ColorConversion.fromBGRX(next.address + rest.lowerBound * stride, stride: stride, width: width, rows: rest.count,
+                                     to: layout)
+        }
+        put(next)
+        // What is shown now is in `next`: kept as the last picture, and the
+        // segment it replaces takes the next picture's rows.
+        ahead = segment
+        segment = next
+        shown = true
+        pictureKept = false
+        stale = false
+        framesShown += 1
+        return true
+    }
+
+    /// Whether a picture of this size, shown now, is drawn straight into
+    /// what the server reads, as BGRX: the window is its size, with MIT-SHM,
+    /// on a 24-bit display. What `show`'s `draw` writes is then what shows,
+    /// and `touchUp` can change part of it.
+    package func drawsInPlace(width: Int, height: Int) -> Bool {
+        width == self.width && height == self.height && windowWidth == width && windowHeight == height
+            && layout == .bgrx && connection.hasSharedMemory
+    }
+
+    /// Changes rows `rows` of the picture last shown, drawn in place, and
+    /// puts those rows again. False, and nothing changed, when the window
+    /// no longer shows it so (resized or exposed since: it was kept to be
+    /// scaled, or the window is not its size).
+    package func touchUp(rows: Range<Int>, _ change: (UnsafeMutableRawPointer) -> Void) -> Bool {
+        handleEvents()
+        guard shown, !pictureKept, !stale, let segment, drawsInPlace(width: width, height: height),
+              !rows.isEmpty, rows.upperBound <= height else { return false }
+        change(segment.address)
+        put(segment, rows: rows)
+        return true
     }
 
     /// A new picture size: the window takes it, made smaller to fit the screen.
@@ -181,7 +263,6 @@ public final class VideoWindow {
     /// Puts a window-sized image that `fill` writes (BGRX, rows packed),
     /// in the display's layout: through the shared segment, or in strips.
     private func put(_ fill: (UnsafeMutableRawPointer) -> Void) {
-        let c = connection.connection
         let (w, h) = (windowWidth, windowHeight)
         let stride = w * 4
         if connection.hasSharedMemory, segment == nil || segment!.size < stride * h {
@@ -190,11 +271,7 @@ public final class VideoWindow {
         if let segment {
             fill(segment.address)
             ColorConversion.fromBGRX(segment.address, stride: stride, width: w, rows: h, to: layout)
-            xcb_shm_put_image(c, window, gc, UInt16(w), UInt16(h), 0, 0, UInt16(w), UInt16(h),
-                              0, 0, connection.screen.root_depth, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), 0,
-                              segment.segment, 0)
-            // Wait for the server so the segment can be rewritten safely.
-            free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
+            put(segment)
             return
         }
         if scratch.count < stride * h { scratch = [UInt8](repeating: 0, count: stride * h) }
@@ -203,6 +280,19 @@ public final class VideoWindow {
             ColorConversion.fromBGRX(raw.baseAddress!, stride: stride, width: w, rows: h, to: layout)
             putStrips(UnsafeRawPointer(raw.baseAddress!), width: w, height: h, stride: stride)
         }
+    }
+
+    /// Puts a window-sized image from `segment` (its rows `rows`, or all),
+    /// and waits for the server to have read it (so the segment can be
+    /// written again).
+    private func put(_ segment: SharedMemorySegment, rows: Range<Int>? = nil) {
+        let c = connection.connection
+        let (w, h) = (windowWidth, windowHeight)
+        let rows = rows ?? 0..<h
+        xcb_shm_put_image(c, window, gc, UInt16(w), UInt16(h), 0, UInt16(rows.lowerBound), UInt16(w), UInt16(rows.count),
+                          0, Int16(rows.lowerBound), connection.screen.root_depth, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), 0,
+                          segment.segment, 0)
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
     }
 
     /// PutImage in strips that fit the maximum request length (no MIT-SHM).

@@ -174,6 +174,103 @@ struct SliceTests {
         #expect(early.errors == 0 && whole.errors == 0)
     }
 
+    /// The rows of a picture begun in parts that the decoder calls final
+    /// (the receiver converts them for its window while the rest is on its
+    /// way) are already what they are when the picture is whole: the
+    /// deblocking still to come changes none of them, with libavcodec's
+    /// slice threads (which deblock a part of several slices once all are
+    /// decoded: calling the last decoded row final fails here) and on one
+    /// thread (row by row). They grow part by part, and decoding in parts
+    /// gives the picture decoding whole gives. Share's own stream is not
+    /// deblocked (x264's ultrafast preset), so ffmpeg's libx264 makes one
+    /// that is.
+    @Test(arguments: [1, 2], [false, true])
+    func theRowsCalledFinalWhileAPictureIsDecodedAreTheRowsItEndsWith(decoderThreads: Int, deblocked: Bool) throws {
+        let (width, height) = (640, 360)
+        let frames = try deblocked ? Self.deblockedFrames(width: width, height: height, count: 8)
+            : Self.ownFrames(width: width, height: height, count: 8)
+        let decoder = try H264Decoder(threads: decoderThreads)
+        let reference = try H264Decoder(threads: decoderThreads)
+        /// Rows 0..<rows of the picture lent: luma, then each chroma row's U and V.
+        func top(_ picture: PlanarPicture, rows: Int) -> [UInt8] {
+            picture.withPlanes { y, yStride, u, uStride, v, vStride in
+                var bytes: [UInt8] = []
+                for row in 0..<rows { bytes += UnsafeBufferPointer(start: y + row * yStride, count: width) }
+                for row in 0..<rows / 2 {
+                    bytes += UnsafeBufferPointer(start: u + row * uStride, count: width / 2)
+                    bytes += UnsafeBufferPointer(start: v + row * vStride, count: width / 2)
+                }
+                return bytes
+            }
+        }
+        var partial = 0
+        var compared = 0
+        for (frame, slices) in frames.enumerated() {
+            // Three slices a part (libavcodec deblocks a part of several
+            // slices after decoding them all, one slice row by row).
+            let parts = stride(from: 0, to: slices.count, by: 3).map { slices[$0..<min(slices.count, $0 + 3)].flatMap { $0 } }
+            #expect(decoder.withRowsBegun { _, _ in true } == nil, "no picture is begun between frames")
+            var seen: [(rows: Int, bytes: [UInt8])] = []
+            for part in parts.dropLast() {
+                #expect(decoder.decodeStart(part[...]))
+                // Nothing before the first slice (a part of parameter sets).
+                let (rows, bytes) = decoder.withRowsBegun { picture, final in (final, top(picture, rows: final)) } ?? (0, [])
+                #expect(rows >= (seen.last?.rows ?? 0), "frame \(frame): final rows went back")
+                if rows > 0 && rows < height { partial += 1 }
+                seen.append((rows, bytes))
+            }
+            #expect(decoder.decode(parts.last!) != nil, "frame \(frame) decodes in parts")
+            let whole = try #require(decoder.withLastPicture { top($0, rows: height) })
+            #expect(reference.decode(parts.flatMap { $0 }) != nil)
+            #expect(reference.withLastPicture { top($0, rows: height) } == whole, "frame \(frame): in parts, another picture")
+            for (part, (rows, bytes)) in seen.enumerated() {
+                let chroma = height * width
+                let expected = Array(whole[0..<rows * width]) + Array(whole[chroma..<chroma + rows / 2 * width])
+                let changed = bytes.indices.first { $0 >= expected.count || bytes[$0] != expected[$0] }
+                    .map { $0 < rows * width ? "luma row \($0 / width)" : "a chroma row" }
+                #expect(changed == nil && bytes.count == expected.count,
+                        "frame \(frame), after part \(part): \(changed ?? "a row") of the \(rows) called final changed")
+                compared += 1
+            }
+        }
+        // On one thread libavcodec flags pictures decoded in parts as
+        // concealed (decode_error_flags; so before rows were followed too);
+        // the receiver decodes on two.
+        #expect(decoder.errors == 0 || decoderThreads == 1)
+        #expect(compared > 30 && partial > compared / 2, "\(partial) of \(compared) parts left part of the picture final")
+    }
+
+    /// Share's encoder's pictures, each in the parts it hands over.
+    static func ownFrames(width: Int, height: Int, count: Int) throws -> [[[UInt8]]] {
+        let encoder = try H264Encoder(.init(width: width, height: height, fps: 30, bitrateKbps: 6000, threads: 1,
+                                            sliceMaxSize: 1100))
+        return try (0..<count).map { try encodeInParts(encoder, detailedPicture(width: width, height: height, frame: $0)).parts }
+    }
+
+    /// ffmpeg's libx264 (veryfast, deblocked across slices: not its
+    /// zerolatency tune, whose sliced threads stop at slice edges) of a
+    /// noisy picture, intra every fourth, in slices of at most 1100 bytes:
+    /// the deblocking changes pixels at every slice edge. Each picture's
+    /// slices, the first with what precedes it.
+    static func deblockedFrames(width: Int, height: Int, count: Int) throws -> [[[UInt8]]] {
+        let dir = try TemporaryDirectory()
+        let out = dir.path("deblocked.h264")
+        let result = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=30",
+                                        "-vf", "noise=alls=30:allf=t", "-frames:v", "\(count)", "-pix_fmt", "yuv420p",
+                                        "-c:v", "libx264", "-preset", "veryfast", "-bf", "0", "-b:v", "1500k",
+                                        "-x264-params", "aud=1:threads=1:keyint=4:slice-max-size=1100", "-f", "h264", "-y", out])
+        guard result.status == 0 else { throw TestEnvironmentError("ffmpeg: \(result.stderr)") }
+        return ReorderedPictureTests.split([UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))).map { unit in
+            var parts: [[UInt8]] = [[]]
+            for nal in AnnexB.nalUnits(in: unit) {
+                let isSlice = (1...5).contains(unit[nal.lowerBound] & 0x1F)
+                parts[parts.count - 1] += [0, 0, 0, 1] + unit[nal]
+                if isSlice { parts.append([]) }
+            }
+            return parts.filter { !$0.isEmpty }
+        }
+    }
+
     /// A picture that takes few bytes (a plain one, moving a little) comes
     /// in one slice when slices end by size only, and in at least the
     /// asked-for number with `minimumSlices`, each part still a slice, the

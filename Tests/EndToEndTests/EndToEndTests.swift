@@ -40,6 +40,12 @@ struct EndToEndTests {
         #expect(framesSent >= 280, "the sender kept 30 fps: \(sent)")
         #expect(Double(shown) >= 0.99 * Double(framesSent), "shown \(shown) of \(framesSent)")
         #expect(got["decodeErrors"] as? Int == 0)
+        // Frames begun before their last packet came have their top rows
+        // converted for the window meanwhile, the rest once whole.
+        let begun = got["framesDecodedEarly"] as? Int ?? 0
+        let convertedEarly = got["framesConvertedEarly"] as? Int ?? 0
+        #expect(begun >= shown / 2 && convertedEarly >= begun * 9 / 10,
+                "\(begun) of \(shown) frames begun early, \(convertedEarly) of them converted early")
         let latency = got["captureToDisplay"] as? [String: Any]
         #expect((latency?["p50"] as? Double ?? 1e9) < 100, "latency \(String(describing: latency))")
         let probe = try probeVideo(recording)

@@ -74,6 +74,57 @@ struct X11Tests {
         #expect(window.framesShown == 1)
     }
 
+    /// A picture begun ahead (its top rows written while the rest is still
+    /// being decoded, in two goes, then the rest) shows in the window as
+    /// one drawn whole; one begun and given up shows nothing of itself and
+    /// leaves the last picture in place; a picture of another size than
+    /// the window's cannot be begun ahead.
+    @Test func aPictureBegunAheadShowsWhole() throws {
+        let xvfb = try VirtualDisplay(width: 640, height: 480)
+        let window = try VideoWindow(display: xvfb.display, title: "share test", width: 200, height: 100)
+        let stride = 200 * 4
+        /// Paints rows `rows` of a picture at `base` in one colour (0xRRGGBB).
+        func paint(_ base: UnsafeMutableRawPointer, _ rows: Range<Int>, _ rgb: UInt32) {
+            let p = base.assumingMemoryBound(to: UInt8.self)
+            for row in rows {
+                for x in 0..<200 {
+                    let i = row * stride + x * 4
+                    (p[i], p[i + 1], p[i + 2], p[i + 3]) = (UInt8(rgb & 0xFF), UInt8(rgb >> 8 & 0xFF), UInt8(rgb >> 16), 255)
+                }
+            }
+        }
+        let capturer = try ScreenCapturer(display: xvfb.display)
+        func looks(_ wanted: [(y: Int, rgb: UInt32)]) throws -> Bool {
+            usleep(100_000)
+            guard let lease = try capturer.capture() else { return false }
+            return wanted.allSatisfy { shows(lease, 100, $0.y, $0.rgb) }
+        }
+        window.show(width: 200, height: 100, stride: stride) { paint($0, 0..<100, 0x808080) }
+        #expect(try looks([(20, 0x808080), (80, 0x808080)]))
+
+        #expect(window.writeAhead(width: 200, height: 100, rows: 0..<28) { paint($0, 0..<28, 0xEE9933) })
+        #expect(window.writeAhead(width: 200, height: 100, rows: 28..<60) { paint($0, 28..<60, 0xEE9933) })
+        #expect(window.rowsAhead == 60)
+        #expect(try looks([(20, 0x808080), (80, 0x808080)]), "rows written ahead are not shown before the rest")
+        var rest: Range<Int>?
+        #expect(window.showAhead(width: 200, height: 100) { base, rows in
+            rest = rows
+            paint(base, rows, 0x3366CC)
+        })
+        #expect(rest == 60..<100)
+        #expect(try looks([(20, 0xEE9933), (50, 0xEE9933), (70, 0x3366CC), (95, 0x3366CC)]))
+
+        #expect(window.writeAhead(width: 200, height: 100, rows: 0..<50) { paint($0, 0..<50, 0x22AA22) })
+        window.dropAhead()
+        #expect(!window.showAhead(width: 200, height: 100) { base, rows in paint(base, rows, 0x22AA22) })
+        #expect(!window.writeAhead(width: 200, height: 100, rows: 10..<20) { paint($0, 10..<20, 0x22AA22) },
+                "rows ahead start at the top")
+        #expect(!window.writeAhead(width: 100, height: 50, rows: 0..<10) { paint($0, 0..<10, 0x22AA22) },
+                "another size is drawn whole")
+        #expect(try looks([(20, 0xEE9933), (70, 0x3366CC)]), "the picture given up shows nothing of itself")
+        #expect(window.framesShown == 2)
+    }
+
     @Test func missingDisplayIsAClearError() {
         #expect(throws: X11Error.self) { try ScreenCapturer(display: ":4999") }
     }

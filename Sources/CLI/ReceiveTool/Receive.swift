@@ -130,7 +130,7 @@ struct Receive: ParsableCommand {
         let s = receiver.statistics
         print("""
             received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded, \(s.framesDecodedEarly) \
-            begun before their last packet) in \
+            begun before their last packet, \(s.framesConvertedEarly) of them converted for the window meanwhile) in \
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests; \
