@@ -20,7 +20,7 @@ FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control 
 
 DOCS_DIR ?= .build/docs
 
-.PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture clean
+.PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -105,6 +105,13 @@ bench-capture: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/capture.py $(CAPTURE_ARGS)
 	python3 Benchmarks/pointer.py
+
+## bench-receiver: what `share recv` adds to the latency (last packet to display, with the pointer
+## drawn in and sent apart) and its CPU while the pointer moves; RECEIVER_ARGS="--bin DIR --bin OLD"
+## puts builds side by side (Benchmarks/receiver.py)
+bench-receiver: deps
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	python3 Benchmarks/receiver.py $(RECEIVER_ARGS)
 
 ## bench: the package-benchmark suites in Benchmarks/ (per stage at 720p and 1080p, the wire path,
 ## the handshake), gated on what does not depend on the machine: allocations, against the p90s

@@ -43,18 +43,20 @@ struct BenchmarkHarnessTests {
     /// The harness end to end, small: share, ffmpeg and GStreamer, moving
     /// (the default scene and the scene redrawn at 59 Hz) and still screen,
     /// into one receiver; every sender's stream decoded with stamps read,
-    /// and the table, JSON and plot written. 320x240 keeps its load off the
-    /// suites running beside it.
+    /// and the table, JSON and plot written; share with an option of `share
+    /// send` added (`share[--threads 2]`) is measured beside them as a
+    /// sender of its own. 320x240 keeps its load off the suites running beside it.
     @Test func harnessComparesTheThreeSenders() throws {
         let dir = try TemporaryDirectory()
         let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
         let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/harness.py").path
         let result = try ChildProcess("python3", [script, "--bin", bin, "--sizes", "320x240", "--seconds", "3",
                                                   "--repeats", "1", "--no-audio", "--scene-rates", "59",
+                                                  "--senders", "share,share[--threads 2],ffmpeg,gstreamer",
                                                   "--out", dir.path("out")]).wait(timeout: 300)
         #expect(result.status == 0, "\(result.output)")
         let table = (try? String(contentsOfFile: dir.path("out/results.md"), encoding: .utf8)) ?? ""
-        for sender in ["share", "ffmpeg", "gstreamer"] {
+        for sender in ["share", "share[--threads 2]", "ffmpeg", "gstreamer"] {
             #expect(table.contains("| 320x240 | \(sender) |"), "\(table)")
             #expect(table.contains("| 320x240 static | \(sender) |"), "\(table)")
             #expect(table.contains("| 320x240 @ 59 Hz | \(sender) |"), "\(table)")
@@ -62,7 +64,8 @@ struct BenchmarkHarnessTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/results.json")))
         let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
         let results = json["results"] as? [[String: Any]] ?? []
-        #expect(results.count == 9)
+        #expect(results.count == 12)
+        #expect(table.contains("| 320x240 (share[--threads 2]) |"), "its own row of where the time goes: \(table)")
         for row in results where ["320x240", "320x240 @ 59 Hz"].contains(row["run"] as? String ?? "") {
             let sender = row["sender"] as? String ?? "?"
             let decoded = row["frames_decoded"] as? Int ?? 0
@@ -74,6 +77,33 @@ struct BenchmarkHarnessTests {
         }
         let svg = (try? String(contentsOfFile: dir.path("out/results.svg"), encoding: .utf8)) ?? ""
         #expect(svg.hasPrefix("<svg") && svg.contains("gstreamer"))
+    }
+
+    /// The receiver's benchmark, small: a build against itself, the scene
+    /// moving with the pointer drawn in and sent apart (last packet to
+    /// display measured, pictures converted for the window while their last
+    /// slices came), and the pointer moving over a still screen (the
+    /// receiver's CPU measured); the table and JSON written.
+    @Test func receiverBenchmarkMeasuresTheWindowAndThePointer() throws {
+        let dir = try TemporaryDirectory()
+        let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
+        let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/receiver.py").path
+        let result = try ChildProcess("python3", [script, "--bin", bin, "--size", "640x360", "--seconds", "3", "--runs", "1",
+                                                  "--out", dir.path("out")]).wait(timeout: 180)
+        #expect(result.status == 0, "\(result.output)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/receiver.json")))
+        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        #expect(rows.map { $0["mode"] as? String ?? "?" } == ["embed", "metadata", "pointer"], "\(rows)")
+        for row in rows.prefix(2) {
+            let shown = row["shown"] as? Int ?? 0
+            #expect(shown >= 45, "\(row)")
+            #expect((row["convertedEarly"] as? Int ?? 0) >= shown / 2, "\(row)")
+            let lastPacket = row["lastPacketToDisplayP50"] as? Double ?? -1
+            #expect(lastPacket > 0 && lastPacket < 100, "\(row)")
+        }
+        #expect((rows.last?["cpuPercent"] as? Double ?? 0) > 0 && (rows.last?["moves"] as? Int ?? 0) >= 100, "\(rows)")
+        let table = (try? String(contentsOfFile: dir.path("out/receiver.md"), encoding: .utf8)) ?? ""
+        #expect(table.contains("| embed | \(bin) |") && table.contains("| sent apart, every 10 ms | \(bin) |"), "\(table)")
     }
 
     /// The fan-out benchmark, small: Janus, `share send --janus`, two light
