@@ -58,7 +58,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import DEFAULT_BIN, make_key, sample, start_xvfb, stop  # noqa: E402
+from harness import DEFAULT_BIN, make_key, sample, start_xvfb, stop, write_results  # noqa: E402
 
 CASES = {
     "1080p-moving": dict(size="1920x1080", scene=[], send=[]),
@@ -286,13 +286,7 @@ def main():
             case = CASES[name]
             rows.append(run_reference(name, case, args, work) if "reference" in case
                         else run_case(name, case, args, key, work))
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "capture.json"), "w") as f:
-        json.dump(rows, f, indent=2)
-    text = markdown(rows, args)
-    with open(os.path.join(args.out, "capture.md"), "w") as f:
-        f.write(text)
-    print(text)
+    write_results(args.out, "capture", rows, markdown(rows, args))
 
 
 if __name__ == "__main__":

@@ -177,6 +177,16 @@ def sender_command(kind, run, key, port, pulse):
     raise ValueError(kind)
 
 
+def write_results(out, name, data, text):
+    """Writes a side benchmark's `name`.json (its rows) and `name`.md (its table) into `out`, and prints the table."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump(data, f, indent=2)
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
 def write_secret(path, text):
     """Writes a file that holds a key with mode 0600 (share recv refuses one others can read)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -17,7 +17,6 @@ per mode, side by side for each `--bin` given (a build before and after).
 """
 import argparse
 import ctypes
-import json
 import os
 import socket
 import statistics
@@ -27,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import DEFAULT_BIN, make_key, start_xvfb, stop  # noqa: E402
+from harness import DEFAULT_BIN, make_key, start_xvfb, stop, write_results  # noqa: E402
 
 MODES = {"embed": ["--cursor", "embed"], "metadata": ["--cursor", "metadata"]}
 
@@ -141,12 +140,7 @@ def main():
         worst = "–" if r["maxMs"] is None else f"{r['maxMs']:.1f}"
         lines.append(f"| {r['mode']} | {r['bin']} | {r['moves']} | {p50} | {worst} | {r['missed']} |")
     text = "\n".join(lines) + "\n"
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "pointer.json"), "w") as f:
-        json.dump(rows, f, indent=2)
-    with open(os.path.join(args.out, "pointer.md"), "w") as f:
-        f.write(text)
-    print(text)
+    write_results(args.out, "pointer", rows, text)
 
 
 if __name__ == "__main__":

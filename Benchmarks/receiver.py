@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import DEFAULT_BIN, TICK, free_port, make_key, receiver_sdp, start_xvfb, stop, write_secret  # noqa: E402
+from harness import DEFAULT_BIN, TICK, free_port, make_key, receiver_sdp, start_xvfb, stop, write_results, write_secret  # noqa: E402
 from pointer import Mouse  # noqa: E402
 
 
@@ -132,12 +132,7 @@ def main():
         each = [fmt(r["cpuPercent"], 1) for r in rows if r["mode"] == "pointer" and r["bin"] == binary]
         lines.append(f"| sent apart, every 10 ms | {binary} | {', '.join(each)} |")
     text = "\n".join(lines) + "\n"
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "receiver.json"), "w") as f:
-        json.dump(rows, f, indent=2)
-    with open(os.path.join(args.out, "receiver.md"), "w") as f:
-        f.write(text)
-    print(text)
+    write_results(args.out, "receiver", rows, text)
 
 
 if __name__ == "__main__":
