@@ -18,6 +18,23 @@ struct EndToEndTests {
         var name: String { display.display }
     }
 
+    /// GStreamer sending `frames` pictures of its live test source
+    /// (`pattern`, `format` added to its raw caps) at 30 fps as H.264
+    /// (x264enc: zerolatency, ultrafast) in RTP, payload type 96, with the
+    /// SSRC given or its own, through `suite` keyed with `key` (hex), to
+    /// 127.0.0.1:`port`.
+    static func gstreamerSends(frames: Int, width: Int, height: Int, pattern: String = "ball", format: String = "",
+                               keyframeInterval: Int = 60, ssrc: UInt32? = nil, suite: GStreamerSRTP = .aes128,
+                               key: String, to port: Int) throws -> ChildProcess {
+        try ChildProcess("gst-launch-1.0", [
+            "-q", "videotestsrc", "num-buffers=\(frames)", "is-live=true", "pattern=\(pattern)", "!",
+            "video/x-raw,width=\(width),height=\(height),framerate=30/1\(format)", "!",
+            "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=\(keyframeInterval)", "!",
+            "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
+        ] + (ssrc.map { ["application/x-rtp,ssrc=(uint)\($0)", "!"] } ?? [])
+          + suite.encoder(key: key) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
+    }
+
     @Test func shareToShareAt720p30ShowsEveryFrameAndRecords() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
@@ -153,13 +170,7 @@ struct EndToEndTests {
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--record", recording, "--duration", "14",
                                               "--stats-json", dir.path("recv.json")])
         usleep(300_000)
-        let gst = try ChildProcess("gst-launch-1.0", [
-            "-q", "videotestsrc", "num-buffers=300", "is-live=true", "pattern=ball", "!",
-            "video/x-raw,width=1280,height=720,framerate=30/1", "!",
-            "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=60", "!",
-            "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
-            "application/x-rtp,ssrc=(uint)4242", "!",
-        ] + GStreamerSRTP.aes128.encoder(key: hexKey) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
+        let gst = try Self.gstreamerSends(frames: 300, width: 1280, height: 720, ssrc: 4242, key: hexKey, to: port)
         let sent = gst.wait(timeout: 30)
         #expect(sent.status == 0, "gst-launch: \(sent.output)")
         let received = receiver.wait(timeout: 20)
@@ -183,12 +194,8 @@ struct EndToEndTests {
         let receiver = try ShareBinary.start(["recv", "--sdp", sdp, "--no-window", "--duration", "6",
                                               "--stats-json", dir.path("recv.json")])
         usleep(300_000)
-        let gst = try ChildProcess("gst-launch-1.0", [
-            "-q", "videotestsrc", "num-buffers=90", "is-live=true", "pattern=ball", "!",
-            "video/x-raw,width=640,height=360,framerate=30/1", "!",
-            "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=60", "!",
-            "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!", "application/x-rtp,ssrc=(uint)4243", "!",
-        ] + suite.encoder(key: ShareBinary.hexKey(inline: inline)) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
+        let gst = try Self.gstreamerSends(frames: 90, width: 640, height: 360, ssrc: 4243, suite: suite,
+                                          key: ShareBinary.hexKey(inline: inline), to: port)
         let sent = gst.wait(timeout: 20)
         #expect(sent.status == 0, "gst-launch: \(sent.output)")
         let received = receiver.wait(timeout: 10)
@@ -270,15 +277,11 @@ struct EndToEndTests {
             expected = [(160, 120, 0xFF8000), (480, 120, 0x2040C0), (320, 360, 0x20C040)]
         } else {
             let hexKey = ShareBinary.hexKey(inline: inline)
-            peer = try ChildProcess("gst-launch-1.0", [
-                // BT.709 is GStreamer's colorimetry from 720p up; said here at
-                // a quarter of the pixels (a lighter neighbour for the suites
-                // that run alongside), x264enc still takes 10-bit 4:4:4.
-                "-q", "videotestsrc", "num-buffers=120", "is-live=true", "pattern=smpte", "!",
-                "video/x-raw,width=640,height=360,framerate=30/1,colorimetry=bt709", "!",
-                "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "key-int-max=30", "!",
-                "rtph264pay", "config-interval=-1", "pt=96", "mtu=1200", "!",
-            ] + GStreamerSRTP.aes128.encoder(key: hexKey) + ["!", "udpsink", "host=127.0.0.1", "port=\(port)"])
+            // BT.709 is GStreamer's colorimetry from 720p up; said here at a
+            // quarter of the pixels (a lighter neighbour for the suites that
+            // run alongside), x264enc still takes 10-bit 4:4:4.
+            peer = try Self.gstreamerSends(frames: 120, width: 640, height: 360, pattern: "smpte", format: ",colorimetry=bt709",
+                                           keyframeInterval: 30, key: hexKey, to: port)
             // Yellow, cyan, green, magenta, red and blue bars, seven across.
             let bars: [UInt32] = [0xFFFF00, 0x00FFFF, 0x00FF00, 0xFF00FF, 0xFF0000, 0x0000FF]
             expected = bars.enumerated().map { index, rgb in ((2 * index + 3) * 640 / 14, 100, rgb) }
