@@ -255,16 +255,23 @@ public final class H264Decoder {
     package func withRowsBegun<R>(_ body: (PlanarPicture, _ finalRows: Int) -> R) -> R? {
         guard begun, let begunPicture = rows.pointee.picture else { return nil }
         let f = begunPicture.pointee
-        guard f.width > 0, let format = format(of: f.format), format.depth == 8, let first = f.data.0 else { return nil }
-        let planes = (UnsafePointer(first), f.data.1.map { UnsafePointer($0) }, f.data.2.map { UnsafePointer($0) })
-        guard format.layout == .gray || (planes.1 != nil && planes.2 != nil) else { return nil }
+        guard f.width > 0, let format = format(of: f.format), format.depth == 8 else { return nil }
         // The picture as it will come out: cropped (to 1080 rows of 1088
         // coded, say); cropped at the top or left, its planes would move.
         guard f.crop_top == 0, f.crop_left == 0 else { return nil }
         let (width, height) = (Int(f.width) - Int(f.crop_right), Int(f.height) - Int(f.crop_bottom))
-        let picture = PlanarPicture(layout: format.layout, width: width, height: height, colors: format.colors(of: f),
-                                    planes: planes, strides: (Int(f.linesize.0), Int(f.linesize.1), Int(f.linesize.2)))
+        guard let picture = Self.planes(of: f, format: format, width: width, height: height) else { return nil }
         return body(picture, Int(share_av_rows_final(rows, Int32(height))))
+    }
+
+    /// An 8-bit picture's planes as libavcodec holds them, `width` x `height`
+    /// of them; nil when a plane its layout needs is missing.
+    private static func planes(of f: AVFrame, format: PictureFormat, width: Int, height: Int) -> PlanarPicture? {
+        guard let first = f.data.0 else { return nil }
+        let planes = (UnsafePointer(first), f.data.1.map { UnsafePointer($0) }, f.data.2.map { UnsafePointer($0) })
+        guard format.layout == .gray || (planes.1 != nil && planes.2 != nil) else { return nil }
+        return PlanarPicture(layout: format.layout, width: width, height: height, colors: format.colors(of: f), planes: planes,
+                             strides: (Int(f.linesize.0), Int(f.linesize.1), Int(f.linesize.2)))
     }
 
     /// Lends the last decoded picture's planes, 8 bits a sample, to `body`:
@@ -273,16 +280,11 @@ public final class H264Decoder {
     /// a pixel format share cannot show (`unshownFormat` names it).
     package func withLastPicture<R>(_ body: (PlanarPicture) -> R) -> R? {
         let f = frame.pointee
-        guard f.width > 0, let format = format(of: f.format), let first = f.data.0 else { return nil }
+        guard f.width > 0, let format = format(of: f.format), f.data.0 != nil else { return nil }
         let (width, height) = (Int(f.width), Int(f.height))
         let (chromaWidth, chromaHeight) = format.chromaSize(width: width, height: height)
         let colors = format.colors(of: f)
-        guard format.depth > 8 else {
-            let planes = (UnsafePointer(first), f.data.1.map { UnsafePointer($0) }, f.data.2.map { UnsafePointer($0) })
-            guard format.layout == .gray || (planes.1 != nil && planes.2 != nil) else { return nil }
-            return body(PlanarPicture(layout: format.layout, width: width, height: height, colors: colors, planes: planes,
-                                      strides: (Int(f.linesize.0), Int(f.linesize.1), Int(f.linesize.2))))
-        }
+        guard format.depth > 8 else { return Self.planes(of: f, format: format, width: width, height: height).map(body) }
         // Deeper samples, 16 bits each: reduced plane by plane, rows packed.
         let sizes = [(width, height)] + (format.layout == .gray ? [] : [(chromaWidth, chromaHeight), (chromaWidth, chromaHeight)])
         let needed = sizes.reduce(0) { $0 + $1.0 * $1.1 }

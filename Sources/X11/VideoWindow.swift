@@ -164,8 +164,8 @@ public final class VideoWindow {
     /// not its size, no MIT-SHM): `show` then draws it whole.
     package func writeAhead(width: Int, height: Int, rows: Range<Int>, draw: (UnsafeMutableRawPointer) -> Void) -> Bool {
         let stride = width * 4
-        guard rows.lowerBound == rowsAhead, rows.upperBound <= height, width == self.width, height == self.height,
-              windowWidth == width, windowHeight == height, connection.hasSharedMemory else { return false }
+        guard rows.lowerBound == rowsAhead, rows.upperBound <= height, showsAtItsSize(width: width, height: height),
+              connection.hasSharedMemory else { return false }
         if ahead == nil || ahead!.size < stride * height {
             ahead = try? SharedMemorySegment(connection: connection, size: stride * height)
         }
@@ -188,8 +188,7 @@ public final class VideoWindow {
     package func showAhead(width: Int, height: Int, draw: (UnsafeMutableRawPointer, Range<Int>) -> Void) -> Bool {
         handleEvents()
         defer { rowsAhead = 0 }
-        guard rowsAhead > 0, let next = ahead, width == self.width, height == self.height,
-              windowWidth == width, windowHeight == height else { return false }
+        guard rowsAhead > 0, let next = ahead, showsAtItsSize(width: width, height: height) else { return false }
         let stride = width * 4
         let rest = rowsAhead..<height
         draw(next.address, rest)
@@ -214,8 +213,12 @@ public final class VideoWindow {
     /// on a 24-bit display. What `show`'s `draw` writes is then what shows,
     /// and `touchUp` can change part of it.
     package func drawsInPlace(width: Int, height: Int) -> Bool {
+        showsAtItsSize(width: width, height: height) && layout == .bgrx && connection.hasSharedMemory
+    }
+
+    /// Whether the window shows pictures of this size, at their own size.
+    private func showsAtItsSize(width: Int, height: Int) -> Bool {
         width == self.width && height == self.height && windowWidth == width && windowHeight == height
-            && layout == .bgrx && connection.hasSharedMemory
     }
 
     /// Changes rows `rows` of the picture last shown, drawn in place, and
