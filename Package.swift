@@ -67,7 +67,7 @@ let package = Package(
         // Colour conversion and scaling (libyuv), for the sender and the receiver window.
         .target(name: "ShareColor", dependencies: ["CYUV"], path: "Sources/Color", swiftSettings: strict),
         // H.264 encoding (x264): sender only.
-        .target(name: "ShareVideo", dependencies: ["CX264", "ShareColor"], path: "Sources/Video",
+        .target(name: "ShareVideo", dependencies: ["CX264", "ShareColor", "ShareSync"], path: "Sources/Video",
                 swiftSettings: strict),
 
         // H.264 decoding and crash-safe recording (libavcodec, libavformat): receiver only.

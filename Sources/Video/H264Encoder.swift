@@ -27,10 +27,12 @@ public struct EncodedFrameInfo: Sendable, Equatable {
 /// analyse a half-size copy of every picture first, whatever changed).
 ///
 /// With `sliceMaxSize` each picture is cut into slices of at most that many
-/// bytes, and on one encoder thread each slice is handed over the moment
-/// x264 has written it (x264's `nalu_process`), while the rest of the
-/// picture is still being encoded: its packets can leave before the frame
-/// is done.
+/// bytes, and each slice is handed over as soon as x264 has written it
+/// (x264's `nalu_process`) and the slices above it have been, while the
+/// rest of the picture is still being encoded: its packets can leave before
+/// the frame is done. On sliced threads each thread writes a band of the
+/// picture: the top band's slices leave as they are written, the others
+/// once the band above is done.
 public final class H264Encoder {
     public struct Configuration: Sendable, Equatable {
         public var width: Int
@@ -74,11 +76,9 @@ public final class H264Encoder {
             self.minimumSlices = minimumSlices
         }
 
-        /// Whether slices are handed over while the picture is encoded:
-        /// with one thread x264 writes them in order on the calling thread.
-        /// Sliced threads write them out of order on threads of their own,
-        /// so there they are handed over, in order, once the picture is done.
-        var streamsSlices: Bool { sliceMaxSize != nil && threads == 1 }
+        /// Whether slices are handed over while the picture is encoded
+        /// (from x264's threads, in order), rather than once it is done.
+        var streamsSlices: Bool { sliceMaxSize != nil }
 
         /// The picture's 16x16 macroblocks.
         var macroblocks: Int { ((width + 15) / 16) * ((height + 15) / 16) }
@@ -166,7 +166,8 @@ public final class H264Encoder {
         }
         if c.streamsSlices {
             // Called from inside x264_encoder_encode for every NAL unit as it
-            // is finished, with the picture's opaque pointer: the collector.
+            // is finished (on sliced threads from each thread, out of the
+            // picture's order), with the picture's opaque pointer: the collector.
             param.nalu_process = { encoder, nal, opaque in
                 guard let encoder, let nal, let opaque else { return }
                 Unmanaged<SliceCollector>.fromOpaque(opaque).takeUnretainedValue().encapsulate(nal, encoder: encoder)
@@ -249,9 +250,10 @@ public final class H264Encoder {
     /// Encodes the picture in `planes` (x264 copies it in before returning)
     /// and hands the Annex B output to `emit` in parts, in order: each part
     /// is one slice with the parameter sets or SEI written just before it,
-    /// and the last part says so. With `sliceMaxSize` on one thread the
-    /// parts come while x264 is still encoding the rest of the picture.
-    /// The bytes are lent for the call only. Returns nil when x264 emitted
+    /// and the last part says so. With `sliceMaxSize` the parts come while
+    /// x264 is still encoding the rest of the picture, on sliced threads
+    /// from x264's own threads (one call at a time). The bytes are lent for
+    /// the call only. Returns nil when x264 emitted
     /// nothing for this picture.
     ///
     /// `changes`, when known, are the only parts that differ from the picture
