@@ -100,8 +100,8 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// Encoding per frame (colour conversion is done while capturing).
     public var encodeMilliseconds: LatencySummary = LatencySummary(samples: 0)
     /// How long before its encoding ended a frame's first packet was sent:
-    /// each slice leaves as soon as x264 has written it (0 when a frame is
-    /// sent only once encoded, as with more than one encoder thread).
+    /// each slice leaves as soon as x264 has written it and the slices above
+    /// it have (0 when a frame is sent only once encoded).
     public var firstPacketLead: LatencySummary = LatencySummary(samples: 0)
     /// The congestion controller: its target for all we send, what the
     /// receiver acknowledged, the loss it saw and the delay detector's verdict.
