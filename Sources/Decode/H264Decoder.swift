@@ -200,7 +200,7 @@ public final class H264Decoder {
     public func decodeStart(_ part: ArraySlice<UInt8>) -> Bool {
         guard !part.isEmpty else { return true }
         if !begun {
-            rows.pointee = share_av_rows()
+            share_av_rows_reset(rows)
             begun = true
         }
         guard send(part) else { return false }
@@ -253,7 +253,7 @@ public final class H264Decoder {
     /// The picture `decode` then completes is the same (its planes at the
     /// same addresses).
     package func withRowsBegun<R>(_ body: (PlanarPicture, _ finalRows: Int) -> R) -> R? {
-        guard begun, let begunPicture = rows.pointee.picture else { return nil }
+        guard begun, let begunPicture = share_av_rows_picture(rows) else { return nil }
         let f = begunPicture.pointee
         guard f.width > 0, let format = format(of: f.format), format.depth == 8 else { return nil }
         // The picture as it will come out: cropped (to 1080 rows of 1088

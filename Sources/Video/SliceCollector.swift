@@ -19,24 +19,39 @@ internal import Glibc
 /// thread count, and the others as soon as order allows. Parts are handed
 /// on one at a time, under a lock, from whichever thread finished them.
 final class SliceCollector: @unchecked Sendable {
-    // Safe: every field below is touched under `lock` only (x264's threads
-    // call in during an encode; the encoder's caller before and after).
-    private let lock = Locked(())
-    /// Macroblocks in a picture: the slice that ends with the last one ends the frame.
-    private let macroblocks: Int32
-    /// Units waiting for the slice they precede.
-    private var pending: [UInt8] = []
-    /// Where `x264_nal_encode` writes a unit (x264 asks for
-    /// payload x 3/2 + 5 + 64 bytes: escaping may grow it).
-    private var scratch: UnsafeMutablePointer<UInt8>
-    private var scratchCapacity: Int
+    // Safe: `emit` is set before x264 is called and cleared after it
+    // returns (its threads start and finish inside the call); everything
+    // else is in `state`, behind its lock.
     private var emit: ((UnsafeBufferPointer<UInt8>, Bool) -> Void)?
-    private var bytes = 0
-    private var idr = false
-    /// The first macroblock of the slice whose turn it is.
-    private var nextMacroblock: Int32 = 0
-    /// Slices written before their turn, escaped, by first macroblock.
-    private var early: [Int32: Slice] = [:]
+    private let state: Locked<State>
+
+    /// Where the picture's units are: what waits for its slice, the
+    /// slices held for their turn, and what the picture came to.
+    // Safe: only ever touched inside `state.withLock`.
+    private struct State: ~Copyable, @unchecked Sendable {
+        /// Macroblocks in a picture: the slice that ends with the last one ends the frame.
+        let macroblocks: Int32
+        /// Units waiting for the slice they precede.
+        var pending: [UInt8] = []
+        /// Where `x264_nal_encode` writes a unit (x264 asks for
+        /// payload x 3/2 + 5 + 64 bytes: escaping may grow it).
+        var scratch: UnsafeMutablePointer<UInt8>
+        var scratchCapacity = 64 * 1024
+        var bytes = 0
+        var idr = false
+        /// The first macroblock of the slice whose turn it is.
+        var nextMacroblock: Int32 = 0
+        /// Slices written before their turn, escaped, by first macroblock.
+        var early: [Int32: Slice] = [:]
+
+        init(macroblocks: Int32) {
+            self.macroblocks = macroblocks
+            scratch = .allocate(capacity: scratchCapacity)
+            pending.reserveCapacity(1024)
+        }
+
+        deinit { scratch.deallocate() }
+    }
 
     /// A slice held for its turn.
     private struct Slice {
@@ -46,23 +61,18 @@ final class SliceCollector: @unchecked Sendable {
     }
 
     init(macroblocks: Int32) {
-        self.macroblocks = macroblocks
-        scratchCapacity = 64 * 1024
-        scratch = .allocate(capacity: scratchCapacity)
-        pending.reserveCapacity(1024)
+        state = Locked(State(macroblocks: macroblocks))
     }
-
-    deinit { scratch.deallocate() }
 
     /// Starts a picture whose parts go to `emit`.
     func begin(_ emit: @escaping (UnsafeBufferPointer<UInt8>, Bool) -> Void) {
-        lock.withLock { _ in
-            self.emit = emit
-            pending.removeAll(keepingCapacity: true)
-            early.removeAll(keepingCapacity: true)
-            nextMacroblock = 0
-            bytes = 0
-            idr = false
+        self.emit = emit
+        state.withLock { s in
+            s.pending.removeAll(keepingCapacity: true)
+            s.early.removeAll(keepingCapacity: true)
+            s.nextMacroblock = 0
+            s.bytes = 0
+            s.idr = false
         }
     }
 
@@ -71,80 +81,80 @@ final class SliceCollector: @unchecked Sendable {
     /// without a slice after them (none with our settings: x264 writes no
     /// filler without NAL HRD) leave as the last part.
     func end() {
-        lock.withLock { _ in
-            for first in early.keys.sorted() {
-                if let slice = early.removeValue(forKey: first) {
-                    slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock) }
+        state.withLock { s in
+            for first in s.early.keys.sorted() {
+                if let slice = s.early.removeValue(forKey: first) {
+                    slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock, &s) }
                 }
             }
-            if !pending.isEmpty {
-                pending.withUnsafeBufferPointer { emit?($0, true) }
-                pending.removeAll(keepingCapacity: true)
+            if !s.pending.isEmpty {
+                s.pending.withUnsafeBufferPointer { emit?($0, true) }
+                s.pending.removeAll(keepingCapacity: true)
             }
-            emit = nil
         }
+        emit = nil
     }
 
     /// What the picture came to, once ended: nil if x264 wrote nothing.
     var finished: (bytes: Int, idr: Bool)? {
-        lock.withLock { _ in bytes > 0 ? (bytes, idr) : nil }
+        state.withLock { s in s.bytes > 0 ? (s.bytes, s.idr) : nil }
     }
 
     /// A unit x264 has just finished, not yet escaped, from any of its
     /// threads: written into the scratch space with its start code
     /// (x264_nal_encode), then taken.
     func encapsulate(_ nal: UnsafeMutablePointer<x264_nal_t>, encoder: OpaquePointer) {
-        lock.withLock { _ in
+        state.withLock { s in
             let needed = Int(nal.pointee.i_payload) * 3 / 2 + 5 + 64
-            if needed > scratchCapacity {
-                scratch.deallocate()
-                scratchCapacity = max(needed, scratchCapacity * 2)
-                scratch = .allocate(capacity: scratchCapacity)
+            if needed > s.scratchCapacity {
+                s.scratch.deallocate()
+                s.scratchCapacity = max(needed, s.scratchCapacity * 2)
+                s.scratch = .allocate(capacity: s.scratchCapacity)
             }
-            x264_nal_encode(encoder, scratch, nal)
-            arrive(nal.pointee)
+            x264_nal_encode(encoder, s.scratch, nal)
+            arrive(nal.pointee, &s)
         }
     }
 
     /// A finished unit (escaped, with its start code), in the picture's order.
     func take(_ nal: x264_nal_t) {
-        lock.withLock { _ in arrive(nal) }
+        state.withLock { s in arrive(nal, &s) }
     }
 
     /// A slice whose turn it is leaves at once with what waited for it, and
     /// then the slices held for it; one written early is held; anything
     /// else waits for its slice.
-    private func arrive(_ nal: x264_nal_t) {
+    private func arrive(_ nal: x264_nal_t, _ s: inout State) {
         guard let payload = nal.p_payload, nal.i_payload > 0 else { return }
         let unit = UnsafeBufferPointer(start: payload, count: Int(nal.i_payload))
-        bytes += unit.count
+        s.bytes += unit.count
         let type = nal.i_type
         guard type == Int32(NAL_SLICE.rawValue) || type == Int32(NAL_SLICE_IDR.rawValue) else {
-            pending.append(contentsOf: unit)
+            s.pending.append(contentsOf: unit)
             return
         }
-        guard nal.i_first_mb <= nextMacroblock else {
-            early[nal.i_first_mb] = Slice(unit: Array(unit), type: type, lastMacroblock: nal.i_last_mb)
+        guard nal.i_first_mb <= s.nextMacroblock else {
+            s.early[nal.i_first_mb] = Slice(unit: Array(unit), type: type, lastMacroblock: nal.i_last_mb)
             return
         }
-        send(unit, type: type, lastMacroblock: nal.i_last_mb)
-        while let slice = early.removeValue(forKey: nextMacroblock) {
-            slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock) }
+        send(unit, type: type, lastMacroblock: nal.i_last_mb, &s)
+        while let slice = s.early.removeValue(forKey: s.nextMacroblock) {
+            slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock, &s) }
         }
     }
 
-    private func send(_ unit: UnsafeBufferPointer<UInt8>, type: Int32, lastMacroblock: Int32) {
+    private func send(_ unit: UnsafeBufferPointer<UInt8>, type: Int32, lastMacroblock: Int32, _ s: inout State) {
         // With intra refresh x264 also flags the frame a sweep starts on as a
         // keyframe; only an IDR picture is one for a decoder joining here.
-        if type == Int32(NAL_SLICE_IDR.rawValue) { idr = true }
-        nextMacroblock = max(nextMacroblock, lastMacroblock + 1)
-        let last = lastMacroblock >= macroblocks - 1
-        if pending.isEmpty {
+        if type == Int32(NAL_SLICE_IDR.rawValue) { s.idr = true }
+        s.nextMacroblock = max(s.nextMacroblock, lastMacroblock + 1)
+        let last = lastMacroblock >= s.macroblocks - 1
+        if s.pending.isEmpty {
             emit?(unit, last)
         } else {
-            pending.append(contentsOf: unit)
-            pending.withUnsafeBufferPointer { emit?($0, last) }
-            pending.removeAll(keepingCapacity: true)
+            s.pending.append(contentsOf: unit)
+            s.pending.withUnsafeBufferPointer { emit?($0, last) }
+            s.pending.removeAll(keepingCapacity: true)
         }
     }
 }

@@ -41,20 +41,36 @@ static void share_av_row_done(struct AVCodecContext *context, const AVFrame *pic
         __atomic_fetch_or(&rows->done[row / 64], (uint64_t)1 << (row % 64), __ATOMIC_RELAXED);
 }
 
+/// Forgets every row done, before a picture's first part; atomically, as
+/// the slice threads set them (see share_av_rows_picture).
+static inline void share_av_rows_reset(share_av_rows *rows) {
+    for (int word = 0; word < 64; word++) __atomic_store_n(&rows->done[word], 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rows->picture, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&rows->unusable, 0, __ATOMIC_RELEASE);
+}
+
 /// Has `context` report its finished rows into `rows` (NULL: no more).
 static inline void share_av_follow_rows(AVCodecContext *context, share_av_rows *rows) {
     context->opaque = rows;
     context->draw_horiz_band = rows ? share_av_row_done : NULL;
 }
 
+/// The picture being decoded in parts, once a row of it is done (NULL
+/// before). Read atomically, as the slice threads write it: libavcodec may
+/// learn its threads are done through atomics of its own, which
+/// ThreadSanitizer cannot see.
+static inline const AVFrame *share_av_rows_picture(const share_av_rows *rows) {
+    return __atomic_load_n(&rows->picture, __ATOMIC_ACQUIRE);
+}
+
 /// Luma rows from the top of the picture being decoded that are final:
 /// every macroblock row down to them done, and four rows short of the last
 /// one, which the deblocking of the next row's top edge may still change.
-/// All `height` once every row is done.
+/// All `height` once every row is done. Read atomically, as they are written.
 static inline int share_av_rows_final(const share_av_rows *rows, int height) {
-    if (rows->unusable) return 0;
+    if (__atomic_load_n(&rows->unusable, __ATOMIC_ACQUIRE)) return 0;
     int done = 0;
-    while (done < 64 * 64 && (rows->done[done / 64] >> (done % 64) & 1)) done++;
+    while (done < 64 * 64 && (__atomic_load_n(&rows->done[done / 64], __ATOMIC_ACQUIRE) >> (done % 64) & 1)) done++;
     if (done * 16 >= height) return height;
     return done > 0 ? done * 16 - 4 : 0;
 }
