@@ -267,10 +267,10 @@ struct SenderTests {
     /// leaves only the last slices to decode; every picture decoded so is
     /// whole (its stamp reads, as a corrupt or misplaced slice would not let it).
     /// With `decodesSlicesEarly` off, each frame is decoded once whole; with
-    /// two encoder threads the slices of the picture's two bands are written
-    /// at once and must still arrive in order. The scene draws each frame
-    /// atomically: a capture that tears a frame drawn in steps is not what
-    /// this test is about.
+    /// two encoder threads (the picture's two bands written at once, their
+    /// slices put in order by the sender) the same holds. The scene draws
+    /// each frame atomically: a capture that tears a frame drawn in steps is
+    /// not what this test is about.
     @Test(arguments: [(true, 1), (false, 1), (true, 2)])
     func theReceiverDecodesAFrameWhileItsLastSlicesAreEncoded(early: Bool, encoderThreads: Int) throws {
         let display = try VirtualDisplay(width: 1280, height: 720)
