@@ -83,9 +83,7 @@ final class SliceCollector: @unchecked Sendable {
     func end() {
         state.withLock { s in
             for first in s.early.keys.sorted() {
-                if let slice = s.early.removeValue(forKey: first) {
-                    slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock, &s) }
-                }
+                if let slice = s.early.removeValue(forKey: first) { send(slice, &s) }
             }
             if !s.pending.isEmpty {
                 s.pending.withUnsafeBufferPointer { emit?($0, true) }
@@ -138,9 +136,12 @@ final class SliceCollector: @unchecked Sendable {
             return
         }
         send(unit, type: type, lastMacroblock: nal.i_last_mb, &s)
-        while let slice = s.early.removeValue(forKey: s.nextMacroblock) {
-            slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock, &s) }
-        }
+        while let slice = s.early.removeValue(forKey: s.nextMacroblock) { send(slice, &s) }
+    }
+
+    /// Sends a slice held for its turn.
+    private func send(_ slice: Slice, _ s: inout State) {
+        slice.unit.withUnsafeBufferPointer { send($0, type: slice.type, lastMacroblock: slice.lastMacroblock, &s) }
     }
 
     private func send(_ unit: UnsafeBufferPointer<UInt8>, type: Int32, lastMacroblock: Int32, _ s: inout State) {
