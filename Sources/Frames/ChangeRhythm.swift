@@ -1,14 +1,23 @@
 /// The rhythm the screen changes to, learned from the gaps between changes
 /// seen one after the other: a video or an animation redraws at a steady
-/// rate (60 Hz, 24 Hz…), typing and scrolling by hand do not. The period is
-/// known only while the newest gaps agree, so a prediction is made for
-/// content that keeps time and for nothing else. Sans-IO: times are the
-/// monotonic clock's nanoseconds, given by the caller.
+/// rate (60 Hz, 24 Hz…), typing and scrolling by hand do not. A period is
+/// learned when the newest gaps agree, and kept while most of them still
+/// agree with it, so a prediction is made for content that keeps time and
+/// for nothing else, and jitter in when changes are seen (an X server
+/// busy drawing for others tells of them milliseconds late) does not lose
+/// it. Sans-IO: times are the monotonic clock's nanoseconds, given by the
+/// caller.
 package struct ChangeRhythm: Sendable {
     /// Gaps kept: the period is their median.
     package static let kept = 5
-    /// How many of them must lie near the median.
+    /// How many of them must lie near their median to learn a period…
     package static let agreeing = 4
+    /// …and near the period learned to keep it. On a busy machine (the
+    /// harness's 59 Hz scene at 1080p on two cores) one gap in seven was
+    /// more than a tenth off the period, and a period kept only while four
+    /// agreed was lost for a fifth of the changes: each grab then took a
+    /// change up to a period old.
+    package static let holding = 3
     /// A gap longer than this is a pause, not a rhythm (and is not kept).
     package static let longestGap: UInt64 = 1_000_000_000
 
@@ -19,9 +28,10 @@ package struct ChangeRhythm: Sendable {
 
     package init() { gaps.reserveCapacity(Self.kept) }
 
-    /// How far a gap may be from the median and still agree with it: a
-    /// tenth, at least half a millisecond (timer jitter on a busy machine).
-    package static func tolerance(_ median: UInt64) -> UInt64 { max(500_000, median / 10) }
+    /// How far a gap may be from the median and still agree with it: an
+    /// eighth, at least half a millisecond (an X server busy drawing for
+    /// others tells of a change up to milliseconds late).
+    package static func tolerance(_ median: UInt64) -> UInt64 { max(500_000, median / 8) }
 
     /// Two changes were seen one after the other, `gap` apart.
     package mutating func add(gap: UInt64) {
@@ -37,9 +47,19 @@ package struct ChangeRhythm: Sendable {
         newest = (newest + 1) % Self.kept
         guard gaps.count >= Self.agreeing else { return }
         let median = gaps.sorted()[gaps.count / 2]
-        let near = Self.tolerance(median)
-        let agree = gaps.count(where: { $0 > median ? $0 - median <= near : median - $0 <= near })
-        period = agree >= Self.agreeing ? median : nil
+        if agreeing(with: median) >= Self.agreeing {
+            period = median
+        } else if let known = period, agreeing(with: known) >= Self.holding {
+            // Kept as it was: the odd gaps are jitter around it.
+        } else {
+            period = nil
+        }
+    }
+
+    /// How many of the kept gaps lie near `period`.
+    private func agreeing(with period: UInt64) -> Int {
+        let near = Self.tolerance(period)
+        return gaps.count(where: { $0 > period ? $0 - period <= near : period - $0 <= near })
     }
 
     /// Forgets what it learned (a pause; the content changed its pace).

@@ -32,11 +32,15 @@ private struct SimulatedCapture {
     private(set) var longWatches: [UInt64] = []
     private(set) var watches = 0
 
+    /// `seenLate`: how long after each drawing its damage reaches the
+    /// thread (nothing: at once).
     init(drawings: [UInt64], parts: [UInt64] = [0, 40_000, 150_000], interval: UInt64 = 33_333_333,
-         refresh: UInt64 = 1_000_000_000) {
+         refresh: UInt64 = 1_000_000_000, seenLate: [UInt64] = []) {
         self.drawings = drawings
         self.parts = parts
-        changes = drawings.flatMap { start in parts.map { start + $0 } }.sorted()
+        changes = drawings.enumerated().flatMap { index, start in
+            parts.map { start + $0 + (index < seenLate.count ? seenLate[index] : 0) }
+        }.sorted()
         schedule = GrabSchedule(quiet: 250_000, settle: 2_000_000, refresh: refresh, longestWait: 20_000_000,
                                 interval: interval)
     }
@@ -156,6 +160,39 @@ struct GrabScheduleTests {
         #expect(median(ages) < median(plainAges))
     }
 
+    /// The same on a busy machine: the X server, drawing for others on a
+    /// shared core, tells of each change 0.2 to 3.5 ms after it is drawn,
+    /// at random. That is harsher than measured (the harness's 59 Hz scene
+    /// at 1080p on two cores: 14% of the gaps between changes seen were
+    /// more than a tenth off the period; here 24%). The rhythm must hold
+    /// through that jitter: lost, every grab waits for the grid's slot and
+    /// takes a change up to a period old.
+    @Test func aRhythmSeenWithJitterIsStillGrabbedJustDrawn() {
+        var generator = SplitMix(seed: 11)
+        let drawings = regular(hz: 59, seconds: 20)
+        let late = drawings.map { _ in 200_000 + generator.next() % 3_300_000 }
+        var capture = SimulatedCapture(drawings: drawings, seenLate: late)
+        // Whether the rhythm is known, looked at every 100 ms after the first second.
+        var looks: [Bool] = []
+        for tenth in 10...200 {
+            capture.run(until: UInt64(tenth) * 100_000_000)
+            if tenth > 10 { looks.append(capture.schedule.rhythm.period != nil) }
+        }
+        let known = Double(looks.count { $0 }) / Double(looks.count)
+        let ages = capture.grabs(after: 1_000_000_000).compactMap(\.age).sorted()
+        let p95 = ages[ages.count * 95 / 100]
+        #expect(known >= 0.95, "the rhythm known at \(Int(known * 100))% of the looks")
+        // As `contentFasterThanTheFrameRateIsGrabbedJustDrawn` bounds every
+        // age, plus the lateness; not every one here: when the change waited
+        // for is told later than the one pending was, beyond the wait's
+        // margin, the pending one is grabbed.
+        let period = 1e9 / 59
+        let bound = (period + period / 8) / 3 + 0.2e6 + 3.5e6
+        #expect(median(ages) <= 5_000_000, "changes grabbed \(ms(median(ages))) ms old (median)")
+        #expect(Double(p95) <= bound, "changes grabbed \(ms(p95)) ms old (p95)")
+        #expect(capture.torn == 0)
+    }
+
     /// Content slower than the frame rate (20 Hz): each change is grabbed
     /// once, as soon as its drawing has finished, nothing waited for.
     @Test func contentSlowerThanTheFrameRateIsGrabbedAsItChanges() {
@@ -239,7 +276,12 @@ struct GrabScheduleTests {
         rhythm.add(gap: 40_000_000)
         #expect(rhythm.period == 16_666_667, "one odd gap in five is jitter")
         rhythm.add(gap: 5_000_000)
-        #expect(rhythm.period == nil, "two are not a rhythm")
+        #expect(rhythm.period == 16_666_667, "two odd gaps in five keep a rhythm learned")
+        rhythm.add(gap: 25_000_000)
+        #expect(rhythm.period == nil, "three lose it")
+        var fresh = ChangeRhythm()
+        for gap: UInt64 in [16_666_667, 40_000_000, 16_666_667, 5_000_000, 16_666_667] { fresh.add(gap: gap) }
+        #expect(fresh.period == nil, "two odd gaps in five do not teach one")
         for _ in 0..<5 { rhythm.add(gap: 4_291_845) }
         #expect(rhythm.period == 4_291_845)
         #expect(rhythm.nextChange(after: 100_000_000, seen: 90_000_000) == 90_000_000 + 3 * 4_291_845)
