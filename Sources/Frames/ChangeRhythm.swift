@@ -28,10 +28,11 @@ package struct ChangeRhythm: Sendable {
 
     package init() { gaps.reserveCapacity(Self.kept) }
 
-    /// How far a gap may be from the median and still agree with it: an
-    /// eighth, at least half a millisecond (an X server busy drawing for
-    /// others tells of a change up to milliseconds late).
-    package static func tolerance(_ median: UInt64) -> UInt64 { max(500_000, median / 8) }
+    /// How far a gap may be from a period (the gaps' median, or the one
+    /// learned) and still agree with it: an eighth, at least half a
+    /// millisecond (an X server busy drawing for others tells of a change
+    /// up to milliseconds late).
+    package static func tolerance(_ period: UInt64) -> UInt64 { max(500_000, period / 8) }
 
     /// Two changes were seen one after the other, `gap` apart.
     package mutating func add(gap: UInt64) {
