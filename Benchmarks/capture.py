@@ -44,9 +44,16 @@ Cases (each on its own virtual display):
                 wake 50 times a second (Benchmarks/Reference/wakeup.c, built
                 with cc), the floor under any thread woken every 20 ms, as
                 the audio thread is for each Opus frame, on the machine at hand
+  opus-50hz     not the sender either: the least any sender of 20 ms Opus
+                packets does (Benchmarks/Reference/opus.c): wakes 50 times a
+                second, encodes one frame of music-like stereo with the
+                sender's Opus settings and sends it over loopback UDP; what
+                sound costs the sender (720p-still-system-audio less
+                720p-still) is read against it, in the same run
 
     make bench-capture
     python3 Benchmarks/capture.py --seconds 20 --cases 4k-moving,1080p-moving
+    python3 Benchmarks/capture.py --name sound --cases 720p-still,720p-still-system-audio,wakeups-50hz,opus-50hz
 """
 import argparse
 import json
@@ -77,6 +84,7 @@ CASES = {
     "720p-still": dict(size="1280x720", scene=["--static"], send=[]),
     "720p-still-system-audio": dict(size="1280x720", scene=["--static"], send=["--audio", "system"], sound=True),
     "wakeups-50hz": dict(reference="wakeup.c", hz=50),
+    "opus-50hz": dict(reference="opus.c", hz=50, libraries=["-lopus", "-lm"]),
 }
 
 
@@ -220,7 +228,7 @@ def run_reference(name, case, args, work):
     """A reference process of Benchmarks/Reference/ (built with cc), its CPU read as the sender's threads are."""
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Reference", case["reference"])
     binary = os.path.join(work, name)
-    subprocess.run(["cc", "-O2", "-o", binary, source], check=True)
+    subprocess.run(["cc", "-O2", "-o", binary, source] + case.get("libraries", []), check=True)
     process = subprocess.Popen([binary, str(case["hz"])])
     try:
         time.sleep(args.warmup)
@@ -245,7 +253,9 @@ def fmt(value, digits=1):
 
 
 def markdown(rows, args):
-    lines = [f"# What capturing costs (`share send`, release build, {args.seconds:.0f} s measured per case, one run)", "",
+    rounds = max(sum(1 for r in rows if r["case"] == row["case"]) for row in rows)
+    runs = "one run" if rounds == 1 else f"{rounds} rounds"
+    lines = [f"# What capturing costs (`share send`, release build, {args.seconds:.0f} s measured per case, {runs})", "",
              "| case | screen | encoded | fps | CPU % of a core | CPU ms/frame | peak footprint MiB | peak RSS MiB | bands grabbed / kept |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -259,7 +269,24 @@ def markdown(rows, args):
         cells = [f"{fmt(t['cpuPercent'], 2)} / {t['wakeupsPerSecond']:.0f}" if (t := r["threads"].get(n)) else "–"
                  for n in THREADS]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
+    lines += sound_against_floor(rows)
     return "\n".join(lines) + "\n"
+
+
+def sound_against_floor(rows):
+    """What sound costs the sender (the mean of the system-audio case less the mean of the silent one) against
+    the two floors run beside it, when the run has all four cases."""
+    def mean(name):
+        values = [r["cpuPercent"] for r in rows if r["case"] == name]
+        return sum(values) / len(values) if values else None
+    silent, sound = mean("720p-still"), mean("720p-still-system-audio")
+    wakeups, opus = mean("wakeups-50hz"), mean("opus-50hz")
+    if None in (silent, sound, wakeups, opus) or opus <= 0:
+        return []
+    added = sound - silent
+    return ["", f"Sound costs the sender {added:+.2f}% of a core (720p-still-system-audio less 720p-still); "
+                f"the floor for 50 Opus packets a second on this machine is {opus:.2f}% (opus-50hz), of which the "
+                f"wake-ups alone are {wakeups:.2f}% (wakeups-50hz): the sender's sound costs {added / opus:.2f}x the floor."]
 
 
 # The sender's threads, in the order the table shows them.
@@ -273,6 +300,7 @@ def main():
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--bin", default=DEFAULT_BIN)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    parser.add_argument("--name", default="capture", help="the results' file name, without .md or .json")
     args = parser.parse_args()
     names = [n for n in args.cases.split(",") if n]
     for n in names:
@@ -286,7 +314,7 @@ def main():
             case = CASES[name]
             rows.append(run_reference(name, case, args, work) if "reference" in case
                         else run_case(name, case, args, key, work))
-    write_results(args.out, "capture", rows, markdown(rows, args))
+    write_results(args.out, args.name, rows, markdown(rows, args))
 
 
 if __name__ == "__main__":
