@@ -34,3 +34,19 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Locked where Value == Void {
+    /// A lock over no value, for side effects that must not interleave (a
+    /// question on the terminal).
+    public convenience init() { self.init(()) }
+
+    /// Runs `body` holding the lock, without touching the empty value: Swift
+    /// tracks every access to a value of no size at one shared address, not
+    /// the lock's, so under ThreadSanitizer two threads' accesses to it read
+    /// as a race however they are locked.
+    public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

@@ -28,10 +28,10 @@ public enum Keying {
 /// met before may have a session, one question at a time; no answer (end
 /// of input) is no.
 public enum ConfirmationPrompt {
-    private static let lock = Locked(())
+    private static let lock = Locked()
 
     public static func ask(_ request: PeerConfirmationRequest) -> Bool {
-        lock.withLock { _ in
+        lock.withLock {
             note("\"\(request.peerName)\" is new here (\(request.fingerprint))")
             note("its screen shows a code; this screen's code is:  \(request.shortAuthenticationString)")
             FileHandle.standardError.write(Data("share: accept it if the codes are the same [y/N] ".utf8))
