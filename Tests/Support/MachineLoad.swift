@@ -26,24 +26,28 @@ public struct MachineLoad: TestTrait, SuiteTrait, TestScoping {
         let lanes = test.traits.compactMap { ($0 as? MachineLoad)?.lanes }.last ?? self.lanes
         await MachineLanes.shared.take(lanes)
         let start = ContinuousClock.now
-        defer { Self.log(test, lanes: lanes, since: start) }
+        let outcome: Result<Void, any Error>
         do {
             try await MachineLoad.$held.withValue(lanes) { try await function() }
+            outcome = .success(())
         } catch {
-            await MachineLanes.shared.give(lanes)
-            throw error
+            outcome = .failure(error)
         }
         await MachineLanes.shared.give(lanes)
+        await Self.log(test, lanes: lanes, since: start)
+        try outcome.get()
     }
 
     /// With SHARE_TEST_LANES set, how long each test held its lanes (the
     /// test's own time, without its wait for them): what to look at when a
     /// run grows long.
-    private static func log(_ test: Test, lanes: Int, since start: ContinuousClock.Instant) {
+    private static func log(_ test: Test, lanes: Int, since start: ContinuousClock.Instant) async {
         guard getenv("SHARE_TEST_LANES") != nil else { return }
         let elapsed = (ContinuousClock.now - start).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        print("lanes \(lanes) for \(String(format: "%.1f", seconds)) s: \(test.id)")
+        let idle = await MachineLanes.shared.idleWhileWaiting.components
+        print("lanes \(lanes) for \(String(format: "%.1f", seconds)) s: \(test.id) "
+              + "(lanes idle while tests waited so far: \(idle.seconds) s)")
     }
 
     @TaskLocal static var held = 0
@@ -58,29 +62,58 @@ extension Trait where Self == MachineLoad {
     public static var busy: MachineLoad { MachineLoad(lanes: 1) }
 }
 
-/// The lanes `MachineLoad` hands out, in the order they were asked for (a
-/// test wanting both is not overtaken forever by ones wanting one).
+/// The lanes `MachineLoad` hands out, in the order they were asked for,
+/// but for one thing: a lane that the first in line cannot use yet (it
+/// wants both, one is taken) goes to the first test behind it that wants
+/// only one, instead of standing idle until the test on the other lane ends.
+/// A test wanting both starts as soon as both are free at once; the tests
+/// are finite, so it always does.
 actor MachineLanes {
     static let count = 2
     static let shared = MachineLanes()
 
     private var free = count
     private var waiting: [(lanes: Int, resume: CheckedContinuation<Void, Never>)] = []
+    /// How many tests wait for lanes, and how many were let in so far.
+    var waitingCount: Int { waiting.count }
+    private(set) var granted = 0
+    /// Lane-seconds spent free while a test waited (SHARE_TEST_LANES logs it).
+    private(set) var idleWhileWaiting: Duration = .zero
+    private var since = ContinuousClock.now
 
     func take(_ lanes: Int) async {
-        if waiting.isEmpty && free >= lanes {
-            free -= lanes
-            return
+        await withCheckedContinuation { resume in
+            account()
+            waiting.append((lanes, resume))
+            hand()
         }
-        await withCheckedContinuation { waiting.append((lanes, $0)) }
     }
 
     func give(_ lanes: Int) {
+        account()
         free += lanes
-        while let next = waiting.first, next.lanes <= free {
+        hand()
+    }
+
+    /// Resumes, in order, every waiting test whose lanes are free.
+    private func hand() {
+        var index = waiting.startIndex
+        while free > 0 && index < waiting.endIndex {
+            guard waiting[index].lanes <= free else {
+                index += 1
+                continue
+            }
+            let next = waiting.remove(at: index)
             free -= next.lanes
-            waiting.removeFirst()
+            granted += 1
             next.resume.resume()
         }
+    }
+
+    /// Adds the lanes left free since the last change while a test waited.
+    private func account() {
+        let now = ContinuousClock.now
+        if !waiting.isEmpty { idleWhileWaiting += (now - since) * free }
+        since = now
     }
 }
