@@ -11,13 +11,10 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <opus/opus.h>
-#include <poll.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "ticker.h"
 
 enum { RATE = 48000, FRAME = 960, CHANNELS = 2, SECONDS = 2 };
 
@@ -57,17 +54,11 @@ int main(int argc, char **argv) {
         || bind(in, (struct sockaddr *)&sink, sizeof sink) != 0 || getsockname(in, (struct sockaddr *)&sink, &length) != 0
         || connect(out, (struct sockaddr *)&sink, sizeof sink) != 0) return 1;
 
-    int timer = timerfd_create(CLOCK_MONOTONIC, 0);
+    int timer = ticker_start(hz);
     if (timer < 0) return 1;
-    long nanoseconds = 1000000000L / hz;
-    struct timespec period = { nanoseconds / 1000000000L, nanoseconds % 1000000000L };
-    struct itimerspec every = { period, period };
-    if (timerfd_settime(timer, 0, &every, NULL) != 0) return 1;
     unsigned char packet[1500];
     for (long frame = 0;; frame = (frame + 1) % (RATE * SECONDS / FRAME)) {
-        struct pollfd wait = { timer, POLLIN, 0 };
-        uint64_t ticks;
-        if (poll(&wait, 1, -1) < 0 || read(timer, &ticks, sizeof ticks) != (ssize_t)sizeof ticks) return 1;
+        if (ticker_wait(timer) != 0) return 1;
         opus_int32 bytes = opus_encode(encoder, pcm + frame * FRAME * CHANNELS, FRAME, packet, sizeof packet);
         if (bytes < 0) return 1;
         (void)send(out, packet, (size_t)bytes, 0);
