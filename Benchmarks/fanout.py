@@ -63,8 +63,8 @@ def janus_event(url, apisecret, timeout=30):
 class Viewer:
     """One WebRTC viewer of a mountpoint: its own Janus session and peer connection."""
 
-    def __init__(self, janus, mountpoint, apisecret):
-        self.janus, self.mountpoint, self.apisecret = janus, mountpoint, apisecret
+    def __init__(self, janus, mountpoint, pin, apisecret):
+        self.janus, self.mountpoint, self.pin, self.apisecret = janus, mountpoint, pin, apisecret
         self.pc = None
         self.session = None
 
@@ -75,7 +75,7 @@ class Viewer:
         session_url = f"{self.janus}/{self.session}"
         handle = (await call(session_url, {"janus": "attach", "plugin": "janus.plugin.streaming"}))["data"]["id"]
         handle_url = f"{session_url}/{handle}"
-        await call(handle_url, {"janus": "message", "body": {"request": "watch", "id": self.mountpoint}})
+        await call(handle_url, {"janus": "message", "body": {"request": "watch", "id": self.mountpoint, "pin": self.pin}})
         offer = await asyncio.to_thread(janus_event, session_url, self.apisecret)
         self.pc = RTCPeerConnection()
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer["jsep"]["sdp"], type=offer["jsep"]["type"]))
@@ -115,7 +115,7 @@ async def run_viewers(args):
             return []
 
     receiver.get_decoder = lambda codec: CountingDecoder("video" if codec.mimeType.startswith("video/") else "audio")
-    viewers = [Viewer(args.janus, args.id, args.apisecret) for _ in range(args.count)]
+    viewers = [Viewer(args.janus, args.id, args.pin, args.apisecret) for _ in range(args.count)]
     # A few at a time: fifty DTLS handshakes at once starve the event loop
     # of the time to answer ICE checks.
     results = []
@@ -171,12 +171,12 @@ def browser_join(link, apisecret, work, seconds=8):
 PER_PROCESS = 10  # viewers per viewer process: an asyncio loop keeps up with about this many
 
 
-def measure(count, args, janus, link, mountpoint, apisecret, work):
+def measure(count, args, janus, link, mountpoint, pin, apisecret, work):
     groups = []
     for start in range(0, count, PER_PROCESS):
         size = min(PER_PROCESS, count - start)
         process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "viewers", "--janus", args.janus_url,
-                                    "--id", str(mountpoint), "--count", str(size), "--apisecret", apisecret],
+                                    "--id", str(mountpoint), "--pin", pin, "--count", str(size), "--apisecret", apisecret],
                                    stdout=subprocess.PIPE, stderr=open(os.path.join(work, f"viewers-{start}.log"), "w"), text=True)
         os.set_blocking(process.stdout.fileno(), False)
         groups.append({"process": process, "last": {}})
@@ -245,6 +245,7 @@ def main():
     v = sub.add_parser("viewers", help="(internal) run N light viewers and report once a second")
     v.add_argument("--janus", required=True)
     v.add_argument("--id", type=int, required=True)
+    v.add_argument("--pin", required=True, help="the mountpoint's pin (its viewer link carries it)")
     v.add_argument("--count", type=int, required=True)
     v.add_argument("--apisecret")
     parser.add_argument("--viewers", default="0,10,50", help="comma-separated viewer counts")
@@ -297,6 +298,7 @@ def main():
                 if "watch: file://" in line:
                     link = line.split("watch: ", 1)[1].strip()
                     mountpoint = int(line.split("mountpoint ", 1)[1].split()[0])
+                    pin = link.split("&pin=", 1)[1].split("&")[0]
             if link:
                 break
             time.sleep(0.05)
@@ -305,7 +307,7 @@ def main():
             return 1
         rows = []
         for count in counts:
-            row = measure(count, args, janus, link, mountpoint, apisecret, work)
+            row = measure(count, args, janus, link, mountpoint, pin, apisecret, work)
             print(json.dumps(row), flush=True)
             rows.append(row)
         settings = f"{args.size} at 30 fps with a tone, {args.seconds:g} s windows, {os.cpu_count()} cores"

@@ -4,6 +4,19 @@ import Foundation
 public struct JanusError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+
+    /// Text from the server, made safe to print: control characters (a
+    /// terminal's escape sequences among them), bidirectional overrides and
+    /// invisible characters become "?", and it is cut at 200 characters.
+    static func quoting(_ text: some StringProtocol) -> String {
+        let shown = text.unicodeScalars.prefix(200).map { scalar -> String in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned: "?"
+            default: String(scalar)
+            }
+        }.joined()
+        return text.unicodeScalars.count > 200 ? shown + "..." : shown
+    }
 }
 
 /// The secrets a Janus server may ask for: the core's API secret
@@ -67,9 +80,12 @@ public struct MountpointRequest: Sendable {
     public var srtpKeySalt: String
     /// The mountpoint's own secret: whoever holds it may destroy it.
     public var secret: String
+    /// What a viewer must give to watch: the mountpoint is private (not
+    /// listed) and Janus refuses a watch without this pin.
+    public var pin: String
 
     public init(description: String, videoPayloadType: Int, videoFormatParameters: String, audio: [Audio],
-                srtpSuite: Int, srtpKeySalt: String, secret: String) {
+                srtpSuite: Int, srtpKeySalt: String, secret: String, pin: String) {
         self.description = description
         self.videoPayloadType = videoPayloadType
         self.videoFormatParameters = videoFormatParameters
@@ -77,6 +93,7 @@ public struct MountpointRequest: Sendable {
         self.srtpSuite = srtpSuite
         self.srtpKeySalt = srtpKeySalt
         self.secret = secret
+        self.pin = pin
     }
 }
 
@@ -125,8 +142,8 @@ public enum JanusMessages {
             media.append(entry)
         }
         var plugin: [String: Any] = [
-            "request": "create", "type": "rtp", "description": request.description, "is_private": false,
-            "permanent": false, "secret": request.secret, "media": media,
+            "request": "create", "type": "rtp", "description": request.description, "is_private": true,
+            "pin": request.pin, "permanent": false, "secret": request.secret, "media": media,
             "srtpsuite": request.srtpSuite, "srtpcrypto": request.srtpKeySalt,
         ]
         if let key = credentials.adminKey { plugin["admin_key"] = key }
@@ -157,7 +174,7 @@ public enum JanusMessages {
         }
         if let error = data["error"] as? String {
             let code = (data["error_code"] as? NSNumber).map { " (code \($0))" } ?? ""
-            throw JanusError("the streaming plugin refused to \(what): \(error)\(code)")
+            throw JanusError("the streaming plugin refused to \(what): \(JanusError.quoting(error))\(code)")
         }
         return data
     }
@@ -184,17 +201,17 @@ public enum JanusMessages {
 
     private static func envelope(_ answer: [UInt8], what: String) throws(JanusError) -> [String: Any] {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(answer))) as? [String: Any] else {
-            throw JanusError("Janus's answer to \(what) is not JSON: \(String(decoding: answer.prefix(80), as: UTF8.self))")
+            throw JanusError("Janus's answer to \(what) is not JSON: \(JanusError.quoting(String(decoding: answer.prefix(80), as: UTF8.self)))")
         }
         if object["janus"] as? String == "error", let error = object["error"] as? [String: Any] {
-            let reason = error["reason"] as? String ?? "no reason given"
+            let reason = (error["reason"] as? String).map(JanusError.quoting) ?? "no reason given"
             let code = (error["code"] as? NSNumber)?.intValue
             // 403: wrong or missing API secret (JANUS_ERROR_UNAUTHORIZED).
             let hint = code == 403 ? " (give its api_secret with --janus-secrets)" : ""
             throw JanusError("Janus refused to \(what): \(reason)\(hint)")
         }
         guard object["janus"] as? String == "success" else {
-            throw JanusError("Janus's answer to \(what) is \(object["janus"] as? String ?? "unrecognised"), not success")
+            throw JanusError("Janus's answer to \(what) is \((object["janus"] as? String).map(JanusError.quoting) ?? "unrecognised"), not success")
         }
         return object
     }

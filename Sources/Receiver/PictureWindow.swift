@@ -205,8 +205,16 @@ final class PictureWindow {
     private func pointerRows(width: Int, height: Int) -> Range<Int>? {
         guard let overlay = cursor, overlay.position.visible, let shape = overlay.shape else { return nil }
         let origin = Self.cursorOrigin(overlay, shape: shape, width: width, height: height)
-        let rows = max(0, origin.y)..<max(0, min(height, origin.y + shape.height))
-        return rows.isEmpty ? nil : rows
+        return Self.rowsCovered(top: origin.y, rows: shape.height, height: height)
+    }
+
+    /// The rows of a picture `height` rows high that an image `rows` high
+    /// placed at `top` covers, or nil when it is off the picture. A sender
+    /// may place the pointer anywhere, far below or above the picture too.
+    static func rowsCovered(top: Int, rows: Int, height: Int) -> Range<Int>? {
+        let first = min(max(0, top), height)
+        let end = min(max(first, top + rows), height)
+        return first < end ? first..<end : nil
     }
 
     /// Draws the pointer over the picture at `base` (BGRX, rows `width * 4`

@@ -232,7 +232,7 @@ final class Presenter: @unchecked Sendable {
                                      clockRate: Int) -> Int64 {
         if let id = configuration.captureTimeExtensionID, let data = header?.element(id: id),
            let capture = AbsoluteCaptureTime(data) {
-            return Int64(capture.ntpTimestamp.unixNanoseconds / 1000)
+            return capture.ntpTimestamp.unixMicroseconds
         }
         if let mapped = clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
             return mapped / 1000

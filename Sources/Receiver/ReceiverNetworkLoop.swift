@@ -15,7 +15,8 @@ internal import ShareSync
 /// decoder or window never delays feedback or lets the socket overflow.
 final class ReceiverNetworkLoop: @unchecked Sendable {
     // Safe: the session and the gate are used by the network thread only;
-    // the keyframe flag is atomic, statistics go through the shared mutex.
+    // the keyframe flag and the sender's SSRC are atomic, statistics go
+    // through the shared mutex.
     private let socket: UDPSocket
     private let session: ReceiveSession
     private let gate: SessionGate
@@ -36,7 +37,20 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
         self.events = events
     }
 
-    var senderSSRC: UInt32? { session.senderSSRC }
+    /// The video sender's SSRC as the network thread last saw it, for the
+    /// decode thread (bit 32 set when there is one: any 32-bit SSRC is valid).
+    private let publishedSSRC = Atomic<UInt64>(0)
+
+    /// The sender's SSRC, read from any thread.
+    var senderSSRC: UInt32? {
+        let value = publishedSSRC.load(ordering: .relaxed)
+        return value == 0 ? nil : UInt32(truncatingIfNeeded: value)
+    }
+
+    /// Publishes the session's sender SSRC (network thread only).
+    private func publishSenderSSRC() {
+        publishedSSRC.store(session.senderSSRC.map { 1 << 32 | UInt64($0) } ?? 0, ordering: .relaxed)
+    }
 
     func run(_ shared: ReceiverShared) -> ReceiverError? {
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -101,6 +115,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
     }
 
     private func forward(_ events: [ReceiveEvent]) {
+        publishSenderSSRC()
         for event in events {
             switch event {
             case .videoFrame(let unit): queue.push(.video(unit))
@@ -129,6 +144,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
     /// What the gate decided: a new session for the decode thread, people
     /// to ask, refusals to report.
     private func handle(_ gateEvents: [SessionGate.Event]) {
+        publishSenderSSRC()
         for event in gateEvents {
             switch event {
             case .started(let established, let renewed):

@@ -45,6 +45,9 @@ public final class ScreenReceiver: Sendable {
     public init(configuration: ReceiverConfiguration) throws(ReceiverError) {
         self.configuration = configuration
         if let problem = configuration.handshakeName.flatMap(PeerName.problem) { throw .configuration(problem) }
+        guard (0...65535).contains(configuration.port) else {
+            throw .configuration("port \(configuration.port) outside 0-65535 (0 picks a free one)")
+        }
         if let path = configuration.recordPath {
             guard Recorder.Container(path: path) != nil else {
                 throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")

@@ -19,8 +19,9 @@ public final class SRTPContext {
     /// before it looked at their tags.
     private let verifier: OpaquePointer?
 
-    /// Inbound only: the master key, for `resume`. Zeroed when the context goes.
-    private var masterKey: [UInt8] = []
+    /// The master key, read in place (never copied) when creating the
+    /// session and, inbound, by `resume`; wiped when its last holder goes.
+    private let masterKey: SecretBytes
     private let replayWindow: Int
 
     /// Replay window for inbound contexts: wide enough that packets
@@ -34,16 +35,14 @@ public final class SRTPContext {
         self.direction = direction
         var policy = Self.policy(keying.profile, direction: direction, replayWindow: replayWindow)
         share_srtp_policy_set_ssrc_any(&policy, direction == .inbound ? 1 : 0)
-        var key = keying.bytes
         var created: srtp_t?
-        let status = key.withUnsafeMutableBufferPointer { buffer in
-            policy.key = buffer.baseAddress
-            return srtp_create(&created, &policy)
+        let (status, verifier) = keying.secret.withUnsafeBytes { key in
+            policy.key = key.baseAddress
+            let status = srtp_create(&created, &policy)
+            let verifier = direction == .inbound
+                ? share_srtp_verifier_new(keying.profile.verifierProfile, key.baseAddress, Int32(key.count)) : nil
+            return (status, verifier)
         }
-        let verifier = direction == .inbound
-            ? share_srtp_verifier_new(keying.profile.verifierProfile, key, Int32(key.count)) : nil
-        // Overwrite the copy handed to libsrtp (it derived its session keys).
-        for index in key.indices { key[index] = 0 }
         guard status == srtp_err_status_ok, let created, direction == .outbound || verifier != nil else {
             share_srtp_verifier_free(verifier)
             if let created { srtp_dealloc(created) }
@@ -53,8 +52,7 @@ public final class SRTPContext {
         session = created
         self.verifier = verifier
         self.replayWindow = replayWindow
-        // Inbound, the master key stays for streams joined past a rollover (`resume`).
-        if direction == .inbound { masterKey = keying.bytes }
+        masterKey = keying.secret
     }
 
     /// The policy for `profile` in `direction`, without key or SSRC.
@@ -92,7 +90,6 @@ public final class SRTPContext {
     deinit {
         srtp_dealloc(session)
         share_srtp_verifier_free(verifier)
-        for index in masterKey.indices { masterKey[index] = 0 }
     }
 
     /// Whether a packet of this SSRC has been authenticated yet (libsrtp2
@@ -127,7 +124,7 @@ public final class SRTPContext {
         }
         var policy = Self.policy(profile, direction: direction, replayWindow: replayWindow)
         share_srtp_policy_set_ssrc(&policy, ssrc)
-        var status = masterKey.withUnsafeMutableBufferPointer { buffer in
+        var status = masterKey.withUnsafeBytes { buffer in
             policy.key = buffer.baseAddress
             return srtp_add_stream(session, &policy)
         }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
 internal import CSRTPCrypto
 internal import ShareWire
 
@@ -76,8 +79,13 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
 {
     /// The protection profile the key is for.
     public let profile: SRTPProfile
-    /// Key followed by salt (package-wide: a key file's secret is a handshake's pre-shared key).
-    package let bytes: [UInt8]
+    /// Key followed by salt, in one allocation shared by every copy and
+    /// wiped when the last goes.
+    package let secret: SecretBytes
+
+    /// Key followed by salt, copied out (package-wide: a key file's secret is
+    /// a handshake's pre-shared key).
+    package var bytes: [UInt8] { secret.array }
 
     /// Wraps `bytes` (key then salt) after checking their length.
     public init(profile: SRTPProfile, bytes: [UInt8]) throws(SRTPError) {
@@ -85,8 +93,10 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
             throw SRTPError(.badKey, detail: "\(profile.rawValue) needs \(profile.masterLength) bytes of key and salt, got \(bytes.count)")
         }
         self.profile = profile
-        self.bytes = bytes
+        secret = SecretBytes(bytes)
     }
+
+    public static func == (a: Self, b: Self) -> Bool { a.profile == b.profile && a.secret.hasSameBytes(as: b.secret) }
 
     /// Parses the base64 key-salt of an SDES `inline:` parameter (RFC 4568
     /// §6.1); a `|lifetime` or `|MKI:length` suffix is accepted and ignored.
@@ -102,13 +112,14 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
     /// Fresh random keying material from the system's CSPRNG (getrandom).
     public static func random(profile: SRTPProfile) -> SRTPKeyingMaterial {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<profile.masterLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var bytes = (0..<profile.masterLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        defer { bytes.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
         return try! SRTPKeyingMaterial(profile: profile, bytes: bytes)
     }
 
     /// The base64 key-salt for writing an SDES `a=crypto` line or a key
     /// file. The only way to get the key out, and never called by logging.
-    public func inlineKeySalt() -> String { Base64.encode(bytes) }
+    public func inlineKeySalt() -> String { secret.withUnsafeBytes { Base64.encode(Array($0)) } }
 
     public var description: String { "SRTPKeyingMaterial(\(profile.rawValue), key redacted)" }
     public var debugDescription: String { description }

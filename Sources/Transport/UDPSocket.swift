@@ -107,6 +107,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     /// A socket bound to `port` on every local address (0 picks a free port).
     public init(bindingPort port: Int, ipv6: Bool = false, receiveBuffer: Int = 4 << 20) throws(TransportError) {
+        guard (0...65535).contains(port) else { throw TransportError("port \(port) outside 0-65535", errno: 0) }
         let family = ipv6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TransportError("socket", errno: errno) }

@@ -449,6 +449,65 @@ struct ControlChannelEndToEndTests {
         sender.stop()
     }
 
+    /// Clients that hang up before their reply (Ctrl-C on `share ctl`,
+    /// `nc -q0`) cost the sender nothing: before, the reply's write raised
+    /// SIGPIPE and ended it, leaving its socket file behind.
+    @Test func clientsGoneBeforeTheirReplyLeaveTheSenderRunning() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let socket = dir.path("send.sock")
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                            "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
+        defer { sender.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(50_000) }
+        usleep(300_000)
+        for _ in 0..<20 {
+            let client = try connectControl(socket)
+            _ = Array("status\n".utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            close(client)
+        }
+        usleep(300_000)
+        #expect(sender.isRunning, "\(sender.output)")
+        #expect(try ctl("status", socket)["state"] as? String == "running")
+    }
+
+    /// `--control PATH` replaces only a socket left by a sender that is
+    /// gone: a file there, or a running sender's socket, is refused and
+    /// kept.
+    @Test func onlyAStaleSocketIsReplaced() throws {
+        let dir = try TemporaryDirectory()
+        let key = try ShareBinary.keyFile(in: dir)
+        let screen = try EndToEndTests.Screen(width: 320, height: 240)
+        let file = dir.path("notes.txt")
+        try "keep me".write(toFile: file, atomically: false, encoding: .utf8)
+        let arguments = ["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name, "--srtp-key-file", key,
+                         "--audio", "none", "--duration", "5"]
+        let refused = try ShareBinary.run(arguments + ["--control", file], timeout: 20)
+        #expect(refused.status != 0 && refused.output.contains("not a socket"), "\(refused.output)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "keep me")
+
+        // A socket nobody listens on any more is stale: replaced.
+        let stale = dir.path("stale.sock")
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        close(fd)
+        let first = try ShareBinary.start(arguments + ["--control", stale])
+        defer { first.stop() }
+        usleep(1_000_000)
+        #expect(try ctl("status", stale)["state"] as? String == "running", "\(first.output)")
+        // ... and a live one is not taken over.
+        let second = try ShareBinary.run(arguments + ["--control", stale], timeout: 20)
+        #expect(second.status != 0 && second.output.contains("already listens"), "\(second.output)")
+        #expect(try ctl("status", stale)["state"] as? String == "running")
+    }
+
     /// A connected client socket of the control channel at `socket`.
     func connectControl(_ socket: String) throws -> Int32 {
         let client = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

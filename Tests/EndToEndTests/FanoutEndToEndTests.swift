@@ -29,13 +29,17 @@ struct FanoutEndToEndTests {
         let line = try #require(sender.output.split(separator: "\n").first { $0.contains("janus: mountpoint") })
         let id = try #require(UInt64(line.split(separator: " ").first { UInt64($0) != nil } ?? ""))
         #expect(line.contains("file://") && line.contains("examples/fanout/viewer.html?janus="), "\(line)")
+        // The mountpoint is private: the link carries the pin a viewer needs.
+        let pin = try #require(line.split(separator: "&pin=").dropFirst().first.map { String($0.prefix { $0.isHexDigit }) })
+        #expect(pin.count == 32, "\(line)")
 
-        let first = try BrowserViewer(janus: janus.url, mountpoint: id, apiSecret: janus.apiSecret)
+        let first = try BrowserViewer(janus: janus.url, mountpoint: id, pin: pin, apiSecret: janus.apiSecret)
         // The first viewer's picture, then ten seconds of it.
         let start = first.waitForReport(timeout: 10) { number($0, "framesDecoded") > 0 }
         #expect(start != nil, "no picture in the first viewer: \(first.statuses) \(janus.log.suffix(2000))")
         usleep(2_000_000)
-        let second = try BrowserViewer(janus: janus.url, mountpoint: id, apiSecret: janus.apiSecret)
+        let second = try BrowserViewer(janus: janus.url, mountpoint: id, pin: pin, apiSecret: janus.apiSecret)
+        let guessing = try BrowserViewer(janus: janus.url, mountpoint: id, pin: String(pin.reversed()), apiSecret: janus.apiSecret)
         let joined = second.waitForReport(timeout: 10) { number($0, "joinMs") >= 0 && number($0, "framesDecoded") > 0 }
         let end = first.waitForReport(timeout: 14) { number($0, "elapsedMs") >= number(start, "elapsedMs") + 10_000 }
         let result = sender.wait(timeout: 20)
@@ -61,8 +65,12 @@ struct FanoutEndToEndTests {
         #expect((stats["plainKeyframeRequests"] as? Int ?? 0) >= 2, "one per viewer: \(stats)")
         #expect(stats["controlPortRefused"] as? Int == 0)
         #expect(result.output.contains("mountpoint \(id) removed"), "\(result.output)")
+        // A viewer with a wrong pin is refused and decodes nothing.
+        #expect(!guessing.reports.contains { number($0, "framesDecoded") > 0 }, "\(guessing.reports.suffix(1))")
+        #expect(guessing.statuses.contains { $0.contains("error") }, "\(guessing.statuses)")
         first.stop()
         second.stop()
+        guessing.stop()
     }
 
     /// Whether a UDP socket is bound to `port` on this machine (/proc/net/udp).

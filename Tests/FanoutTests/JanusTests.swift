@@ -12,7 +12,8 @@ struct JanusTests {
     private let request = MountpointRequest(description: "share test", videoPayloadType: 96,
                                             videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
                                             audio: [.init(payloadType: 111, stereo: true)], srtpSuite: 80,
-                                            srtpKeySalt: "WbTBosdVUZqEb6Htqhn+m3z7wUh4RJVR8nE15GbN", secret: "s3cret")
+                                            srtpKeySalt: "WbTBosdVUZqEb6Htqhn+m3z7wUh4RJVR8nE15GbN", secret: "s3cret",
+                                            pin: "p1n")
 
     @Test func requestsCarryTheSecretsAndTheMedia() {
         let credentials = JanusCredentials(apiSecret: "api", adminKey: "admin")
@@ -20,6 +21,8 @@ struct JanusTests {
         #expect(create["apisecret"] as? String == "api" && create["janus"] as? String == "message")
         let body = create["body"] as? [String: Any] ?? [:]
         #expect(body["admin_key"] as? String == "admin" && body["srtpsuite"] as? Int == 80 && body["type"] as? String == "rtp")
+        // Not listed, and watched only with the pin.
+        #expect(body["is_private"] as? Bool == true && body["pin"] as? String == "p1n")
         let media = body["media"] as? [[String: Any]] ?? []
         #expect(media.count == 2)
         #expect(media.first?["codec"] as? String == "h264" && media.first?["rtcpport"] as? Int == 0)
@@ -46,6 +49,19 @@ struct JanusTests {
         let wrongKey = #expect(throws: JanusError.self) { try JanusMessages.mountpoint(pluginError, audioStreams: 1) }
         #expect(wrongKey?.description.contains("wrong admin_key") == true)
         #expect(throws: JanusError.self) { try JanusMessages.createdID(Array("<html>".utf8), what: "x") }
+    }
+
+    /// What a server says is printed without its control characters: an
+    /// escape sequence could otherwise rewrite the user's terminal, and a
+    /// bidirectional override could make the text read as something else.
+    @Test func theServersTextIsPrintedWithoutControlCharacters() throws {
+        // JSON escapes, decoded by the parser into the characters themselves.
+        let hostile = #"bad\u001B]0;owned\u0007 \u202Eevil\u200B\r\nfake: line"# + String(repeating: "x", count: 300)
+        let answer = Array(#"{"janus":"error","error":{"code":490,"reason":"\#(hostile)"}}"#.utf8)
+        let error = try #require(#expect(throws: JanusError.self) { try JanusMessages.createdID(answer, what: "x") })
+        let text = error.description
+        #expect(!text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format })
+        #expect(text.contains("bad?]0;owned? ?evil???fake: line") && text.hasSuffix("...") && text.count < 300, "\(text)")
     }
 
     @Test func credentialsFilesAreReadAndNeverPrinted() throws {

@@ -292,3 +292,33 @@ struct SRTPTests {
     }
 }
 
+
+@Suite("Keys in memory")
+struct SecretBytesTests {
+    /// Every copy of a key, and every context made from it, reads one
+    /// allocation; wiping it zeroes what they all read. With the key in an
+    /// array, the context's "wipe" zeroed a copy made on write and left the
+    /// key where it was.
+    @Test func copiesShareOneAllocationThatWipes() throws {
+        let key = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+        let copy = key
+        #expect(copy.secret === key.secret)
+        let bytes = key.bytes
+        #expect(bytes.contains { $0 != 0 })
+        let address = key.secret.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let context = try SRTPContext(keying: copy, direction: .inbound)
+        #expect(key.secret.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) } == address)
+        key.secret.wipe()
+        #expect(key.secret.array == [UInt8](repeating: 0, count: bytes.count))
+        _ = context
+    }
+
+    @Test func equalityComparesTheBytes() throws {
+        let key = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+        let same = try SRTPKeyingMaterial(profile: .aes128CmHmacSha1_80, bytes: key.bytes)
+        #expect(key == same && key.secret !== same.secret)
+        var other = key.bytes
+        other[other.count - 1] ^= 1
+        #expect(try key != SRTPKeyingMaterial(profile: .aes128CmHmacSha1_80, bytes: other))
+    }
+}

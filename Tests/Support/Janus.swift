@@ -77,10 +77,11 @@ public final class BrowserViewer: @unchecked Sendable {
     private let browser: ChildProcess
     private let profile: TemporaryDirectory
 
-    public init(janus: String, mountpoint: UInt64, apiSecret: String?) throws {
+    public init(janus: String, mountpoint: UInt64, pin: String?, apiSecret: String?) throws {
         profile = try TemporaryDirectory()
         let page = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/viewer.html").path
         var query = "janus=\(janus)&id=\(mountpoint)"
+        if let pin { query += "&pin=\(pin)" }
         if let apiSecret { query += "&apisecret=\(apiSecret)" }
         browser = try ChildProcess(try chromiumPath(), [
             "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.url.path)",

@@ -150,6 +150,23 @@ struct RTPPacketTests {
         #expect(abs(back) <= 1)
         #expect(AbsoluteCaptureTime([1, 2, 3][...]) == nil)
     }
+
+    /// Any NTP time a sender sends, 0 (1900) and the era's last second among
+    /// them, is a signed Unix time that scales to nanoseconds without overflow
+    /// (the receiver hands `capturedUnixNanoseconds` to its host).
+    static let captureTimes: [(raw: UInt64, microseconds: Int64)] = [
+        (0, -2_208_988_800_000_000),
+        (2_208_988_800 << 32, 0),
+        (2_208_988_800 << 32 | 0x8000_0000, 500_000),
+        (.max, (0xFFFF_FFFF - 2_208_988_800) * 1_000_000 + 999_999),
+    ]
+
+    @Test(arguments: captureTimes)
+    func anyCaptureTimeIsASignedUnixTime(raw: UInt64, microseconds: Int64) {
+        let time = NTPTimestamp(rawValue: raw).unixMicroseconds
+        #expect(time == microseconds)
+        #expect(time.multipliedReportingOverflow(by: 1000).overflow == false)
+    }
 }
 
 @Suite("SDP (RFC 8866, RFC 4568 a=crypto, RFC 5576 a=ssrc)")

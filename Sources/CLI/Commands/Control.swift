@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 public import ShareWire
 
@@ -47,7 +50,7 @@ public enum ControlChannel {
 
     /// Serves commands on `path` on a background thread until the process ends.
     public static func serve(path: String, handler: @escaping @Sendable (ControlRequest) -> String) throws {
-        unlink(path)
+        try removeStaleSocket(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UsageProblem("control socket: \(String(cString: strerror(errno)))") }
         var address = unixAddress(path)
@@ -68,7 +71,9 @@ public enum ControlChannel {
                 let client = accept(fd, nil, nil)
                 if client < 0 { if errno == EINTR { continue } else { return } }
                 let reply = Array((reply(to: readRequest(client), handler) + "\n").utf8)
-                _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                // A client gone before its reply (Ctrl-C on `share ctl`) is an
+                // EPIPE here, not a SIGPIPE that would end the sender.
+                _ = reply.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(client)
             }
         }
@@ -80,10 +85,13 @@ public enum ControlChannel {
     private static func readRequest(_ client: Int32) -> ControlRequest {
         var reader = ControlRequestReader()
         var buffer = [UInt8](repeating: 0, count: ControlRequest.maximumLength + 1)
-        let deadline = DispatchTime.now() + .seconds(1)
-        while DispatchTime.now() < deadline {
-            let remaining = deadline.uptimeNanoseconds - DispatchTime.now().uptimeNanoseconds
-            setTimeout(client, microseconds: max(1_000, Int(remaining / 1_000)))
+        let deadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+        while true {
+            // One reading of the clock per turn: a test and a later subtraction
+            // could see it pass the deadline in between.
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { break }
+            setTimeout(client, microseconds: max(1_000, Int((deadline - now) / 1_000)))
             let n = read(client, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }
@@ -111,7 +119,7 @@ public enum ControlChannel {
         guard connected == 0 else { throw UsageProblem("cannot reach \(path): \(String(cString: strerror(errno)))") }
         setTimeout(fd, microseconds: 5_000_000)
         let bytes = Array((command + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var reply = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -120,6 +128,21 @@ public enum ControlChannel {
             reply.append(contentsOf: buffer[0..<n])
         }
         return String(decoding: reply, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Removes a socket left at `path` by a sender that is gone; anything
+    /// else there (a file, a link, a live sender's socket) is refused, never
+    /// removed.
+    static func removeStaleSocket(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw UsageProblem("--control \(path): something that is not a socket is there; refusing to replace it")
+        }
+        if (try? send("status", to: path)) != nil {
+            throw UsageProblem("--control \(path): a running sender already listens there")
+        }
+        unlink(path)
     }
 
     /// Reads and writes on `fd` give up after `microseconds`.

@@ -10,6 +10,9 @@ public final class StopSignal: @unchecked Sendable {
     private let lock = NSLock()
 
     public init(duration: Double?) {
+        // A peer or client gone mid-write is an EPIPE for the one write, never
+        // the end of the process (its mountpoint and socket file left behind).
+        signal(SIGPIPE, SIG_IGN)
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())

@@ -13,6 +13,8 @@ struct JanusMount {
     let client: JanusClient
     let mountpoint: Mountpoint
     private let secret: String
+    /// What a viewer gives to watch (the mountpoint is private); the viewer link carries it.
+    let pin: String
 
     /// Creates the mountpoint and sets `configuration` up to send to it.
     static func create(url text: String, secretsFile: String?, name: String?,
@@ -33,13 +35,14 @@ struct JanusMount {
         default: throw JanusError("Janus takes AES_CM_128_HMAC_SHA1_80 or _32 keys, not \(keying.profile.rawValue)")
         }
         var random = SystemRandomNumberGenerator()
-        let secret = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+        let hex = { (count: Int) in (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined() }
+        let (secret, pin) = (hex(16), hex(16))
         let request = MountpointRequest(
             description: "share from \(name ?? IdentityStore.defaultName())", videoPayloadType: Int(configuration.payloadType),
             // Constrained Baseline, as x264 codes for us; browsers match on the profile.
             videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
             audio: configuration.audio.map { .init(payloadType: Int(configuration.audioPayloadType), stereo: $0.channels == 2) },
-            srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: secret)
+            srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: secret, pin: pin)
         let client = JanusClient(url: url, credentials: credentials)
         let mountpoint = try client.create(request)
         configuration.host = url.host
@@ -51,13 +54,13 @@ struct JanusMount {
         configuration.congestionControl = false
         configuration.retransmissionStream = false
         configuration.forwardErrorCorrection = false
-        return JanusMount(client: client, mountpoint: mountpoint, secret: secret)
+        return JanusMount(client: client, mountpoint: mountpoint, secret: secret, pin: pin)
     }
 
     /// Where a browser watches: the viewer page of examples/, when this
     /// binary sits in a checkout (or the current directory is one).
     var viewerLink: String {
-        let query = "?janus=\(client.url)&id=\(mountpoint.id)"
+        let query = "?janus=\(client.url)&id=\(mountpoint.id)&pin=\(pin)"
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let directory = executable.deletingLastPathComponent()
         let candidates = [

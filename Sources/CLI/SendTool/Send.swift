@@ -106,29 +106,6 @@ struct Send: ParsableCommand {
             do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
         }
         let stop = StopSignal(duration: duration)
-        sender.start { event in
-            switch event {
-            case .finished(.some):
-                stop.fire("error")  // reported once, on the way out
-            case .warning(let message):
-                note(message)
-            case .verifying(let receiver, let code):
-                note("receiver \"\(receiver)\": this screen's code is  \(code)  (if the receiver asks, its code must be the same)")
-            case .connected(let receiver, _, let firstMeeting):
-                note("session with \"\(receiver)\" is up" + (firstMeeting ? " (remembered from now on)" : ""))
-            case .memoryStep(let from, let to, let footprint, let budget):
-                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
-            case .memorySettled(let rung, let footprint, let budget):
-                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget at \(rung)")
-            case .receiverLeft(let reason):
-                note("the receiver left: \(reason)")
-            default:
-                break
-            }
-        }
-        for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
-            note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
-        }
         do {
             let controlPath = try o.control ?? ControlChannel.defaultPath()
             try ControlChannel.serve(path: controlPath) { request in
@@ -151,7 +128,35 @@ struct Send: ParsableCommand {
                 }
             }
         } catch {
+            // A path the user named must work; the default one is a convenience.
+            guard o.control == nil else {
+                janus?.remove()
+                fail("\(error)")
+            }
             note("no control channel: \(error)")
+        }
+        sender.start { event in
+            switch event {
+            case .finished(.some):
+                stop.fire("error")  // reported once, on the way out
+            case .warning(let message):
+                note(message)
+            case .verifying(let receiver, let code):
+                note("receiver \"\(receiver)\": this screen's code is  \(code)  (if the receiver asks, its code must be the same)")
+            case .connected(let receiver, _, let firstMeeting):
+                note("session with \"\(receiver)\" is up" + (firstMeeting ? " (remembered from now on)" : ""))
+            case .memoryStep(let from, let to, let footprint, let budget):
+                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget: \(from) -> \(to)")
+            case .memorySettled(let rung, let footprint, let budget):
+                note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget at \(rung)")
+            case .receiverLeft(let reason):
+                note("the receiver left: \(reason)")
+            default:
+                break
+            }
+        }
+        for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
+            note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
         note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
         let status = StatusLine()

@@ -170,6 +170,15 @@ public struct NTPTimestamp: RawRepresentable, Hashable, Comparable, Sendable {
         return seconds &* 1_000_000_000 &+ (fraction &* 1_000_000_000) >> 32
     }
 
+    /// The Unix time in microseconds, negative before 1970 (RFC 3550 lets a
+    /// sender send any NTP time, 0 among them). Within ±2^52, so a caller
+    /// may scale it to nanoseconds without overflow.
+    public var unixMicroseconds: Int64 {
+        let seconds = Int64(rawValue >> 32) - Int64(Self.unixEpochOffset)
+        let fraction = Int64(rawValue & 0xFFFF_FFFF)
+        return seconds * 1_000_000 + (fraction * 1_000_000) >> 32
+    }
+
     /// The middle 32 bits, as used by LSR and DLSR in reception reports (RFC 3550 §6.4.1).
     public var middle32: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 16) }
 
