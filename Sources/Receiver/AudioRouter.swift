@@ -21,6 +21,13 @@ final class AudioRouter {
     private var playedAt: UInt64 = 0
     /// The sound of the streams of earlier sessions.
     private var before = AudioStatistics()
+    /// Packets of streams past the cap, this session.
+    private var refused = 0
+
+    /// The most audio streams one session may bring (each is an Opus
+    /// decoder): a sender sends two at most (system sound and microphone),
+    /// so this leaves room for other senders' layouts and no more.
+    static let maximumStreams = 8
 
     init(configuration: ReceiverConfiguration, recording: SessionRecording?,
          events: @escaping @Sendable (ReceiverEvent) -> Void) {
@@ -42,7 +49,7 @@ final class AudioRouter {
     /// packets: the recording need not wait for sound to open.
     func announce(_ streams: [AudioStreamLayout]) {
         for stream in streams where (1...2).contains(stream.channels) && tracks[stream.ssrc] == nil
-            && recording?.accepts(audioTrack: order.count) != false {
+            && tracks.count < Self.maximumStreams && recording?.accepts(audioTrack: order.count) != false {
             guard let track = try? AudioTrack(ssrc: stream.ssrc, channels: Int(stream.channels), index: order.count)
             else { continue }
             add(track)
@@ -54,6 +61,11 @@ final class AudioRouter {
     /// instant on the sender's clock (Unix µs).
     func route(_ packet: RTPPacket, captured: Int64) {
         if tracks[packet.ssrc] == nil {
+            guard tracks.count < Self.maximumStreams else {
+                if refused == 0 { events(.warning("more than \(Self.maximumStreams) audio streams: the others are dropped")) }
+                refused += 1
+                return
+            }
             // A new stream after the recording started cannot join its file.
             guard let track = try? AudioTrack(ssrc: packet.ssrc, firstPacket: packet.payload, index: order.count)
             else { return }
@@ -84,6 +96,7 @@ final class AudioRouter {
         tracks = [:]
         order = []
         heardDelay = nil
+        refused = 0
     }
 
     /// The sound of every session so far.
@@ -140,6 +153,7 @@ final class AudioRouter {
             audio.packetsLate += t.packetsLate
         }
         audio.streams = tracks.count
+        audio.packetsOfStreamsRefused = refused
         return audio
     }
 }

@@ -22,6 +22,9 @@ public struct AudioStatistics: Sendable, Codable, Equatable {
     public var packetsRecorded = 0
     /// Frames dropped because playback fell more than 200 ms behind.
     public var framesDroppedForPlayback = 0
+    /// Packets of audio streams beyond `maximumStreams` in one session:
+    /// dropped, so a sender cannot make the receiver open decoders without end.
+    public var packetsOfStreamsRefused = 0
 
     /// All counters at zero.
     public init() {}
@@ -34,6 +37,7 @@ public struct AudioStatistics: Sendable, Codable, Equatable {
         framesRecoveredByFEC += other.framesRecoveredByFEC
         framesConcealed += other.framesConcealed
         packetsLate += other.packetsLate
+        packetsOfStreamsRefused += other.packetsOfStreamsRefused
     }
 }
 

@@ -79,6 +79,7 @@ public final class ScreenReceiver: Sendable {
             sessionConfiguration.retransmissionPayloadType = configuration.retransmissionPayloadType
             sessionConfiguration.fecPayloadType = configuration.fecPayloadType
             sessionConfiguration.earlySlices = configuration.decodesSlicesEarly
+            if case .handshake = configuration.keying { sessionConfiguration.searchesRolloverCounters = false }
             // The window draws a pointer sent apart; a recording or a host
             // drawing the pictures itself would show none.
             sessionConfiguration.drawsPointer = configuration.showWindow && configuration.recordPath == nil

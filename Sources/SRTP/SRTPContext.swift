@@ -103,15 +103,25 @@ public final class SRTPContext {
     /// tag is genuine, among `candidates`; nil when none. A receiver that
     /// starts listening after the sender's sequence numbers wrapped cannot
     /// know it (a static key carries none): libsrtp2 assumes 0 and refuses
-    /// every packet. Each candidate costs one tag computation over the
-    /// packet, so a caller bounds how often it asks. The packet is left as
-    /// it is.
+    /// every packet. With an HMAC profile the packet is hashed once and each
+    /// candidate costs a small constant; with GCM each candidate is a tag
+    /// computation over the packet (`searchCost`), so a caller bounds how
+    /// much it asks. The packet is left as it is.
     public func rolloverCounter(of packet: PacketBuffer, among candidates: ClosedRange<UInt32>) -> UInt32? {
         guard let verifier, packet.count >= RTPPacket.fixedHeaderSize else { return nil }
-        return packet.bytes.withUnsafeBufferPointer { buffer in
-            let (base, length) = (buffer.baseAddress!, Int32(buffer.count))
-            return candidates.first { share_srtp_verify_rtp(verifier, base, length, $0) == 1 }
+        let found = packet.bytes.withUnsafeBufferPointer { buffer in
+            share_srtp_search_rtp_roc(verifier, buffer.baseAddress!, Int32(buffer.count), candidates.lowerBound,
+                                      candidates.upperBound)
         }
+        return found < 0 ? nil : UInt32(found)
+    }
+
+    /// About how many bytes a search of `candidates` over a packet of
+    /// `length` bytes hashes: the packet once and a SHA-1 finalisation (two
+    /// 64-byte blocks) per candidate, or with GCM the whole packet per
+    /// candidate.
+    public func searchCost(length: Int, candidates: Int) -> Int {
+        profile.isGCM ? length * candidates : length + 128 * candidates
     }
 
     /// Receives the stream of `ssrc` from rollover counter
@@ -130,6 +140,13 @@ public final class SRTPContext {
         }
         if status == srtp_err_status_ok { status = srtp_set_stream_roc(session, ssrc, rolloverCounter) }
         guard status == srtp_err_status_ok else { throw SRTPLibrary.error(status, detail: "resuming a stream") }
+    }
+
+    /// Drops the stream of `ssrc` (its keys and replay window); a later
+    /// packet of it starts a new one. Inbound only.
+    public func forget(ssrc: UInt32) {
+        guard direction == .inbound, knows(ssrc: ssrc) else { return }
+        _ = srtp_remove_stream(session, ssrc.bigEndian)
     }
 
     /// Whether an SRTP packet that `unprotect` refused as replayed or too old

@@ -61,7 +61,13 @@ public struct ReceiveStatistics: Sendable, Equatable {
     /// Video streams followed after the one before went silent (a restarted sender).
     public var streamsReplaced = 0
     /// Searches for a rollover counter (a new SSRC's first packet refused
-    /// at 0), and those refused because four a second were made already.
+    /// at 0), and those not made: the datagram was larger than an MTU, or
+    /// the searches' byte budget was spent.
     public var rolloverSearches = 0
     public var rolloverSearchesLimited = 0
+    /// About how many bytes those searches hashed.
+    public var rolloverSearchBytes = 0
+    /// SRTP streams dropped to keep at most 16 (the one heard longest ago
+    /// goes when a seventeenth SSRC authenticates).
+    public var streamsForgotten = 0
 }

@@ -31,6 +31,11 @@ public final class ReceiveSession {
         /// sends it apart (it shows the picture and records nothing): told
         /// with each report (`PointerDrawing`) for a sender's `--cursor auto`.
         public var drawsPointer = false
+        /// Whether a stream heard first after its sender's sequence numbers
+        /// wrapped is searched for its rollover counter. Only a static key
+        /// needs it: a handshake's keys are new each session, and so are
+        /// the sender's counters.
+        public var searchesRolloverCounters = true
 
         public init(ssrc: UInt32, cname: String, videoPayloadType: UInt8? = nil) {
             self.ssrc = ssrc
@@ -66,8 +71,11 @@ public final class ReceiveSession {
     private var reportedTitle: String?
     private var reportedAudio: [AudioStreamLayout]?
     private var goodbyeReported = false
-    /// Bounds the searches for a late stream's rollover counter.
-    private var rolloverSearchLimit = RateLimiter(rate: 4, burst: 4)
+    /// The SRTP streams kept, at most `maximumStreams`.
+    private var streams = StreamLedger(capacity: ReceiveSession.maximumStreams)
+    /// Bounds the bytes hashed searching for late streams' rollover counters.
+    private var rolloverSearchBudget = RateLimiter(rate: ReceiveSession.rolloverSearchBytesPerSecond,
+                                                   burst: ReceiveSession.rolloverSearchBytesPerSecond)
 
     /// A session with one static key for both directions (SDES).
     public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial) throws(SRTPError) {
@@ -89,6 +97,15 @@ public final class ReceiveSession {
     public func rekey(_ keys: SRTPSessionKeys) throws(SRTPError) {
         srtp = try SRTPContext(keying: keys.inbound, direction: .inbound)
         outbound = try SRTPContext(keying: keys.outbound, direction: .outbound)
+        streams.removeAll()
+    }
+
+    /// Keeps the SRTP streams within `maximumStreams` once `ssrc` authenticated.
+    private func noteStream(_ ssrc: UInt32, now: MonotonicTime) {
+        if let stale = streams.authenticated(ssrc, now: now, keeping: videoSSRC) {
+            srtp.forget(ssrc: stale)
+            statistics.streamsForgotten += 1
+        }
     }
 
     /// Starts over for a new sender (a new session): its keys, and a fresh
@@ -148,24 +165,42 @@ public final class ReceiveSession {
     /// hours at 300 packets a second).
     static let rolloverCandidates: ClosedRange<UInt32> = 1...1023
 
+    /// Bytes a second the searches may hash, on average: a few HMAC
+    /// searches (about 130 KB each), or one GCM search of a full packet
+    /// every half second. Hashing runs at several hundred MB a second, so
+    /// a stranger flooding the port costs the network thread well under 1%
+    /// of a core here (the hostile suite's rollover flood measures it).
+    public static let rolloverSearchBytesPerSecond = 2_000_000.0
+
+    /// The most SSRCs whose SRTP streams are kept at once: a sender uses
+    /// five or so (video, its repairs, FEC, two audio streams).
+    static let maximumStreams = 16
+
+    /// The largest datagram searched: a genuine sender's packets fit a
+    /// path's MTU, so a larger one is never a stream joined late.
+    public static let largestSearchedDatagram = 1500
+
     /// A receiver that starts after its sender's sequence numbers wrapped
     /// cannot know the rollover counter (a static key carries none, RFC
     /// 4568): libsrtp2 assumes 0 and would refuse every packet of the
     /// stream. So the first packet of an SSRC not heard yet whose tag is
     /// not genuine at 0 is tried at the counters after it; the one that
-    /// makes its tag genuine resumes the stream there. A search costs up to
-    /// 1023 tag checks (a few milliseconds): four a second at most, so a
-    /// stranger's packets under ever new SSRCs cost bounded work.
+    /// makes its tag genuine resumes the stream there. What the searches
+    /// hash is budgeted in bytes (`rolloverSearchBytesPerSecond`), and only
+    /// datagrams that fit an MTU are searched, so a stranger's packets under
+    /// ever new SSRCs cost bounded work.
     private func resumeIfJoinedLate(_ datagram: PacketBuffer, now: MonotonicTime) {
         let bytes = datagram.bytes
-        guard bytes.count >= RTPPacket.fixedHeaderSize else { return }
+        guard configuration.searchesRolloverCounters, bytes.count >= RTPPacket.fixedHeaderSize else { return }
         let ssrc = bytes[(bytes.startIndex + 8)..<(bytes.startIndex + 12)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard !srtp.knows(ssrc: ssrc), srtp.rolloverCounter(of: datagram, among: 0...0) == nil else { return }
-        guard rolloverSearchLimit.take(now: now) else {
+        let cost = srtp.searchCost(length: bytes.count, candidates: Self.rolloverCandidates.count)
+        guard bytes.count <= Self.largestSearchedDatagram, rolloverSearchBudget.spend(Double(cost), now: now) else {
             statistics.rolloverSearchesLimited += 1
             return
         }
         statistics.rolloverSearches += 1
+        statistics.rolloverSearchBytes += cost
         guard let counter = srtp.rolloverCounter(of: datagram, among: Self.rolloverCandidates),
               (try? srtp.resume(ssrc: ssrc, rolloverCounter: counter)) != nil else { return }
         statistics.streamsResumed += 1
@@ -218,6 +253,7 @@ public final class ReceiveSession {
             return []
         }
         statistics.rtpPackets += 1
+        noteStream(packet.ssrc, now: now)
         if configuration.congestionFeedback { feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
         if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = videoSSRC,
            let videoPayloadType, packet.ssrc != ssrc {
@@ -323,6 +359,8 @@ public final class ReceiveSession {
             return []
         }
         statistics.rtcpPackets += 1
+        let header = datagram.bytes
+        noteStream(header[(header.startIndex + 4)..<(header.startIndex + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }, now: now)
         var events: [ReceiveEvent] = []
         for packet in packets {
             switch packet {

@@ -20,4 +20,16 @@ public struct RateLimiter: Sendable {
         tokens -= 1
         return true
     }
+
+    /// Spends `cost` tokens at `now` when the bucket is not in debt, even
+    /// past what it holds: the debt is repaid by the refill before the next
+    /// spend. So work of any size is allowed now and then, and on average
+    /// `rate` a second.
+    public mutating func spend(_ cost: Double, now: MonotonicTime) -> Bool {
+        if let last = refilledAt { tokens = min(burst, tokens + now.since(last).seconds * rate) }
+        refilledAt = now
+        guard tokens > 0 else { return false }
+        tokens -= cost
+        return true
+    }
 }

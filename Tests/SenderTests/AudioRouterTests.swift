@@ -52,6 +52,32 @@ struct AudioRouterTests {
         #expect(!sound.holdsPictures, "no sound plays, so no picture waits for it")
     }
 
+    /// A sender cannot make the receiver open Opus decoders without end:
+    /// streams past the cap are dropped and counted, with one warning, and
+    /// a new session may bring its own again. A capture time from 1900 (an
+    /// NTP time of 0) reaches the host as a negative Unix time, not a trap.
+    @Test func streamsPastTheCapAreDroppedAndCounted() throws {
+        let heard = Locked<[ReceivedSound]>([])
+        let warnings = Locked<[String]>([])
+        var configuration = ReceiverConfiguration(keying: .handshake(.preSharedKey(Array("router".utf8)), store: nil))
+        configuration.playAudio = false
+        configuration.onSound = { sound in heard.withLock { $0.append(sound) } }
+        let sound = AudioRouter(configuration: configuration, recording: nil, events: { event in
+            if case .warning(let text) = event { warnings.withLock { $0.append(text) } }
+        })
+        let earliest = NTPTimestamp(rawValue: 0).unixMicroseconds
+        for ssrc in 1...20 as ClosedRange<UInt32> {
+            for packet in try packets(2, content: .voice, ssrc: ssrc) { sound.route(packet, captured: earliest) }
+        }
+        #expect(sound.statistics.streams == AudioRouter.maximumStreams)
+        #expect(sound.statistics.packetsOfStreamsRefused == 2 * (20 - AudioRouter.maximumStreams))
+        #expect(warnings.withLock { $0.count } == 1)
+        #expect(heard.withLock { $0.first?.capturedUnixNanoseconds } == earliest * 1000)
+        sound.endSession()
+        for packet in try packets(2, content: .voice, ssrc: 99) { sound.route(packet, captured: 0) }
+        #expect(sound.statistics.streams == AudioRouter.maximumStreams + 1, "the totals keep the first session's")
+    }
+
     @Test func announcedStreamsKeepTheSendersOrderAndASessionsEndKeepsTheCounts() throws {
         let heard = Locked<[ReceivedSound]>([])
         let sound = router(heard: heard)

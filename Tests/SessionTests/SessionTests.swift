@@ -15,7 +15,7 @@ func accessUnit(_ n: Int, size: Int, keyframe: Bool) -> [UInt8] {
 
 /// Sender and receiver sessions joined by an in-memory channel with a clock.
 final class Link {
-    let keying = SRTPKeyingMaterial.random(profile: .aes128CmHmacSha1_80)
+    let keying: SRTPKeyingMaterial
     let sender: SendStream
     let receiver: ReceiveSession
     var now = MonotonicTime(nanoseconds: 1_000_000_000)
@@ -33,13 +33,17 @@ final class Link {
     /// for (its first report is no late join); otherwise a static-key
     /// receiver, whose first report brings a keyframe.
     init(initialSequenceNumber: UInt16 = 65_500, sessionPeer: Bool = false, receiverDrawsPointer: Bool = false,
-         configure: (inout SendStream.Configuration) -> Void = { _ in }) throws {
+         profile: SRTPProfile = .aes128CmHmacSha1_80,
+         configure: (inout SendStream.Configuration) -> Void = { _ in },
+         configureReceiver: (inout ReceiveSession.Configuration) -> Void = { _ in }) throws {
+        keying = .random(profile: profile)
         var configuration = SendStream.Configuration(ssrc: 0xAAAA, cname: "sender")
         configure(&configuration)
         sender = try SendStream(configuration: configuration, keying: keying, initialSequenceNumber: initialSequenceNumber)
         if sessionPeer { try sender.rekey(.symmetric(keying)) }
         var receiving = ReceiveSession.Configuration(ssrc: 0xBBBB, cname: "receiver", videoPayloadType: 96)
         receiving.drawsPointer = receiverDrawsPointer
+        configureReceiver(&receiving)
         receiver = try ReceiveSession(configuration: receiving, keying: keying)
     }
 
@@ -226,8 +230,9 @@ struct SessionTests {
     /// sequence numbers wrapped: libsrtp2 alone would assume rollover
     /// counter 0 and refuse every packet. The session finds the counter from
     /// the first packet's tag and receives everything from then on.
-    @Test func aReceiverJoiningAfterTheSequenceWrapped() throws {
-        let link = try Link(initialSequenceNumber: 65_000)
+    @Test(arguments: [SRTPProfile.aes128CmHmacSha1_80, .aeadAes128Gcm, .aes256CmHmacSha1_32])
+    func aReceiverJoiningAfterTheSequenceWrapped(profile: SRTPProfile) throws {
+        let link = try Link(initialSequenceNumber: 65_000, profile: profile)
         // ~1000 packets go to no one: the sender's counter is 1 when the receiver comes.
         try link.stream(0..<30, keyframes: [0], heard: false)
         try link.stream(30..<45, keyframes: [30])
@@ -237,6 +242,59 @@ struct SessionTests {
         #expect(link.frames.count == 15, "every frame from the first one heard: \(link.frames.count)")
         #expect(link.frames.last.map { $0.data == accessUnit(44, size: 40_000, keyframe: false) } == true)
         #expect(link.losses == 0)
+    }
+
+    /// With a handshake, keys and counters are new each session: a packet
+    /// under a new SSRC is never searched (a stranger cannot make the
+    /// receiver hash), and one past a wrap is refused, as it should be.
+    @Test func aHandshakeSessionNeverSearchesForCounters() throws {
+        let link = try Link(initialSequenceNumber: 65_000, configureReceiver: { $0.searchesRolloverCounters = false })
+        try link.stream(0..<30, keyframes: [0], heard: false)
+        try link.stream(30..<35, keyframes: [30])
+        let s = link.receiver.statistics
+        #expect(s.rolloverSearches == 0 && s.rolloverSearchesLimited == 0 && s.streamsResumed == 0)
+        #expect(link.frames.isEmpty && s.authenticationFailures > 0)
+    }
+
+    /// A key holder changing SSRC at every packet cannot grow the receiver:
+    /// past 16 SRTP streams the one heard longest ago goes, never the video
+    /// stream being shown, which carries on.
+    @Test func newSSRCsPastTheCapReplaceTheOldestStream() throws {
+        let link = try Link()
+        try link.send(0, size: 3000, keyframe: true)
+        link.deliver()
+        for i in 0..<40 {
+            let other = try SendStream(configuration: .init(ssrc: 0x1000 + UInt32(i), cname: "x"), keying: link.keying)
+            try other.send(accessUnit: accessUnit(i, size: 500, keyframe: true), rtpTimestamp: UInt32(i), captureTime: .init(rawValue: 0),
+                           now: link.now) { bytes in
+                var datagram = PacketBuffer(bytes)
+                _ = link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in })
+            }
+            link.advance(.milliseconds(1))
+        }
+        let s = link.receiver.statistics
+        #expect(s.streamsForgotten == 41 - 16, "\(s.streamsForgotten)")
+        try link.send(1, size: 3000)
+        link.deliver()
+        #expect(link.frames.count == 2 && link.receiver.senderSSRC == 0xAAAA, "the video stream carries on")
+        #expect(link.receiver.statistics.authenticationFailures == 0)
+    }
+
+    /// A datagram larger than an MTU is never a genuine packet of a stream
+    /// joined late: it is not searched, so a stranger's 64 KiB datagrams
+    /// cannot make the search costly.
+    @Test func datagramsLargerThanAnMTUAreNotSearched() throws {
+        let link = try Link()
+        var rng = SeededGenerator(seed: 7)
+        for size in [1501, 9000, 65_000] {
+            var bytes = rng.bytes(size)
+            bytes[0] = 0x80
+            bytes[1] = 96
+            var datagram = PacketBuffer(bytes)
+            #expect(link.receiver.handle(datagram: &datagram, now: link.now, emit: { _ in }).isEmpty)
+        }
+        let s = link.receiver.statistics
+        #expect(s.rolloverSearches == 0 && s.rolloverSearchesLimited == 3 && s.authenticationFailures == 3)
     }
 
     /// A sender paused for 60 hours still writes its sender report (the RTP
@@ -532,9 +590,12 @@ struct SessionTests {
         #expect(s.replays + s.authenticationFailures + s.malformed == 2000 + 2 * genuine.count + strangerPackets,
                 "every hostile datagram is counted exactly once")
         // Datagrams under SSRCs not heard yet each looked like a stream
-        // joined late: four searches for their rollover counter (the
-        // burst, all at one instant), none found, the rest refused a search.
-        #expect(s.rolloverSearches == 4 && s.streamsResumed == 0 && s.rolloverSearchesLimited > 100)
+        // joined late: searches for their rollover counter until the byte
+        // budget was spent (all at one instant: the burst, and the one
+        // search that took it into debt), none found, the rest refused.
+        let largest = 1500 + 128 * 1023
+        #expect(s.rolloverSearches >= 4 && s.streamsResumed == 0 && s.rolloverSearchesLimited > 100)
+        #expect(s.rolloverSearchBytes <= Int(ReceiveSession.rolloverSearchBytesPerSecond) + largest, "\(s.rolloverSearchBytes)")
         try link.send(1, size: 3000)
         link.deliver()
         #expect(link.frames.count == 2, "the genuine stream carries on")

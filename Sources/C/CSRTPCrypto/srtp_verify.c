@@ -154,6 +154,37 @@ int share_srtp_verify_rtp(const share_srtp_verifier *verifier, const uint8_t *pa
                        body - header, packet + body);
 }
 
+int64_t share_srtp_search_rtp_roc(const share_srtp_verifier *verifier, const uint8_t *packet, int length, uint32_t first,
+                                  uint32_t last) {
+    int header = rtp_header_length(packet, length);
+    if (verifier == NULL || header < 0 || length - header < verifier->rtp_tag || first > last) return -1;
+    if (verifier->gcm) {
+        for (uint64_t roc = first; roc <= last; roc++) {
+            if (share_srtp_verify_rtp(verifier, packet, length, (uint32_t)roc)) return (int64_t)roc;
+        }
+        return -1;
+    }
+    // RFC 3711 §4.2: the tag is HMAC(auth key, packet || ROC). Hash the
+    // packet once; each candidate continues a copy of that state.
+    int body = length - verifier->rtp_tag;
+    int64_t found = -1;
+    HMAC_CTX *hashed = HMAC_CTX_new();
+    HMAC_CTX *candidate = HMAC_CTX_new();
+    int ok = hashed != NULL && candidate != NULL && HMAC_Init_ex(hashed, verifier->rtp_auth, 20, EVP_sha1(), NULL) == 1
+          && HMAC_Update(hashed, packet, (size_t)body) == 1;
+    for (uint64_t roc = first; ok && found < 0 && roc <= last; roc++) {
+        uint8_t roc_bytes[4] = {roc >> 24, roc >> 16, roc >> 8, roc};
+        uint8_t digest[EVP_MAX_MD_SIZE];
+        unsigned int digest_length = 0;
+        ok = HMAC_CTX_copy(candidate, hashed) == 1 && HMAC_Update(candidate, roc_bytes, 4) == 1
+          && HMAC_Final(candidate, digest, &digest_length) == 1 && digest_length >= (unsigned)verifier->rtp_tag;
+        if (ok && CRYPTO_memcmp(digest, packet + body, (size_t)verifier->rtp_tag) == 0) found = (int64_t)roc;
+    }
+    HMAC_CTX_free(candidate);
+    HMAC_CTX_free(hashed);
+    return found;
+}
+
 int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *packet, int length) {
     if (verifier == NULL) return 0;
     if (!verifier->gcm) {

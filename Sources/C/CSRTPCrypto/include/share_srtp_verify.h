@@ -32,6 +32,15 @@ void share_srtp_verifier_free(share_srtp_verifier *verifier);
 /// 1 when the SRTP packet's tag is genuine for rollover counter `roc`.
 int share_srtp_verify_rtp(const share_srtp_verifier *verifier, const uint8_t *packet, int length, uint32_t roc);
 
+/// The first rollover counter in `first`...`last` under which the SRTP
+/// packet's tag is genuine, or -1. With an HMAC profile the packet is hashed
+/// once and only the counter is hashed per candidate (one HMAC state,
+/// copied), so a search costs about one packet's hash plus a small constant
+/// per candidate, whatever the packet's size. GCM puts the counter in the
+/// IV: each candidate is a whole verification.
+int64_t share_srtp_search_rtp_roc(const share_srtp_verifier *verifier, const uint8_t *packet, int length, uint32_t first,
+                                  uint32_t last);
+
 /// 1 when the SRTCP packet's tag is genuine.
 int share_srtp_verify_rtcp(const share_srtp_verifier *verifier, const uint8_t *packet, int length);
 
