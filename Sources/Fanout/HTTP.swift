@@ -81,14 +81,36 @@ public func httpRequest(method: String, url: HTTPURL, body: [UInt8]?, contentTyp
     return Array(head.utf8) + (body ?? [])
 }
 
-/// Reads an HTTP/1.1 response from bytes as they arrive, sans-IO: the body
-/// by Content-Length, chunked transfer coding, or up to the close. Bounded:
-/// headers up to 16 KiB, a body up to `maxBody`.
+/// Reads an HTTP/1.1 response from bytes as they arrive, sans-IO and
+/// incrementally: each byte is looked at once, however the server splits
+/// what it sends. The body by Content-Length, chunked transfer coding, or up
+/// to the close. Everything is bounded: the head and the trailers at 16 KiB,
+/// a chunk-size line at 1 KiB, the body at `maxBody` however it is framed.
 public struct HTTPResponseParser: Sendable {
     public let maxBody: Int
-    private var buffer: [UInt8] = []
+    static let maximumHead = 16 << 10
+    static let maximumChunkLine = 1 << 10
+
+    private enum Stage: Sendable {
+        /// The status line and headers, up to the empty line.
+        case head
+        /// A body of known length, or one that ends at the close.
+        case body(remaining: Int?)
+        /// A chunk-size line (with any extensions), up to its CRLF.
+        case chunkSize
+        case chunkData(remaining: Int)
+        /// The CRLF after a chunk's data.
+        case chunkEnd
+        /// Trailer lines after the last chunk, up to the empty line.
+        case trailers
+        case done
+    }
+
+    private var stage = Stage.head
+    /// The line or head being read (bounded by the stage's limit).
+    private var pending: [UInt8] = []
     private var status: Int?
-    private var bodyStart = 0
+    private var body: [UInt8] = []
     private var length: Int?
     private var chunked = false
 
@@ -96,24 +118,103 @@ public struct HTTPResponseParser: Sendable {
 
     /// Takes the next bytes read; returns the response once it is complete.
     public mutating func feed(_ bytes: ArraySlice<UInt8>) throws(HTTPError) -> HTTPResponse? {
-        buffer.append(contentsOf: bytes)
-        if status == nil {
-            guard let end = Self.find([13, 10, 13, 10], in: buffer[...]) else {
-                if buffer.count > 16 << 10 { throw HTTPError("response headers over 16 KiB") }
-                return nil
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            switch stage {
+            case .head:
+                index = try take(line: bytes, from: index, limit: Self.maximumHead, what: "response headers", untilEmptyLine: true)
+            case .body(let remaining):
+                let count = min(bytes.endIndex - index, remaining ?? Int.max)
+                try append(bytes[index..<(index + count)])
+                index += count
+                if let remaining {
+                    stage = remaining - count == 0 ? .done : .body(remaining: remaining - count)
+                }
+            case .chunkSize:
+                index = try take(line: bytes, from: index, limit: Self.maximumChunkLine, what: "a chunk-size line", untilEmptyLine: false)
+            case .chunkData(let remaining):
+                let count = min(bytes.endIndex - index, remaining)
+                try append(bytes[index..<(index + count)])
+                index += count
+                stage = remaining - count == 0 ? .chunkEnd : .chunkData(remaining: remaining - count)
+            case .chunkEnd:
+                pending.append(bytes[index])
+                index += 1
+                if pending.count == 2 {
+                    guard pending == [13, 10] else { throw HTTPError("a chunk's data is not followed by CRLF") }
+                    pending.removeAll()
+                    stage = .chunkSize
+                }
+            case .trailers:
+                index = try take(line: bytes, from: index, limit: Self.maximumHead, what: "trailers", untilEmptyLine: true)
+            case .done:
+                index = bytes.endIndex
             }
-            try readHead(buffer[..<end])
-            bodyStart = end + 4
         }
-        return try complete(closed: false)
+        if case .body(remaining: 0) = stage { stage = .done }
+        if case .done = stage, let status { return HTTPResponse(status: status, body: body) }
+        return nil
     }
 
     /// The peer closed the connection: the response as it stands, if that
     /// is a whole one.
     public mutating func finish() throws(HTTPError) -> HTTPResponse {
-        guard status != nil else { throw HTTPError("the connection closed before a response") }
-        guard let response = try complete(closed: true) else { throw HTTPError("the connection closed mid-response") }
-        return response
+        guard let status else { throw HTTPError("the connection closed before a response") }
+        switch stage {
+        case .done, .body(remaining: nil): return HTTPResponse(status: status, body: body)
+        default: throw HTTPError("the connection closed mid-response")
+        }
+    }
+
+    /// Reads bytes into `pending` up to a CRLF (a head: up to an empty
+    /// line), then acts on what was read; returns where it stopped.
+    private mutating func take(line bytes: ArraySlice<UInt8>, from start: Int, limit: Int, what: String,
+                               untilEmptyLine: Bool) throws(HTTPError) -> Int {
+        var index = start
+        while index < bytes.endIndex {
+            pending.append(bytes[index])
+            index += 1
+            guard pending.count <= limit else { throw HTTPError("\(what) over \(limit) bytes") }
+            guard pending.count >= 2, pending[pending.count - 2] == 13, pending[pending.count - 1] == 10 else { continue }
+            if untilEmptyLine {
+                // The block ends at an empty line: CRLF alone, or CRLFCRLF.
+                guard pending.count == 2 || pending.suffix(4).elementsEqual([13, 10, 13, 10]) else { continue }
+            }
+            let line = pending.dropLast(2)
+            pending.removeAll(keepingCapacity: true)
+            try finished(line: Array(line))
+            return index
+        }
+        return index
+    }
+
+    /// What a complete head, chunk-size line or trailer block means.
+    private mutating func finished(line: [UInt8]) throws(HTTPError) {
+        switch stage {
+        case .head:
+            try readHead(line[...])
+            if chunked {
+                stage = .chunkSize
+            } else if let length {
+                stage = length == 0 ? .done : .body(remaining: length)
+            } else {
+                stage = .body(remaining: nil)
+            }
+        case .chunkSize:
+            let text = String(decoding: line, as: UTF8.self).split(separator: ";").first ?? ""
+            guard let size = Int(text.trimmingCharacters(), radix: 16), size >= 0 else { throw HTTPError("bad chunk size") }
+            guard size <= maxBody - body.count else { throw HTTPError("chunked body over \(maxBody) bytes") }
+            stage = size == 0 ? .trailers : .chunkData(remaining: size)
+        case .trailers:
+            stage = .done
+        default:
+            break
+        }
+    }
+
+    private mutating func append(_ bytes: ArraySlice<UInt8>) throws(HTTPError) {
+        guard body.count + bytes.count <= maxBody else { throw HTTPError("response body over \(maxBody) bytes") }
+        body.append(contentsOf: bytes)
     }
 
     private mutating func readHead(_ head: ArraySlice<UInt8>) throws(HTTPError) {
@@ -134,47 +235,5 @@ public struct HTTPResponseParser: Sendable {
                 chunked = true
             }
         }
-    }
-
-    private func complete(closed: Bool) throws(HTTPError) -> HTTPResponse? {
-        guard let status else { return nil }
-        let body = buffer[bodyStart...]
-        if chunked {
-            return try Self.dechunk(body).map { HTTPResponse(status: status, body: $0) }
-        }
-        if let length {
-            return body.count >= length ? HTTPResponse(status: status, body: Array(body.prefix(length))) : nil
-        }
-        if body.count > maxBody { throw HTTPError("response body over \(maxBody) bytes") }
-        return closed ? HTTPResponse(status: status, body: Array(body)) : nil
-    }
-
-    /// The body of a chunked message once its last chunk is in, else nil.
-    private static func dechunk(_ bytes: ArraySlice<UInt8>) throws(HTTPError) -> [UInt8]? {
-        var body: [UInt8] = []
-        var cursor = bytes.startIndex
-        while true {
-            guard let lineEnd = find([13, 10], in: bytes[cursor...]) else { return nil }
-            let sizeText = String(decoding: bytes[cursor..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText.trimmingCharacters(), radix: 16), size >= 0, size <= 1 << 20 else {
-                throw HTTPError("bad chunk size")
-            }
-            let start = lineEnd + 2
-            if size == 0 { return body }
-            guard bytes.endIndex - start >= size + 2 else { return nil }
-            body.append(contentsOf: bytes[start..<(start + size)])
-            if body.count > 1 << 20 { throw HTTPError("chunked body over 1 MiB") }
-            cursor = start + size + 2
-        }
-    }
-
-    private static func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = haystack.startIndex
-        while index + needle.count <= haystack.endIndex {
-            if haystack[index] == needle[0] && haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
-            index += 1
-        }
-        return nil
     }
 }

@@ -4,19 +4,27 @@ public import ShareSRTP
 public import ShareWire
 
 /// The sender's side of the handshake, sans-IO: `start` gives the commit to
-/// send, `handle` takes what came back, `poll` retransmits on time. Hostile
-/// or stray messages (another handshake's id, a bad key, a proof that does
-/// not verify) change nothing; only the responder's reject or a changed
-/// identity ends an attempt.
+/// send, `handle` takes what came back, `poll` retransmits on time.
 ///
-/// commit → reply → reveal with proof → confirm with proof, after which
-/// both ends hold the same per-direction SRTP keys.
+/// commit (→ cookie → commit again) → reply → reveal → open → finish →
+/// confirm, after which both ends hold the same per-direction SRTP keys.
+///
+/// Nothing unauthenticated ends anything for good. Stray or forged messages
+/// (another handshake's id, keys that break a commitment, a proof that does
+/// not verify) change nothing. A reject without the session's MAC, an
+/// identity that changed, or an attempt that stalls is a `setback`: this
+/// attempt is over, and the owner starts another. Only a reject carrying
+/// the session's MAC (a person refused, or the receiver saw this end's
+/// identity change) is a `failure`.
 public struct HandshakeInitiator: @unchecked Sendable {
     // Safe: the ephemeral private key is a value only this struct uses.
     public enum Action: Sendable {
         case send([UInt8])
         case established(EstablishedSession)
+        /// Authenticated: the receiver refused this sender. Final.
         case failed(HandshakeFailure)
+        /// Not authenticated, or the attempt stalled: try again later.
+        case setback(HandshakeFailure)
     }
 
     public struct Configuration: Sendable {
@@ -29,6 +37,9 @@ public struct HandshakeInitiator: @unchecked Sendable {
         public var longestRetransmit: Duration = .milliseconds(500)
         /// How long the receiver's person may take to confirm.
         public var confirmationTimeout: Duration = .seconds(120)
+        /// How long an attempt may wait for the receiver's keys once it has
+        /// its reply (a receiver that answers at all answers in a round trip).
+        public var openTimeout: Duration = .seconds(5)
 
         public init(authentication: HandshakeAuthentication, name: String, profile: SRTPProfile, instance: UInt64) {
             self.authentication = authentication
@@ -38,25 +49,41 @@ public struct HandshakeInitiator: @unchecked Sendable {
         }
     }
 
+    /// One attempt's progress; each step keeps what the next needs.
     private enum State {
         case idle
         case committed
-        case revealed(session: EstablishedSession, responderIdentity: [UInt8], schedule: KeySchedule)
+        case revealed(HandshakeMessage.Reply)
+        case proved(session: EstablishedSession, responderIdentity: [UInt8], schedule: KeySchedule)
         case finished
+    }
+
+    /// What one attempt chose: its id, keys, nonce and commit.
+    private struct Attempt {
+        var id: UInt64 = 0
+        var ephemeral = Curve25519.KeyAgreement.PrivateKey()
+        var nonce: [UInt8] = []
+        var keys: [UInt8] = []
+        var commit = HandshakeMessage.Commit(id: 0, instance: 0, suite: 0, mode: .preSharedKey, nonce: [], commitment: [],
+                                             cookie: HandshakeMessage.noCookie)
+        /// Cookies answered (a forged cookie only costs one more commit; a bound keeps it one).
+        var cookiesTaken = 0
+        var roundTrip: Duration?
+    }
+
+    /// Retransmission of the last message sent.
+    private struct Retransmission {
+        var message: [UInt8] = []
+        var sentAt = MonotonicTime(nanoseconds: 0)
+        var interval: Duration = .zero
     }
 
     /// Its known peers may be updated between attempts (a new peer remembered).
     public var configuration: Configuration
     private var state = State.idle
-    public private(set) var id: UInt64 = 0
-    private var ephemeral = Curve25519.KeyAgreement.PrivateKey()
-    private var nonce: [UInt8] = []
-    private var revealKeys: [UInt8] = []
-    private var commitBytes: [UInt8] = []
-    private var lastMessage: [UInt8] = []
-    private var sentAt = MonotonicTime(nanoseconds: 0)
-    private var interval: Duration = .zero
-    private var revealedAt = MonotonicTime(nanoseconds: 0)
+    private var attempt = Attempt()
+    private var retransmission = Retransmission()
+    private var stepAt = MonotonicTime(nanoseconds: 0)
     /// Messages ignored: another handshake's, unverifiable, out of turn.
     public private(set) var ignored = 0
 
@@ -64,77 +91,86 @@ public struct HandshakeInitiator: @unchecked Sendable {
         self.configuration = configuration
     }
 
-    /// The short authentication string, once the reply arrived.
+    /// This attempt's id.
+    public var id: UInt64 { attempt.id }
+
+    /// The short authentication string, once the receiver's keys arrived.
     public var shortAuthenticationString: String? {
-        if case .revealed(let session, _, _) = state { return session.shortAuthenticationString }
+        if case .proved(let session, _, _) = state { return session.shortAuthenticationString }
         return nil
     }
 
-    /// The responder's name and whether it is new to us, once it replied.
+    /// The responder's name and whether it is new to us, once its keys arrived.
     public var responder: (name: String, trust: PeerTrust)? {
-        if case .revealed(let session, _, _) = state { return (session.peerName, session.trust) }
+        if case .proved(let session, _, _) = state { return (session.peerName, session.trust) }
         return nil
     }
 
     /// With identities, a responder never met before: what to ask this
     /// end's person (compare the code) before sending it anything.
     public var confirmationRequest: PeerConfirmationRequest? {
-        guard case .revealed(let session, let identity, _) = state, session.mode == .identity, session.trust == .new
+        guard case .proved(let session, let identity, _) = state, session.mode == .identity, session.trust == .new
         else { return nil }
         return PeerConfirmationRequest(handshakeID: id, peerName: session.peerName, fingerprint: PeerFingerprint(identity),
                                        shortAuthenticationString: session.shortAuthenticationString)
     }
 
-    /// True from `start` until the session is established or has failed.
+    /// True from `start` until the session is established or the attempt ended.
     public var isInProgress: Bool {
         switch state {
-        case .committed, .revealed: true
+        case .committed, .revealed, .proved: true
         case .idle, .finished: false
         }
     }
 
     /// Begins a new attempt (fresh id, ephemeral key and nonce) and returns the commit.
     public mutating func start(now: MonotonicTime) -> [UInt8] {
-        id = UInt64.random(in: 1...UInt64.max)
-        ephemeral = Curve25519.KeyAgreement.PrivateKey()
-        nonce = randomBytes(32)
+        var fresh = Attempt()
+        fresh.id = UInt64.random(in: 1...UInt64.max)
+        fresh.nonce = randomBytes(32)
         let identity = configuration.authentication.identity?.publicKey ?? [UInt8](repeating: 0, count: 32)
-        revealKeys = HandshakeMessage.keys(Array(ephemeral.publicKey.rawRepresentation), identity, configuration.name)
-        let commit = HandshakeMessage.commit(.init(
-            id: id, instance: configuration.instance, suite: configuration.profile.handshakeCode,
-            mode: configuration.authentication.mode, nonce: nonce, commitment: KeySchedule.commitment(of: revealKeys)))
+        fresh.keys = HandshakeMessage.keys(Array(fresh.ephemeral.publicKey.rawRepresentation), identity, configuration.name)
+        fresh.commit = .init(id: fresh.id, instance: configuration.instance, suite: configuration.profile.handshakeCode,
+                             mode: configuration.authentication.mode, nonce: fresh.nonce,
+                             commitment: KeySchedule.commitment(of: fresh.keys, by: .initiator), cookie: HandshakeMessage.noCookie)
+        attempt = fresh
         state = .committed
-        commitBytes = commit.serialized()
-        return send(commitBytes, now: now)
+        stepAt = now
+        return send(HandshakeMessage.commit(fresh.commit).serialized(), now: now)
     }
 
     private mutating func send(_ bytes: [UInt8], now: MonotonicTime) -> [UInt8] {
-        lastMessage = bytes
-        sentAt = now
-        interval = configuration.firstRetransmit
+        retransmission = Retransmission(message: bytes, sentAt: now, interval: configuration.firstRetransmit)
         return bytes
     }
 
     /// The next instant `poll` has work.
     public var nextDeadline: MonotonicTime? {
+        let resend = retransmission.sentAt + retransmission.interval
         switch state {
-        case .committed: sentAt + interval
-        case .revealed: min(sentAt + interval, revealedAt + configuration.confirmationTimeout)
-        case .idle, .finished: nil
+        case .committed: return resend
+        case .revealed: return min(resend, stepAt + configuration.openTimeout)
+        case .proved: return min(resend, stepAt + configuration.confirmationTimeout)
+        case .idle, .finished: return nil
         }
     }
 
-    /// Retransmits what is unanswered; gives up waiting for a confirmation.
+    /// Retransmits what is unanswered; ends an attempt that stalled.
     public mutating func poll(now: MonotonicTime) -> [Action] {
-        guard isInProgress else { return [] }
-        if case .revealed = state, now >= revealedAt + configuration.confirmationTimeout {
+        switch state {
+        case .idle, .finished: return []
+        case .revealed where now >= stepAt + configuration.openTimeout:
             state = .finished
-            return [.failed(.timedOut)]
+            return [.setback(.timedOut)]
+        case .proved where now >= stepAt + configuration.confirmationTimeout:
+            state = .finished
+            return [.setback(.timedOut)]
+        default: break
         }
-        guard now >= sentAt + interval else { return [] }
-        sentAt = now
-        interval = min(interval * 2, configuration.longestRetransmit)
-        return [.send(lastMessage)]
+        guard now >= retransmission.sentAt + retransmission.interval else { return [] }
+        retransmission.sentAt = now
+        retransmission.interval = min(retransmission.interval * 2, configuration.longestRetransmit)
+        return [.send(retransmission.message)]
     }
 
     public mutating func handle(_ message: HandshakeMessage, now: MonotonicTime) -> [Action] {
@@ -143,63 +179,81 @@ public struct HandshakeInitiator: @unchecked Sendable {
             return []
         }
         switch (message, state) {
+        case (.cookie(_, let cookie), .committed):
+            guard cookie != attempt.commit.cookie, attempt.cookiesTaken < 4 else { break }
+            attempt.cookiesTaken += 1
+            attempt.commit.cookie = cookie
+            return [.send(send(HandshakeMessage.commit(attempt.commit).serialized(), now: now))]
         case (.reply(let reply), .committed):
-            return handle(reply, now: now)
-        case (.confirm(let confirm), .revealed(let session, let responderIdentity, let schedule)):
+            // The round trip is timed from the commit's last copy: never overstated.
+            attempt.roundTrip = now.since(retransmission.sentAt)
+            state = .revealed(reply)
+            stepAt = now
+            let reveal = HandshakeMessage.Keys(id: id, ephemeral: Array(attempt.ephemeral.publicKey.rawRepresentation),
+                                               identity: configuration.authentication.identity?.publicKey
+                                                   ?? [UInt8](repeating: 0, count: 32),
+                                               name: configuration.name)
+            return [.send(send(HandshakeMessage.reveal(reveal).serialized(), now: now))]
+        case (.open(let keys), .revealed(let reply)):
+            return open(keys, reply: reply, now: now)
+        case (.confirm(let confirm), .proved(let session, let responderIdentity, let schedule)):
             guard KeySchedule.constantTimeEqual(confirm.proof.mac, schedule.mac(.responder)),
                   session.mode == .preSharedKey
                     || LocalIdentity.verify(signature: confirm.proof.signature, of: schedule.signed(.responder),
                                             by: responderIdentity)
-            else {
-                ignored += 1
-                return []
-            }
+            else { break }
             state = .finished
             return [.established(session)]
-        case (.reject(_, let reason), _):
+        case (.reject(_, let reason, let mac), let current):
             state = .finished
-            return [.failed(.rejected(reason))]
+            // Only a reject bearing this session's MAC says more than "try again".
+            if case .proved(_, _, let schedule) = current, let mac,
+               KeySchedule.constantTimeEqual(mac, schedule.rejectMAC(reason)), reason != .busy {
+                return [.failed(.rejected(reason))]
+            }
+            return [.setback(.rejected(reason))]
         default:
-            ignored += 1
-            return []
+            break
         }
+        ignored += 1
+        return []
     }
 
-    private mutating func handle(_ reply: HandshakeMessage.Reply, now: MonotonicTime) -> [Action] {
-        var trust = PeerTrust.new
-        if let known = configuration.authentication.known {
-            trust = known.trust(name: reply.name, key: reply.identity)
-            if case .changed(let remembered) = trust {
-                state = .finished
-                return [.send(HandshakeMessage.reject(id: id, reason: .identityChanged).serialized()),
-                        .failed(.identityChanged(name: reply.name, remembered: PeerFingerprint(remembered),
-                                                 presented: PeerFingerprint(reply.identity)))]
-            }
-        }
-        guard let peer = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: reply.ephemeral),
-              let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: peer)
+    /// The responder's keys: checked against its commitment, then the
+    /// session's keys and this end's proof.
+    private mutating func open(_ keys: HandshakeMessage.Keys, reply: HandshakeMessage.Reply, now: MonotonicTime) -> [Action] {
+        guard KeySchedule.constantTimeEqual(KeySchedule.commitment(of: keys.covered, by: .responder), reply.commitment),
+              let peer = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: keys.ephemeral),
+              let shared = try? attempt.ephemeral.sharedSecretFromKeyAgreement(with: peer)
         else {
             ignored += 1
             return []
         }
-        let transcript = KeySchedule.transcript(commit: commitBytes, reply: HandshakeMessage.reply(reply).serialized(),
-                                                revealKeys: revealKeys)
+        var trust = PeerTrust.new
+        if let known = configuration.authentication.known {
+            trust = known.trust(name: keys.name, key: keys.identity)
+            if case .changed(let remembered) = trust {
+                // Nothing proves who sent this: refuse it, and try again.
+                state = .finished
+                return [.send(HandshakeMessage.reject(id: id, reason: .identityChanged, mac: nil).serialized()),
+                        .setback(.identityChanged(name: keys.name, remembered: PeerFingerprint(remembered),
+                                                  presented: PeerFingerprint(keys.identity)))]
+            }
+        }
+        let transcript = KeySchedule.transcript(commit: attempt.commit, reply: reply, initiatorKeys: attempt.keys,
+                                                responderKeys: keys.covered)
         let schedule = KeySchedule(sharedSecret: shared, preSharedKey: configuration.authentication.preSharedKey,
-                                   initiatorNonce: nonce, responderNonce: reply.nonce, transcript: transcript)
+                                   initiatorNonce: attempt.nonce, responderNonce: reply.nonce, transcript: transcript)
         let signature = configuration.authentication.identity?.sign(schedule.signed(.initiator)) ?? []
-        let identity = configuration.authentication.identity?.publicKey ?? [UInt8](repeating: 0, count: 32)
-        let reveal = HandshakeMessage.reveal(.init(
-            id: id, ephemeral: Array(ephemeral.publicKey.rawRepresentation), identity: identity, name: configuration.name,
-            proof: .init(signature: signature, mac: schedule.mac(.initiator))))
-        let keys = schedule.srtpKeys(profile: configuration.profile)
+        let srtp = schedule.srtpKeys(profile: configuration.profile)
         let session = EstablishedSession(
-            keys: SRTPSessionKeys(outbound: keys.initiator, inbound: keys.responder), instance: configuration.instance,
-            handshakeID: id, mode: configuration.authentication.mode, peerName: reply.name,
-            peerIdentity: configuration.authentication.mode == .identity ? reply.identity : nil, trust: trust,
-            shortAuthenticationString: schedule.shortAuthenticationString,
-            roundTrip: now.since(sentAt))
-        state = .revealed(session: session, responderIdentity: reply.identity, schedule: schedule)
-        revealedAt = now
-        return [.send(send(reveal.serialized(), now: now))]
+            keys: SRTPSessionKeys(outbound: srtp.initiator, inbound: srtp.responder), instance: configuration.instance,
+            handshakeID: id, mode: configuration.authentication.mode, peerName: keys.name,
+            peerIdentity: configuration.authentication.mode == .identity ? keys.identity : nil, trust: trust,
+            shortAuthenticationString: schedule.shortAuthenticationString, roundTrip: attempt.roundTrip)
+        state = .proved(session: session, responderIdentity: keys.identity, schedule: schedule)
+        stepAt = now
+        let finish = HandshakeMessage.finish(.init(id: id, proof: .init(signature: signature, mac: schedule.mac(.initiator))))
+        return [.send(send(finish.serialized(), now: now))]
     }
 }

@@ -4,8 +4,12 @@ internal import ShareWire
 /// Where an install keeps its identity and the peers it has met:
 /// `$XDG_CONFIG_HOME/share` (else `~/.config/share`), mode 0700, holding
 /// `identity` (this install's private key and name) and `known_peers` (one
-/// `NAME ed25519 KEY` line per peer), both mode 0600. A file others could
-/// read (the identity) or write (either) is refused.
+/// `NAME ed25519 KEY` line per peer), both mode 0600. A directory that is a
+/// link, another user's, or that others can enter is refused, as is a file
+/// others could read (the identity) or write (either), or a link. Updates of
+/// `known_peers` are read-modify-write under a lock (`share send` and
+/// `share recv` on one machine share the file), written to a new file and
+/// renamed into place.
 public struct IdentityStore: Sendable {
     /// The directory holding the identity and known_peers files (mode 0700).
     public let directory: String
@@ -27,19 +31,22 @@ public struct IdentityStore: Sendable {
     /// The known-peers file's path.
     public var knownPeersPath: String { directory + "/known_peers" }
 
-    /// `user@host`, cut to the longest name a handshake carries.
+    /// `user@host`, cut to the longest name a handshake carries: the user
+    /// from `$USER`, else the login name of this uid; characters a name may
+    /// not hold become `-`.
     public static func defaultName() -> String {
-        let user = ProcessInfo.processInfo.environment["USER"] ?? "user"
+        let environment = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
+        let user = environment ?? getpwuid(getuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "user"
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
-        let name = String("\(user)@\(host)".filter { !$0.isWhitespace }.utf8.prefix(HandshakeMessage.maximumNameLength)) ?? "share"
-        return PeerName.isValid(name) ? name : "share"
+        return PeerName.sanitized("\(user)@\(host)") ?? "share"
     }
 
     /// This install's identity, created on first use; `name` (if given)
     /// replaces the name it was created with.
     public func identity(name: String? = nil) throws(IdentityError) -> LocalIdentity {
         try makeDirectory()
-        if let text = try read(identityPath, secret: true) {
+        if let bytes = try read(identityPath, secret: true) {
+            let text = String(decoding: bytes, as: UTF8.self)
             var fields: [String: String] = [:]
             for line in text.split(separator: "\n") {
                 let parts = line.split(separator: " ", maxSplits: 1)
@@ -48,7 +55,9 @@ public struct IdentityStore: Sendable {
             guard let encoded = fields["ed25519"], let key = Base64.decode(encoded) else {
                 throw IdentityError("\(identityPath) holds no ed25519 key: move it away and a new identity is made")
             }
-            return try LocalIdentity(name: name ?? fields["name"] ?? Self.defaultName(), privateKey: key)
+            // A name stored by an older version that is no longer a name gives way to the default.
+            let stored = fields["name"].flatMap { PeerName.isValid($0) ? $0 : nil }
+            return try LocalIdentity(name: name ?? stored ?? Self.defaultName(), privateKey: key)
         }
         let identity = try LocalIdentity.generate(name: name ?? Self.defaultName())
         try write("name \(identity.name)\ned25519 \(Base64.encode(identity.privateKeyBytes))\n", to: identityPath,
@@ -57,69 +66,136 @@ public struct IdentityStore: Sendable {
     }
 
     /// The peers met so far (none when the file does not exist yet).
-    public func knownPeers() throws(IdentityError) -> KnownPeers {
-        guard let text = try read(knownPeersPath, secret: false) else { return KnownPeers() }
-        var peers = KnownPeers()
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let fields = line.split(separator: " ")
-            if fields.isEmpty || fields[0].hasPrefix("#") { continue }
-            guard fields.count == 3, fields[1] == "ed25519", let key = Base64.decode(fields[2]), key.count == 32 else {
-                throw IdentityError("\(knownPeersPath):\(number + 1) is not \"NAME ed25519 KEY\"")
-            }
-            peers.remember(name: String(fields[0]), key: key)
-        }
-        return peers
+    public func knownPeers() throws(IdentityError) -> KnownPeers { try loadKnownPeers().peers }
+
+    /// The peers met so far, and the lines skipped (each named with its
+    /// number and why): one bad line costs that line, never the file.
+    public func loadKnownPeers() throws(IdentityError) -> (peers: KnownPeers, skipped: [String]) {
+        guard let bytes = try read(knownPeersPath, secret: false) else { return (KnownPeers(), []) }
+        return KnownPeersFile.parse(bytes, path: knownPeersPath)
     }
 
-    /// Adds (or replaces) a peer, rewriting the file atomically.
+    /// Adds (or replaces) a peer: under the store's lock, reads the file,
+    /// writes the new one beside it and renames it into place.
     public func remember(name: String, key: [UInt8]) throws(IdentityError) {
+        guard PeerName.isValid(name), key.count == 32 else { throw IdentityError("\"\(name)\" cannot be remembered: not a name") }
         try makeDirectory()
-        var peers = try knownPeers()
-        peers.remember(name: name, key: key)
-        let text = peers.keys.sorted { $0.key < $1.key }.map { "\($0.key) ed25519 \(Base64.encode($0.value))\n" }.joined()
-        let temporary = knownPeersPath + ".\(getpid()).new"
-        try write(text, to: temporary, exclusive: false)
-        guard rename(temporary, knownPeersPath) == 0 else {
-            throw IdentityError("cannot replace \(knownPeersPath): \(String(cString: strerror(errno)))")
+        try withLock { () throws(IdentityError) in
+            var peers = try knownPeers()
+            peers.remember(name: name, key: key)
+            var random = SystemRandomNumberGenerator()
+            let temporary = knownPeersPath + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max, using: &random)).new"
+            try write(KnownPeersFile.text(peers), to: temporary, exclusive: true)
+            guard rename(temporary, knownPeersPath) == 0 else {
+                let error = errno
+                unlink(temporary)
+                throw IdentityError("cannot replace \(knownPeersPath): \(String(cString: strerror(error)))")
+            }
         }
     }
 
+    /// Runs `body` holding an exclusive lock on the store (`.lock`, flock):
+    /// another process updating known_peers waits instead of losing its update.
+    private func withLock(_ body: () throws(IdentityError) -> Void) throws(IdentityError) {
+        let path = directory + "/.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw IdentityError("cannot lock \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw IdentityError("cannot lock \(path): \(String(cString: strerror(errno)))") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        try body()
+    }
+
+    /// Creates the directory (0700), or checks the one there: a real
+    /// directory (not a link), this user's, that no one else can enter.
     private func makeDirectory() throws(IdentityError) {
         var info = stat()
-        if stat(directory, &info) == 0 { return }
-        let parent = (directory as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
-            throw IdentityError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        if lstat(directory, &info) != 0 {
+            let parent = (directory as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+                throw IdentityError("cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+            guard lstat(directory, &info) == 0 else {
+                throw IdentityError("cannot use \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw IdentityError("\(directory) is not a directory (a link?): refusing it") }
+        guard info.st_uid == getuid() else { throw IdentityError("\(directory) belongs to user \(info.st_uid), not you: refusing it") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw IdentityError("\(directory) can be entered by others (mode \(String(info.st_mode & 0o777, radix: 8))): "
+                                + "run chmod 700 \(directory)")
         }
     }
 
-    /// The file's text, nil when it does not exist; refuses one that others
-    /// can write, or (a secret) read.
-    private func read(_ path: String, secret: Bool) throws(IdentityError) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+    /// The file's bytes, nil when it does not exist; refuses a link, or a
+    /// file others can write, or (a secret) read.
+    private func read(_ path: String, secret: Bool) throws(IdentityError) -> [UInt8]? {
+        try makeDirectory()
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
             if errno == ENOENT { return nil }
+            if errno == ELOOP { throw IdentityError("\(path) is a link: refusing it") }
             throw IdentityError("cannot read \(path): \(String(cString: strerror(errno)))")
         }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw IdentityError("\(path) is not a file") }
         let mode = info.st_mode & 0o777
         if mode & (secret ? 0o077 : 0o022) != 0 {
             throw IdentityError("\(path) is \(secret ? "readable" : "writable") by group or others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
         }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw IdentityError("cannot read \(path)")
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = Glibc.read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw IdentityError("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+            guard bytes.count <= 1 << 20 else { throw IdentityError("\(path) is over 1 MiB: not a file of share's") }
         }
-        return text
     }
 
+    /// Writes a new file (never through a link: O_NOFOLLOW, and O_EXCL when
+    /// it must not exist), mode 0600, synced.
     private func write(_ text: String, to path: String, exclusive: Bool) throws(IdentityError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | (exclusive ? O_EXCL : 0), 0o600)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | (exclusive ? O_EXCL : 0), 0o600)
         guard fd >= 0 else { throw IdentityError("cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        fchmod(fd, 0o600)
         let bytes = Array(text.utf8)
-        guard Glibc.write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
-            throw IdentityError("cannot write \(path): \(String(cString: strerror(errno)))")
+        guard fchmod(fd, 0o600) == 0, Glibc.write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
+            let error = errno
+            if exclusive { unlink(path) }
+            throw IdentityError("cannot write \(path): \(String(cString: strerror(error)))")
         }
+    }
+}
+
+/// The `known_peers` format: one `NAME ed25519 KEY` line per peer, `#`
+/// comments and blank lines. Read as bytes, split on the space byte alone,
+/// so no character can join a name to what follows it.
+enum KnownPeersFile {
+    static func parse(_ bytes: [UInt8], path: String) -> (peers: KnownPeers, skipped: [String]) {
+        var peers = KnownPeers()
+        var skipped: [String] = []
+        for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let fields = line.split(separator: 0x20)
+            if fields.isEmpty || fields[0].first == UInt8(ascii: "#") { continue }
+            guard fields.count == 3, Array(fields[1]) == Array("ed25519".utf8), PeerName.isValid(bytes: fields[0]),
+                  let key = Base64.decode(String(decoding: fields[2], as: UTF8.self)), key.count == 32
+            else {
+                skipped.append("\(path):\(number + 1) is not \"NAME ed25519 KEY\" with a valid name: skipped")
+                continue
+            }
+            peers.remember(name: String(decoding: fields[0], as: UTF8.self), key: key)
+        }
+        return (peers, skipped)
+    }
+
+    static func text(_ peers: KnownPeers) -> String {
+        peers.keys.sorted { $0.key < $1.key }.map { "\($0.key) ed25519 \(Base64.encode($0.value))\n" }.joined()
     }
 }

@@ -155,6 +155,9 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                                        renewed: renewed))
             case .refused(let sender, let reason):
                 events(.sessionRefused(sender: sender, reason: reason))
+            case .abandoned(let sender, let count):
+                events(.warning("a new sender calling itself \"\(sender)\" stopped once it could compute the code (\(count) "
+                                + "so far): if that was not you, someone may be trying to guess the code"))
             case .confirm(let request):
                 switch confirmation {
                 case .acceptNew:
@@ -184,6 +187,8 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             local.packetsFromStrangers = gateCounters.foreignSource
             local.handshakesRefused = handshakes.refused
             local.handshakesRateLimited = handshakes.rateLimited
+            local.handshakesAbandoned = handshakes.abandoned
+            local.handshakeCookiesSent = handshakes.cookies
             local.sessions = gateCounters.sessions
             local.sessionRenewals = gateCounters.renewals
             local.datagrams = s.datagrams

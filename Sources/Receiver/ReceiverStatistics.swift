@@ -52,6 +52,12 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var handshakesRefused = 0
     /// Handshakes not answered because too many came at once.
     public var handshakesRateLimited = 0
+    /// New senders that stopped once they could compute the short code
+    /// (someone trying codes would show here).
+    public var handshakesAbandoned = 0
+    /// Commits answered with a cookie, holding nothing until it is echoed
+    /// (a flood from forged addresses shows here).
+    public var handshakeCookiesSent = 0
     /// Datagrams that were not well-formed RTP, RTCP or handshake messages.
     public var malformed = 0
     /// Packets that arrived twice (the second dropped).

@@ -24,6 +24,8 @@ final class SessionGate: @unchecked Sendable {
         case started(EstablishedSession, renewed: Bool)
         case refused(sender: String?, reason: String)
         case confirm(PeerConfirmationRequest)
+        /// A new sender stopped once it could compute the code.
+        case abandoned(sender: String, count: Int)
     }
 
     struct Counters {
@@ -65,7 +67,11 @@ final class SessionGate: @unchecked Sendable {
             store = nil
             staticKeys = .symmetric(keying)
         case .handshake(let authentication, let store):
-            responder = HandshakeResponder(configuration: .init(authentication: authentication, name: name ?? keying.localName))
+            var configuration = HandshakeResponder<SocketAddress>.Configuration(authentication: authentication,
+                                                                                name: name ?? keying.localName)
+            configuration.address = { $0.bytes }
+            configuration.host = { $0.hostBytes }
+            responder = HandshakeResponder(configuration: configuration)
             self.store = store
         }
     }
@@ -88,12 +94,11 @@ final class SessionGate: @unchecked Sendable {
     /// Answers from people, and forgetting of stale handshakes.
     func poll(now: MonotonicTime, send: ([UInt8], SocketAddress) -> Void) -> [Event] {
         guard responder != nil else { return [] }
-        responder!.poll(now: now)
+        var events = apply(responder!.poll(now: now), now: now, send: send)
         let answered = answers.withLock { list in
             defer { list.removeAll() }
             return list
         }
-        var events: [Event] = []
         for answer in answered {
             events += apply(responder!.answer(handshakeID: answer.id, accept: answer.accept, now: now), now: now, send: send)
         }
@@ -107,6 +112,7 @@ final class SessionGate: @unchecked Sendable {
             switch action {
             case .send(let bytes, let to): send(bytes, to)
             case .confirmationNeeded(let request): events.append(.confirm(request))
+            case .abandoned(let name, _, let count): events.append(.abandoned(sender: name, count: count))
             case .refused(_, let failure):
                 events.append(.refused(sender: nil, reason: failure.description))
             case .established(let established, let from):
@@ -167,8 +173,10 @@ final class SessionGate: @unchecked Sendable {
     }
 
 
-    /// Handshakes refused here, and commits not answered for the rate limit.
-    var handshakes: (refused: Int, rateLimited: Int) {
-        (responder?.statistics.refused ?? 0, responder?.statistics.rateLimited ?? 0)
+    /// Handshakes refused here, commits not answered for the rate limit,
+    /// and new senders that stopped once they could compute the code.
+    var handshakes: (refused: Int, rateLimited: Int, abandoned: Int, cookies: Int) {
+        let s = responder?.statistics
+        return (s?.refused ?? 0, s?.rateLimited ?? 0, s?.abandoned ?? 0, s?.cookiesSent ?? 0)
     }
 }

@@ -222,6 +222,12 @@ final class FeedbackLoop {
             context.emit(.verifying(receiver: receiver, code: code))
         case .failed(let failure):
             context.fail(.session(failure.description))
+        case .setback(let failure, let retryIn):
+            context.stats.withLock { s in
+                s.handshakeSetbacks += 1
+                s.lastHandshakeSetback = failure.description
+            }
+            context.emit(.warning("handshake: \(failure); trying again in \(Int(retryIn.seconds.rounded())) s"))
         case .established(let session):
             do {
                 try network.video.withLock { stream throws(SRTPError) in try stream.rekey(session.keys) }

@@ -67,6 +67,11 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var sessions = 0
     /// How long the first handshake took from `start` (nil before, or with a static key).
     public var handshakeMilliseconds: Double?
+    /// Handshake attempts that ended on something unauthenticated (a reject
+    /// without the session's MAC, a changed identity, a stall) and were
+    /// tried again, and the last one's reason.
+    public var handshakeSetbacks = 0
+    public var lastHandshakeSetback: String?
     /// Frames encoded before a session was up (not sent).
     public var framesBeforeSession = 0
     /// Datagrams the kernel refused because its send buffer was full.

@@ -20,6 +20,9 @@ final class SessionLink: @unchecked Sendable {
         case established(EstablishedSession)
         case verifying(receiver: String, code: String)
         case failed(HandshakeFailure)
+        /// An attempt ended on something unauthenticated (or stalled): the
+        /// next begins after `retryIn`.
+        case setback(HandshakeFailure, retryIn: Duration)
     }
 
     private var initiator: HandshakeInitiator?
@@ -46,6 +49,12 @@ final class SessionLink: @unchecked Sendable {
     private let answers = Locked<[(id: UInt64, accept: Bool)]>([])
     static let silenceLimit: UInt64 = 2_000_000_000
     static let retryHoldoff: UInt64 = 1_000_000_000
+    /// After a setback: when the next attempt begins, and the wait after the
+    /// next setback (doubling from 1 s to 8 s, back to 1 s on a session).
+    private var nextAttemptAt: UInt64?
+    private var setbackWait: UInt64 = SessionLink.firstSetbackWait
+    static let firstSetbackWait: UInt64 = 1_000_000_000
+    static let longestSetbackWait: UInt64 = 8_000_000_000
 
     init(keying: SessionKeying, name: String? = nil, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
         self.confirmation = confirmation
@@ -125,7 +134,13 @@ final class SessionLink: @unchecked Sendable {
                 return established(session, now: now)
             }
         }
-        if ready.load(ordering: .relaxed), !initiator!.isInProgress, now &- max(lastFeedback, lastAttempt) > Self.silenceLimit {
+        if !initiator!.isInProgress, let due = nextAttemptAt, now >= due {
+            nextAttemptAt = nil
+            begin(now: now, send: send)
+            return nil
+        }
+        if ready.load(ordering: .relaxed), !initiator!.isInProgress, nextAttemptAt == nil,
+           now &- max(lastFeedback, lastAttempt) > Self.silenceLimit {
             begin(now: now, send: send)
             return nil
         }
@@ -144,6 +159,10 @@ final class SessionLink: @unchecked Sendable {
                     outcome = established(session, now: now)
                 }
             case .failed(let failure): outcome = .failed(failure)
+            case .setback(let failure):
+                nextAttemptAt = now &+ setbackWait
+                outcome = .setback(failure, retryIn: .nanoseconds(Int64(setbackWait)))
+                setbackWait = min(setbackWait * 2, Self.longestSetbackWait)
             }
         }
         if let request = initiator!.confirmationRequest, asked != request.handshakeID {
@@ -169,6 +188,7 @@ final class SessionLink: @unchecked Sendable {
     private func established(_ session: EstablishedSession, now: UInt64) -> Outcome {
         initiator!.configuration.authentication.rememberNewPeer(of: session, in: store)
         lastFeedback = now
+        setbackWait = Self.firstSetbackWait
         return .established(session)
     }
 }

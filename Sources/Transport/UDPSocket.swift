@@ -76,6 +76,19 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// The address and port as bytes (the sockaddr), cheap to compare and hash.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: storage) { Array($0.prefix(Int(length))) }
+    }
+
+    /// The host part alone as bytes (4 for IPv4, 16 for IPv6), without the port.
+    public var hostBytes: [UInt8] {
+        withUnsafeBytes(of: storage) { raw in
+            // sin_addr sits at offset 4, sin6_addr at offset 8.
+            family == AF_INET6 ? Array(raw[8..<24]) : Array(raw[4..<8])
+        }
+    }
+
     public func hash(into hasher: inout Hasher) {
         withUnsafeBytes(of: storage) { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.prefix(Int(length)))) }
     }

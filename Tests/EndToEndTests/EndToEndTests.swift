@@ -492,7 +492,8 @@ struct EndToEndTests {
         // Only the right sender's frames are decoded, all of them.
         #expect(decoded <= framesSent)
         #expect(Double(decoded) >= 0.95 * Double(framesSent), "decoded \(decoded) of \(framesSent)")
-        #expect(stats["handshakesRefused"] as? Int == 1, "\(stats)")
+        // The impostor tried again after each refusal (a refusal it cannot authenticate is not final) until its 2 s ran out.
+        #expect((1...3).contains(stats["handshakesRefused"] as? Int ?? 0), "\(stats)")
         #expect(stats["sessions"] as? Int == 1, "\(stats)")
         #expect((stats["packetsWithoutSession"] as? Int ?? 0) >= 25, "the static sender's second was dropped: \(stats)")
         // Garbage before the session began is without one; after, from a stranger.

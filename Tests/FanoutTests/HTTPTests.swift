@@ -41,6 +41,48 @@ struct HTTPTests {
         #expect(throws: HTTPError.self) { _ = try badChunk.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8)[...]) }
     }
 
+    /// Everything a server sends is bounded however it frames it: a chunk-size
+    /// line that never ends, chunks that add up past the body's limit,
+    /// trailers without end, chunk data not closed by CRLF. Before, a
+    /// chunk-size line without CRLF grew without end.
+    @Test func chunkedResponsesAreBoundedWhateverTheServerSends() throws {
+        let head = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        var line = HTTPResponseParser()
+        let endless = #expect(throws: HTTPError.self) { _ = try line.feed((head + Array(repeating: UInt8(ascii: "1"), count: 5000))[...]) }
+        #expect(endless?.description.contains("chunk-size line") == true)
+        var many = HTTPResponseParser(maxBody: 1000)
+        let chunk = Array("64\r\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: 100) + [13, 10]
+        #expect(throws: HTTPError.self) { _ = try many.feed((head + Array((0..<11).map { _ in chunk }.joined()))[...]) }
+        var trailers = HTTPResponseParser()
+        #expect(throws: HTTPError.self) {
+            _ = try trailers.feed((head + Array("0\r\n".utf8) + Array(repeating: UInt8(ascii: "t"), count: 20_000))[...])
+        }
+        var unclosed = HTTPResponseParser()
+        #expect(throws: HTTPError.self) { _ = try unclosed.feed((head + Array("2\r\nabXY".utf8))[...]) }
+        var withTrailers = HTTPResponseParser()
+        #expect(try withTrailers.feed((head + Array("2\r\nab\r\n0\r\nX-A: 1\r\nX-B: 2\r\n\r\n".utf8))[...])
+                == HTTPResponse(status: 200, body: Array("ab".utf8)))
+    }
+
+    /// A server that drips its answer a byte at a time costs each byte once:
+    /// a 512 KiB chunked body fed byte by byte is read in one pass (before,
+    /// every read parsed the whole body again, quadratic in its size).
+    @Test func aDrippedResponseIsReadInOnePass() throws {
+        let payload = (0..<(512 << 10)).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        var text = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        for start in stride(from: 0, to: payload.count, by: 1000) {
+            let part = payload[start..<min(payload.count, start + 1000)]
+            text += Array(String(part.count, radix: 16).utf8) + [13, 10] + part + [13, 10]
+        }
+        text += Array("0\r\n\r\n".utf8)
+        var parser = HTTPResponseParser()
+        var response: HTTPResponse?
+        for index in text.indices {
+            if let done = try parser.feed(text[index...index]) { response = done }
+        }
+        #expect(response?.body == payload)
+    }
+
     @Test func addresses() throws {
         #expect(try HTTPURL("http://127.0.0.1:8088/janus") == HTTPURL(host: "127.0.0.1", port: 8088, path: "/janus"))
         #expect(try HTTPURL("http://janus.example") == HTTPURL(host: "janus.example", port: 80, path: "/"))

@@ -20,7 +20,9 @@ public enum Keying {
         }
         let store = IdentityStore.user()
         let identity = try store.identity(name: name)
-        return .handshake(.identity(identity, known: try store.knownPeers()), store: store)
+        let known = try store.loadKnownPeers()
+        for line in known.skipped { note(line) }
+        return .handshake(.identity(identity, known: known.peers), store: store)
     }
 }
 

@@ -9,7 +9,7 @@ struct Share: ParsableCommand {
         discussion: """
             On the viewing machine:   share recv
             On the sharing machine:   share send <viewer-host>
-            The first time, both ends show a four-character code and ask: accept if the codes are the same.
+            The first time, both ends show a five-character code and ask: accept if the codes are the same.
             Or with a key file both hold (copied over a channel you trust; mode 0600):
               share keygen share.key, then share recv --key-file share.key and share send <host> --key-file share.key
             For ffmpeg, GStreamer or VLC: share send <host> --sdp stream.sdp (a static key, no handshake).

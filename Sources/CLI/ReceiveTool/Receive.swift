@@ -137,7 +137,7 @@ struct Receive: ParsableCommand {
             \(s.repairsReceived) retransmissions and \(s.fecRecovered) FEC repairs arrived; \(s.freezes) freezes \
             (\(String(format: "%.2f", s.freezeSeconds)) s)
             sessions: \(s.sessions) (\(s.sessionRenewals) key renewals), \(s.handshakesRefused) handshakes refused, \
-            \(s.handshakesRateLimited) not answered (rate limit)\(s.streamsReplaced > 0 ? "; \(s.streamsReplaced) senders followed after starting again" : "")
+            \(s.handshakesRateLimited) not answered (rate limit), \(s.handshakesAbandoned) abandoned at the code\(s.streamsReplaced > 0 ? "; \(s.streamsReplaced) senders followed after starting again" : "")
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed, \
             \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses\(s.streamsResumed > 0 ? """
                 ; \(s.streamsResumed) streams joined after their sequence numbers wrapped

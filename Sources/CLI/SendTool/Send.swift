@@ -191,6 +191,7 @@ struct Send: ParsableCommand {
             """)
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
+        if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
     }
 }
 

@@ -112,7 +112,8 @@ public enum FuzzChecks {
     /// time-step byte, the bytes) fed to a responder in each mode and to an
     /// initiator waiting for its reply. A parsed message serializes back to
     /// its bytes; no answer is larger than the datagram that asked for it;
-    /// the responder holds a bounded number of handshakes; and nothing built
+    /// the responder holds a bounded number of handshakes (commits are kept
+    /// once their cookie is echoed, as a source on the path can); and nothing built
     /// by chance, without the keys, ever yields a session or a question to a person.
     public static func handshake(_ bytes: [UInt8]) {
         let secret = [UInt8](repeating: 7, count: 30)
@@ -128,21 +129,36 @@ public enum FuzzChecks {
             guard let message = HandshakeMessage(parsing: datagram) else { continue }
             precondition(message.serialized() == Array(datagram), "handshake round trip changed the bytes")
             for r in responders.indices {
-                for action in responders[r].handle(message, from: datagram.count & 3, now: now) {
+                let peer = datagram.count & 3
+                var actions = responders[r].handle(message, from: peer, now: now)
+                // A source that can read its answers echoes the cookie, as an
+                // attacker on the path can: the commit is then kept.
+                if case .commit(var commit) = message, case .send(let answer, _)? = actions.first,
+                   case .cookie(_, let cookie)? = HandshakeMessage(parsing: answer[...]) {
+                    commit.cookie = cookie
+                    actions += responders[r].handle(.commit(commit), from: peer, now: now)
+                }
+                for action in actions {
                     switch action {
                     case .send(let answer, _):
                         precondition(answer.count <= datagram.count, "an answer larger than its question")
                     case .established, .confirmationNeeded:
                         preconditionFailure("a session from bytes made without the keys")
-                    case .refused:
+                    case .refused, .abandoned:
                         break
                     }
                 }
-                responders[r].poll(now: now)
+                for action in responders[r].poll(now: now) {
+                    if case .abandoned = action { preconditionFailure("keys opened to bytes made without a commitment's keys") }
+                }
                 precondition(responders[r].pendingCount <= responders[r].configuration.maximumPending)
             }
             for action in initiator.handle(message, now: now) + initiator.poll(now: now) {
-                if case .established = action { preconditionFailure("an initiator session from bytes made without the keys") }
+                switch action {
+                case .established: preconditionFailure("an initiator session from bytes made without the keys")
+                case .failed: preconditionFailure("an initiator ended for good by bytes made without the keys")
+                case .send, .setback: break
+                }
             }
         }
     }
