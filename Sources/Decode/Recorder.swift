@@ -128,7 +128,7 @@ public final class Recorder {
             }
             defer { av_dict_free(&options) }
             try LibAVError.check(avformat_write_header(ctx, &options), "avformat_write_header")
-            avio_flush(ctx.pointee.pb)
+            try Self.flush(ctx)
         } catch {
             close(writeTrailer: false)
             throw error
@@ -230,6 +230,23 @@ public final class Recorder {
         packet.pointee.stream_index = audio.pointee.index
         packet.pointee.flags |= AV_PKT_FLAG_KEY
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame audio")
+        // The muxer buffers the write itself: a full disk shows in the I/O context.
+        try Self.check(context, "writing audio")
+    }
+
+    /// Flushes the file's buffer and reports a write that failed (no space,
+    /// an I/O error): avio keeps such an error in its context, and the
+    /// muxer's own calls return success all the same.
+    private static func flush(_ context: UnsafeMutablePointer<AVFormatContext>) throws(LibAVError) {
+        avio_flush(context.pointee.pb)
+        try check(context, "writing the recording")
+    }
+
+    private static func check(_ context: UnsafeMutablePointer<AVFormatContext>, _ operation: String) throws(LibAVError) {
+        guard let pb = context.pointee.pb else { return }
+        let error = pb.pointee.error
+        guard error < 0 else { return }
+        throw LibAVError(operation: operation, code: error, message: LibAVError.describe(error))
     }
 
     private func flushVideo(_ accessUnit: [UInt8], time: Int64, decodeTime: Int64, duration: Int64,
@@ -253,26 +270,51 @@ public final class Recorder {
         try LibAVError.check(av_write_frame(context, packet), "av_write_frame")
         // A NULL packet ends the Matroska cluster / MP4 fragment now.
         try LibAVError.check(av_write_frame(context, nil), "flush")
-        avio_flush(context.pointee.pb)
+        try Self.flush(context)
         framesWritten += 1
     }
 
-    /// Writes the held frame and the trailer (cues, durations) and closes the file.
-    public func finish() { close(writeTrailer: true) }
+    /// Writes the held frame and the trailer (cues, durations) and closes
+    /// the file; throws when any of that could not be written (what was
+    /// flushed before stays playable).
+    public func finish() throws(LibAVError) {
+        if let error = close(writeTrailer: true) { throw error }
+    }
 
-    private func close(writeTrailer: Bool) {
-        guard let context else { return }
+    /// Closes the file, after the held frame and the trailer when asked;
+    /// the first write that failed, if any.
+    @discardableResult
+    private func close(writeTrailer: Bool) -> LibAVError? {
+        guard let context else { return nil }
+        var failure: LibAVError?
         if writeTrailer, let last = pending {
             pending = nil
-            try? flushVideo(last.accessUnit, time: last.time, decodeTime: last.decodeTime, duration: lastDuration,
-                            isKeyframe: last.isKeyframe)
+            do {
+                try flushVideo(last.accessUnit, time: last.time, decodeTime: last.decodeTime, duration: lastDuration,
+                               isKeyframe: last.isKeyframe)
+            } catch {
+                failure = error
+            }
         }
-        if writeTrailer && context.pointee.pb != nil { av_write_trailer(context) }
-        if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        if writeTrailer && context.pointee.pb != nil && failure == nil {
+            do {
+                try LibAVError.check(av_write_trailer(context), "av_write_trailer")
+                try Self.flush(context)
+            } catch {
+                failure = error
+            }
+        }
+        if context.pointee.pb != nil {
+            let closed = avio_closep(&context.pointee.pb)
+            if failure == nil, closed < 0 {
+                failure = LibAVError(operation: "closing the recording", code: closed, message: LibAVError.describe(closed))
+            }
+        }
         avformat_free_context(context)
         self.context = nil
         var pkt: UnsafeMutablePointer<AVPacket>? = packet
         av_packet_free(&pkt)
+        return failure
     }
 }
 

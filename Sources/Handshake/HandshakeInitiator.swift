@@ -11,8 +11,10 @@ public import ShareWire
 ///
 /// Nothing unauthenticated ends anything for good. Stray or forged messages
 /// (another handshake's id, keys that break a commitment, a proof that does
-/// not verify) change nothing. A reject without the session's MAC, an
-/// identity that changed, or an attempt that stalls is a `setback`: this
+/// not verify) change nothing. A reject without the session's MAC ends the
+/// attempt only if nothing genuine follows it within `rejectGrace` (a forged
+/// one sent ahead of the genuine answer changes nothing); then, as for an
+/// identity that changed or an attempt that stalls, it is a `setback`: this
 /// attempt is over, and the owner starts another. Only a reject carrying
 /// the session's MAC (a person refused, or the receiver saw this end's
 /// identity change) is a `failure`.
@@ -40,6 +42,9 @@ public struct HandshakeInitiator: @unchecked Sendable {
         /// How long an attempt may wait for the receiver's keys once it has
         /// its reply (a receiver that answers at all answers in a round trip).
         public var openTimeout: Duration = .seconds(5)
+        /// How long a reject without the session's MAC waits for something
+        /// genuine to overtake it before it ends the attempt.
+        public var rejectGrace: Duration = .seconds(1)
 
         public init(authentication: HandshakeAuthentication, name: String, profile: SRTPProfile, instance: UInt64) {
             self.authentication = authentication
@@ -84,6 +89,9 @@ public struct HandshakeInitiator: @unchecked Sendable {
     private var attempt = Attempt()
     private var retransmission = Retransmission()
     private var stepAt = MonotonicTime(nanoseconds: 0)
+    /// A reject without the session's MAC: the setback it becomes at `due`
+    /// unless the attempt succeeds first.
+    private var unverifiedReject: (failure: HandshakeFailure, due: MonotonicTime)?
     /// Messages ignored: another handshake's, unverifiable, out of turn.
     public private(set) var ignored = 0
 
@@ -136,6 +144,7 @@ public struct HandshakeInitiator: @unchecked Sendable {
         attempt = fresh
         state = .committed
         stepAt = now
+        unverifiedReject = nil
         return send(HandshakeMessage.commit(fresh.commit).serialized(), now: now)
     }
 
@@ -146,7 +155,7 @@ public struct HandshakeInitiator: @unchecked Sendable {
 
     /// The next instant `poll` has work.
     public var nextDeadline: MonotonicTime? {
-        let resend = retransmission.sentAt + retransmission.interval
+        let resend = min(retransmission.sentAt + retransmission.interval, unverifiedReject?.due ?? .init(nanoseconds: .max))
         switch state {
         case .committed: return resend
         case .revealed: return min(resend, stepAt + configuration.openTimeout)
@@ -157,6 +166,10 @@ public struct HandshakeInitiator: @unchecked Sendable {
 
     /// Retransmits what is unanswered; ends an attempt that stalled.
     public mutating func poll(now: MonotonicTime) -> [Action] {
+        if isInProgress, let reject = unverifiedReject, now >= reject.due {
+            state = .finished
+            return [.setback(reject.failure)]
+        }
         switch state {
         case .idle, .finished: return []
         case .revealed where now >= stepAt + configuration.openTimeout:
@@ -205,13 +218,13 @@ public struct HandshakeInitiator: @unchecked Sendable {
             state = .finished
             return [.established(session)]
         case (.reject(_, let reason, let mac), let current):
-            state = .finished
             // Only a reject bearing this session's MAC says more than "try again".
-            if case .proved(_, _, let schedule) = current, let mac,
-               KeySchedule.constantTimeEqual(mac, schedule.rejectMAC(reason)), reason != .busy {
-                return [.failed(.rejected(reason))]
+            if case .proved(_, _, let schedule) = current, let mac, KeySchedule.constantTimeEqual(mac, schedule.rejectMAC(reason)) {
+                state = .finished
+                return [reason == .busy ? .setback(.rejected(reason)) : .failed(.rejected(reason))]
             }
-            return [.setback(.rejected(reason))]
+            if unverifiedReject == nil { unverifiedReject = (.rejected(reason), now + configuration.rejectGrace) }
+            return []
         default:
             break
         }

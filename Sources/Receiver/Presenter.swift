@@ -103,7 +103,7 @@ final class Presenter: @unchecked Sendable {
                 }
                 window?.service()
                 if window?.closed == true { shared.running.store(false, ordering: .relaxed) }
-                try recording?.openWhenReady(audioChannels: sound.channels)
+                recording?.openWhenReady(audioChannels: sound.channels)
             } catch {
                 return error
             }
@@ -393,6 +393,9 @@ final class Presenter: @unchecked Sendable {
 
     private func publish(_ shared: ReceiverShared) {
         local.audio = sound.statistics
+        if let faults = recording?.faults {
+            (local.recordingFaults, local.recordingFailure, local.framesNotRecorded) = (faults.count, faults.last, faults.framesNotRecorded)
+        }
         let mine = local
         shared.stats.withLock { s in
             s.framesAssembled = mine.framesAssembled
@@ -403,6 +406,9 @@ final class Presenter: @unchecked Sendable {
             s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
             s.decodeErrors = mine.decodeErrors
             s.framesRecorded = mine.framesRecorded
+            s.recordingFaults = mine.recordingFaults
+            s.recordingFailure = mine.recordingFailure
+            s.framesNotRecorded = mine.framesNotRecorded
             s.firstPictureUnix = mine.firstPictureUnix
             s.width = mine.width
             s.height = mine.height

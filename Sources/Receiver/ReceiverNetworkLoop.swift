@@ -198,6 +198,10 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             local.authenticationFailures = s.authenticationFailures
             local.replays = s.replays
             local.streamsResumed = s.streamsResumed
+            local.rolloverSearches = s.rolloverSearches
+            local.rolloverSearchesLimited = s.rolloverSearchesLimited
+            local.rolloverSearchBytes = s.rolloverSearchBytes
+            local.streamsForgotten = s.streamsForgotten
             local.streamsReplaced = s.streamsReplaced
             local.malformed = s.malformed + gateCounters.malformedHandshakes
             local.duplicates = s.duplicates

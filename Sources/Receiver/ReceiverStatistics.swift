@@ -37,6 +37,14 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// (static keys carry no rollover counter): received from the counter
     /// their packets' tags told.
     public var streamsResumed = 0
+    /// Searches for such a stream's rollover counter (static keys), those
+    /// not made (a datagram over an MTU, or the byte budget spent), and about
+    /// how many bytes they hashed: a stranger's flood of new SSRCs shows here.
+    public var rolloverSearches = 0
+    public var rolloverSearchesLimited = 0
+    public var rolloverSearchBytes = 0
+    /// SRTP streams dropped to keep at most 16 (the one heard longest ago).
+    public var streamsForgotten = 0
     /// Video streams followed after the one before went silent for a
     /// second: a sender started again with the same static key.
     public var streamsReplaced = 0
@@ -98,6 +106,12 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var timelineOriginUnix = 0.0
     /// Video frames written to the recording.
     public var framesRecorded = 0
+    /// Times the recording stopped on a fault (no space, an I/O error, the
+    /// file removed), the last one's reason, and the pictures received after
+    /// it that were not recorded.
+    public var recordingFaults = 0
+    public var recordingFailure: String?
+    public var framesNotRecorded = 0
     /// When the first picture was decoded (Unix seconds): with the time a
     /// sender was started, the time to first picture.
     public var firstPictureUnix: Double?

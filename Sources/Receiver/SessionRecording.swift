@@ -15,8 +15,24 @@ internal import Glibc
 /// pictures wait in the pre-roll from the first keyframe on, so none is
 /// lost. An existing file is never overwritten: a session whose name is
 /// taken (an earlier run's recording) takes the next free number, and
-/// `notice` says so. Used by the decode thread only.
+/// `notice` says so.
+///
+/// A write that fails (no space, an I/O error) or a file removed from under
+/// it stops that session's recording at once: `notice` says so, `faults`
+/// counts it and the pictures not written, and the file keeps what was
+/// written before, playable. Pictures go on being shown; the next session
+/// tries a new file. Used by the decode thread only.
 final class SessionRecording {
+    /// What went wrong with the recording, if anything.
+    struct Faults: Sendable, Equatable {
+        /// Sessions whose recording stopped on a fault.
+        var count = 0
+        /// The last fault, for people.
+        var last: String?
+        /// Pictures received after a fault, not recorded.
+        var framesNotRecorded = 0
+    }
+
     private let path: String
     private let notice: (String) -> Void
     private var recorder: Recorder?
@@ -34,6 +50,12 @@ final class SessionRecording {
     /// Written to the files of earlier sessions.
     private var framesBefore = 0
     private var audioBefore = 0
+    private(set) var faults = Faults()
+    /// This session's recording stopped on a fault.
+    private var stopped = false
+    /// The open file, its identity on disk, and when it was last looked for.
+    private var file: (path: String, device: UInt, inode: UInt)?
+    private var lookedAt: UInt64 = 0
 
     init(path: String, notice: @escaping (String) -> Void = { _ in }) {
         self.path = path
@@ -59,22 +81,65 @@ final class SessionRecording {
 
     /// Writes an item, or keeps it until the file opens.
     func add(_ item: Preroll.Item) {
-        if recorder != nil { try? write(item) } else { preroll.add(item) }
+        if stopped {
+            if case .video = item { faults.framesNotRecorded += 1 }
+            return
+        }
+        guard recorder != nil else {
+            preroll.add(item)
+            return
+        }
+        do {
+            try write(item)
+            if case .video = item { try checkFileStillThere() }
+        } catch {
+            fail(error.description)
+        }
     }
 
     /// Opens this session's file when its tracks are known, with the audio
     /// channel counts in track order.
-    func openWhenReady(audioChannels: [Int]) throws(ReceiverError) {
-        guard recorder == nil, let first = firstPacketAt else { return }
+    func openWhenReady(audioChannels: [Int]) {
+        guard recorder == nil, !stopped, let first = firstPacketAt else { return }
         let now = monotonicNow()
         let audioSettled = layoutKnown || (firstAudioAt.map { now - $0 > 200_000_000 } ?? false)
         guard audioSettled || now - first > 2_000_000_000 else { return }
-        try open(audioChannels: audioChannels)
+        do { try open(audioChannels: audioChannels) } catch { fail(error.description) }
+    }
+
+    /// Once a second: the file is still where it was written (a recording
+    /// removed from under the receiver would go on into an unlinked file).
+    private func checkFileStillThere() throws(ReceiverError) {
+        let now = monotonicNow()
+        guard let file, now - lookedAt >= 1_000_000_000 else { return }
+        lookedAt = now
+        var info = stat()
+        guard stat(file.path, &info) == 0, UInt(info.st_dev) == file.device, UInt(info.st_ino) == file.inode else {
+            throw .recording("\(file.path) was removed or replaced while recording")
+        }
+    }
+
+    /// A fault: this session's recording stops (what was written stays
+    /// playable), said at once and counted.
+    private func fail(_ why: String) {
+        let written = recorder?.framesWritten ?? 0
+        let path = file?.path ?? Self.path(path, session: session)
+        try? recorder?.finish()
+        framesBefore += written
+        audioBefore += recorder?.audioPacketsWritten ?? 0
+        recorder = nil
+        file = nil
+        stopped = true
+        preroll = Preroll()
+        faults.count += 1
+        faults.last = why
+        notice("recording stopped: \(why); \(path) keeps the \(written) frames written before it, and plays; "
+               + "the picture goes on")
     }
 
     /// Opens the file with the tracks known now and writes the pre-roll.
     private func open(audioChannels: [Int]) throws(ReceiverError) {
-        guard recorder == nil, let keyframe = preroll.firstKeyframe else { return }
+        guard recorder == nil, !stopped, let keyframe = preroll.firstKeyframe else { return }
         let wanted = Self.path(path, session: session)
         while access(Self.path(path, session: session), F_OK) == 0 { session += 1 }
         let file = Self.path(path, session: session)
@@ -86,6 +151,9 @@ final class SessionRecording {
         } catch {
             throw .recording(error.description)
         }
+        var info = stat()
+        if stat(file, &info) == 0 { self.file = (file, UInt(info.st_dev), UInt(info.st_ino)) }
+        lookedAt = monotonicNow()
         for item in preroll.drain() { try write(item) }
     }
 
@@ -99,6 +167,8 @@ final class SessionRecording {
         framesBefore += recorder?.framesWritten ?? 0
         audioBefore += recorder?.audioPacketsWritten ?? 0
         recorder = nil
+        file = nil
+        stopped = false
         preroll = Preroll()
         firstPacketAt = nil
         firstAudioAt = nil
@@ -108,8 +178,12 @@ final class SessionRecording {
 
     /// Finishes the file, opening it first when the session ended before it could.
     func finish(audioChannels: [Int]) {
-        try? open(audioChannels: audioChannels)
-        recorder?.finish()
+        do {
+            try open(audioChannels: audioChannels)
+            try recorder?.finish()
+        } catch {
+            fail("\(error)")
+        }
     }
 
     /// Why nothing could be recorded at `path`, checked before anything is

@@ -91,7 +91,7 @@ struct CodecTests {
         #expect(recorder.framesWritten == 44)
         let partial = try probeVideo(path)
         #expect(partial.videoFrames == recorder.framesWritten, "unfinished file: \(partial.errors)")
-        recorder.finish()
+        try recorder.finish()
         let finished = try probeVideo(path)
         #expect(finished.videoFrames == 45)
         #expect(finished.codec == "h264" && finished.width == 320 && finished.height == 240)

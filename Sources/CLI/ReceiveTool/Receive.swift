@@ -128,8 +128,9 @@ struct Receive: ParsableCommand {
         status.stop()
         receiver.stop()
         let s = receiver.statistics
+        let notRecorded = s.recordingFaults > 0 ? ", \(s.framesNotRecorded) NOT recorded after the recording failed" : ""
         print("""
-            received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded, \(s.framesDecodedEarly) \
+            received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded\(notRecorded), \(s.framesDecodedEarly) \
             begun before their last packet, \(s.framesConvertedEarly) of them converted for the window meanwhile) in \
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
@@ -151,5 +152,8 @@ struct Receive: ParsableCommand {
             """)
         if let statsJson { writeJSON(s, to: statsJson) }
         if let error = receiver.error { fail("\(error)") }
+        if let failure = s.recordingFailure {
+            fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
+        }
     }
 }
