@@ -16,7 +16,7 @@ SWIFT_FLAGS ?=
 # `make test TEST_FILTER="--filter NetworkTests"` runs some of the tests.
 TEST_FILTER ?=
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control opus
+FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control opus cursor knownpeers http
 
 DOCS_DIR ?= .build/docs
 

@@ -161,7 +161,8 @@ let package = Package(
                           swiftSettings: strict),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
-        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake"], path: "Tests/Fuzz/Checks",
+        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake",
+                                                   "ShareFanout"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
 
         // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.

@@ -177,8 +177,8 @@ public struct IdentityStore: Sendable {
 /// The `known_peers` format: one `NAME ed25519 KEY` line per peer, `#`
 /// comments and blank lines. Read as bytes, split on the space byte alone,
 /// so no character can join a name to what follows it.
-enum KnownPeersFile {
-    static func parse(_ bytes: [UInt8], path: String) -> (peers: KnownPeers, skipped: [String]) {
+package enum KnownPeersFile {
+    package static func parse(_ bytes: [UInt8], path: String) -> (peers: KnownPeers, skipped: [String]) {
         var peers = KnownPeers()
         var skipped: [String] = []
         for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
@@ -195,7 +195,7 @@ enum KnownPeersFile {
         return (peers, skipped)
     }
 
-    static func text(_ peers: KnownPeers) -> String {
+    package static func text(_ peers: KnownPeers) -> String {
         peers.keys.sorted { $0.key < $1.key }.map { "\($0.key) ed25519 \(Base64.encode($0.value))\n" }.joined()
     }
 }

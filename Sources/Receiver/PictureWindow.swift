@@ -192,29 +192,9 @@ final class PictureWindow {
         pixelsCurrent = true
     }
 
-    /// Where the pointer's image goes on the picture (its top left corner),
-    /// with the hot spot scaled from the sender's captured area.
-    static func cursorOrigin(_ overlay: CursorOverlay, shape: CursorShape, width: Int, height: Int) -> (x: Int, y: Int) {
-        let p = overlay.position
-        let x = Int(p.x) * width / max(1, Int(p.areaWidth))
-        let y = Int(p.y) * height / max(1, Int(p.areaHeight))
-        return (x - shape.hotX, y - shape.hotY)
-    }
-
     /// The rows of a `width` x `height` picture the pointer covers, when it shows.
     private func pointerRows(width: Int, height: Int) -> Range<Int>? {
-        guard let overlay = cursor, overlay.position.visible, let shape = overlay.shape else { return nil }
-        let origin = Self.cursorOrigin(overlay, shape: shape, width: width, height: height)
-        return Self.rowsCovered(top: origin.y, rows: shape.height, height: height)
-    }
-
-    /// The rows of a picture `height` rows high that an image `rows` high
-    /// placed at `top` covers, or nil when it is off the picture. A sender
-    /// may place the pointer anywhere, far below or above the picture too.
-    static func rowsCovered(top: Int, rows: Int, height: Int) -> Range<Int>? {
-        let first = min(max(0, top), height)
-        let end = min(max(first, top + rows), height)
-        return first < end ? first..<end : nil
+        cursor?.rows(width: width, height: height)
     }
 
     /// Draws the pointer over the picture at `base` (BGRX, rows `width * 4`
@@ -223,7 +203,7 @@ final class PictureWindow {
         guard let rows = pointerRows(width: width, height: height), let overlay = cursor, let shape = overlay.shape else { return nil }
         let stride = width * 4
         let saved = (rows, Array(UnsafeRawBufferPointer(start: base + rows.lowerBound * stride, count: rows.count * stride)))
-        let origin = Self.cursorOrigin(overlay, shape: shape, width: width, height: height)
+        let origin = overlay.origin(width: width, height: height)
         shape.pixels.withUnsafeBufferPointer { image in
             ColorConversion.blendPremultiplied(image.baseAddress!, imageWidth: shape.width, imageHeight: shape.height,
                                                onto: base, stride: stride, width: width, rows: height,

@@ -38,6 +38,37 @@ public struct CursorOverlay: Sendable, Equatable {
     public var position: CursorPosition
     /// The shape named by the position; nil until all of it has arrived.
     public var shape: CursorShape?
+
+    public init(position: CursorPosition, shape: CursorShape?) {
+        self.position = position
+        self.shape = shape
+    }
+
+    /// Where the shape's top left corner goes on a `width` x `height`
+    /// picture: the position scaled from the sender's captured area, less
+    /// the hot spot. Anywhere the 16-bit fields reach: far off the picture too.
+    public func origin(width: Int, height: Int) -> (x: Int, y: Int) {
+        let x = Int(position.x) * width / max(1, Int(position.areaWidth))
+        let y = Int(position.y) * height / max(1, Int(position.areaHeight))
+        return (x - (shape?.hotX ?? 0), y - (shape?.hotY ?? 0))
+    }
+
+    /// The rows of a `width` x `height` picture the pointer covers when it
+    /// shows, within 0..<height; nil when it is hidden, has no shape yet, or
+    /// falls off the picture. A sender chooses the position: nothing about
+    /// it may be taken to be in range.
+    public func rows(width: Int, height: Int) -> Range<Int>? {
+        guard position.visible, let shape else { return nil }
+        return Self.rowsCovered(top: origin(width: width, height: height).y, rows: shape.height, height: height)
+    }
+
+    /// The rows of a picture `height` rows high that an image `rows` high
+    /// placed at `top` covers, or nil when it is off the picture.
+    public static func rowsCovered(top: Int, rows: Int, height: Int) -> Range<Int>? {
+        let first = min(max(0, top), height)
+        let end = min(max(first, top + rows), height)
+        return first < end ? first..<end : nil
+    }
 }
 
 /// The sender's side of `--cursor metadata`, sans-IO: a new position is

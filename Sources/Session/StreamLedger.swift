@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 
 /// The SSRCs a session's SRTP context keeps a stream for, each with when it
 /// was last authenticated; at most `capacity`. libsrtp2 adds a stream (its

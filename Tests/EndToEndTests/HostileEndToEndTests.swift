@@ -54,11 +54,18 @@ struct HostileEndToEndTests {
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(forger.port)", "--display", screen.name,
                                             "--audio", "none", "--duration", "8", "--stats-json", dir.path("send.json")]
                                            + options.send, environment: sending)
+        // Once the session is up, a stranger sprays garbage (half of it shaped like RTP) at the receiver too.
+        #expect(receiver.waitForOutput("session with sender", timeout: 10), "\(receiver.output)")
+        sendGarbage(to: port, count: 300, seed: 9)
         let sent = sender.wait(timeout: 20)
         let received = receiver.wait(timeout: 20)
         forger.stop()
         let stats = try readStats(dir.path("send.json"))
-        let decoded = (try readStats(dir.path("recv.json")))["framesDecoded"] as? Int ?? 0
+        let receiverStats = try readStats(dir.path("recv.json"))
+        let decoded = receiverStats["framesDecoded"] as? Int ?? 0
+        let refused = ["malformed", "authenticationFailures", "packetsWithoutSession", "packetsFromStrangers"]
+            .map { receiverStats[$0] as? Int ?? 0 }.reduce(0, +)
+        #expect(received.status == 0 && refused >= 300, "the garbage was counted and dropped: \(receiverStats)")
         print("hostile: forged handshake (\(mode)): \(forger.forged.load(ordering: .relaxed)) forged messages, "
               + "\(stats["handshakeSetbacks"] ?? 0) setbacks, sessions \(stats["sessions"] ?? 0), \(decoded) frames decoded")
         #expect(sent.status == 0, "the sender survived: \(sent.output)")

@@ -44,7 +44,7 @@ struct PictureWindowTests {
             expected.withUnsafeMutableBytes { out in
                 _ = decoder.withLastPicture { $0.convertToBGRA(into: out.baseAddress!, stride: width * 4) }
                 if let overlay, overlay.position.visible {
-                    let origin = PictureWindow.cursorOrigin(overlay, shape: shape, width: width, height: height)
+                    let origin = overlay.origin(width: width, height: height)
                     shape.pixels.withUnsafeBufferPointer {
                         ColorConversion.blendPremultiplied($0.baseAddress!, imageWidth: shape.width, imageHeight: shape.height,
                                                            onto: out.baseAddress!, stride: width * 4, width: width, rows: height,
@@ -111,30 +111,6 @@ struct PictureWindowTests {
         for moved in [pointer(104, 63), pointer(500, 300), pointer(320, 355), pointer(320, 355, visible: false), pointer(100, 60)] {
             window.showCursor(moved, decoder: decoder)
             try check(window, moved, "the pointer at \(moved.position.x),\(moved.position.y)\(moved.position.visible ? "" : ", hidden")")
-        }
-    }
-}
-
-/// Where a sender may put the pointer: anywhere its 16-bit fields reach,
-/// far off the picture included (an authenticated sender, or anyone holding
-/// a static key, chooses them).
-@Suite("The pointer's rows on the picture")
-struct PointerRowsTests {
-    @Test(arguments: [(top: 10, rows: 16, covered: 10..<26), (-8, 16, 0..<8), (350, 16, 350..<360),
-                      (360, 16, nil), (32_000, 16, nil), (-32_000, 16, nil), (-16, 16, nil)] as [(Int, Int, Range<Int>?)])
-    func anywhereThePointerIsPutIsARowRangeOrNothing(top: Int, rows: Int, covered: Range<Int>?) {
-        #expect(PictureWindow.rowsCovered(top: top, rows: rows, height: 360) == covered)
-    }
-
-    /// The sender's extreme positions, scaled from a one-pixel area.
-    @Test func extremePositionsFromATinyAreaDoNotTrap() {
-        let shape = CursorShape(serial: 1, width: 16, height: 16, hotX: 0, hotY: 0, pixels: .init(repeating: 0, count: 256))
-        for (x, y) in [(Int16.max, Int16.max), (.min, .min), (0, .max), (.max, 0)] {
-            let overlay = CursorOverlay(position: CursorPosition(x: x, y: y, areaWidth: 1, areaHeight: 1, shape: 1, visible: true),
-                                        shape: shape)
-            let origin = PictureWindow.cursorOrigin(overlay, shape: shape, width: 3840, height: 2160)
-            let rows = PictureWindow.rowsCovered(top: origin.y, rows: shape.height, height: 2160)
-            #expect(rows.map { $0.lowerBound >= 0 && $0.upperBound <= 2160 } ?? true)
         }
     }
 }

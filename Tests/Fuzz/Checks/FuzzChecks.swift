@@ -1,4 +1,5 @@
 import ShareCongestion
+import ShareFanout
 import ShareHandshake
 import ShareSRTP
 import ShareSession
@@ -12,7 +13,70 @@ public enum FuzzChecks {
     public static let targets: [String: @Sendable ([UInt8]) -> Void] = [
         "rtp": rtp, "rtcp": rtcp, "h264": h264, "srtp": srtp, "fec": fec, "congestion": congestion,
         "handshake": handshake, "sdp": sdp, "session": session, "control": control, "opus": opus,
+        "cursor": cursor, "knownpeers": knownPeers, "http": http,
     ]
+
+    /// The pointer sent apart: the input's datagrams read as RTCP, their APP
+    /// packets fed to a receiver's assembler as positions and shape parts. A
+    /// shape it completes is whole (its pixels fill its sides, at most 256 a
+    /// side); wherever a position puts it, the rows it covers lie on the
+    /// picture, on a small picture and a 4K one alike.
+    public static func cursor(_ bytes: [UInt8]) {
+        var assembler = CursorAssembler()
+        for (datagram, _) in datagrams(bytes) {
+            guard let packets = try? RTCPPacket.parseCompound(Array(datagram)) else { continue }
+            for case .application(let app) in packets {
+                if let position = CursorPosition(app) { _ = assembler.receive(position) }
+                if let chunk = CursorShapeChunk(app) { _ = assembler.receive(chunk) }
+                guard let overlay = assembler.overlay else { continue }
+                if let shape = overlay.shape {
+                    precondition(shape.pixels.count == shape.width * shape.height && (1...256).contains(shape.width)
+                                 && (1...256).contains(shape.height), "a pointer shape that does not fill its sides")
+                }
+                for (width, height) in [(16, 16), (320, 240), (3840, 2160)] {
+                    if let rows = overlay.rows(width: width, height: height) {
+                        precondition(rows.lowerBound >= 0 && rows.upperBound <= height, "pointer rows off the picture")
+                    }
+                }
+            }
+        }
+    }
+
+    /// known_peers as anything may have written it: every peer read has a
+    /// valid name and a 32-byte key, and what is written back reads back to
+    /// the same peers with nothing skipped.
+    public static func knownPeers(_ bytes: [UInt8]) {
+        let (peers, _) = KnownPeersFile.parse(bytes, path: "known_peers")
+        for (name, key) in peers.keys { precondition(PeerName.isValid(name) && key.count == 32, "a peer read that is not one") }
+        let again = KnownPeersFile.parse(Array(KnownPeersFile.text(peers).utf8), path: "known_peers")
+        precondition(again.peers == peers && again.skipped.isEmpty, "known_peers does not read back what it wrote")
+    }
+
+    /// An HTTP response from a server that may be hostile, read in pieces
+    /// (the first byte of each record is where the next read ends): the
+    /// parser never keeps more than its bounds, and the pieces it is given
+    /// do not change what it reads (the same response, or an error).
+    public static func http(_ bytes: [UInt8]) {
+        let maxBody = 4096
+        var whole = HTTPResponseParser(maxBody: maxBody)
+        let once: Result<HTTPResponse?, HTTPError> = Result { () throws(HTTPError) in try whole.feed(bytes[...]) }
+        var pieces = HTTPResponseParser(maxBody: maxBody)
+        var split: Result<HTTPResponse?, HTTPError> = .success(nil)
+        var index = 0
+        var cut = 1
+        while index < bytes.count, case .success(nil) = split {
+            cut = Int(bytes[index]) % 7 + 1
+            let end = min(bytes.count, index + cut)
+            split = Result { () throws(HTTPError) in try pieces.feed(bytes[index..<end]) }
+            index = end
+        }
+        if case .success(let response?) = once {
+            precondition(response.body.count <= maxBody, "a body over the bound")
+            guard case .success(let other?) = split else { preconditionFailure("read whole, but not in pieces") }
+            precondition(other == response, "the pieces changed what was read")
+        }
+        if case .failure = once { precondition(!(split.isSuccessWithResponse), "read in pieces, but refused whole") }
+    }
 
     /// The datagrams of a fuzz input made of (length byte, time-step byte in
     /// milliseconds, bytes) records, each with the time it arrives.
@@ -350,5 +414,12 @@ private extension ApplicationPacket {
     func withData(_ position: CursorPosition) -> ApplicationPacket {
         guard case .application(let app) = position.packet(ssrc: ssrc) else { preconditionFailure("a position is an APP packet") }
         return app
+    }
+}
+
+private extension Result where Success == HTTPResponse? {
+    var isSuccessWithResponse: Bool {
+        if case .success(.some) = self { return true }
+        return false
     }
 }
