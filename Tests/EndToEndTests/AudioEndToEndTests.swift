@@ -422,14 +422,19 @@ struct ControlChannelEndToEndTests {
         return object
     }
 
+    /// A sender with a static key (no receiver needed) and its control channel at `socket`.
+    func senderWithControl(_ socket: String, screen: EndToEndTests.Screen, in dir: TemporaryDirectory) throws -> ChildProcess {
+        let key = try ShareBinary.keyFile(in: dir)
+        return try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
+                                      "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
+    }
+
     /// A client that connects and says nothing gets a second; the next one is answered.
     @Test func aSilentClientCannotWedgeTheChannel() throws {
         let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
         let screen = try EndToEndTests.Screen(width: 320, height: 240)
         let socket = dir.path("send.sock")
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
-                                            "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
+        let sender = try senderWithControl(socket, screen: screen, in: dir)
         usleep(800_000)
         let silent = try connectControl(socket)
         defer { close(silent) }
@@ -454,11 +459,9 @@ struct ControlChannelEndToEndTests {
     /// SIGPIPE and ended it, leaving its socket file behind.
     @Test func clientsGoneBeforeTheirReplyLeaveTheSenderRunning() throws {
         let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
         let screen = try EndToEndTests.Screen(width: 320, height: 240)
         let socket = dir.path("send.sock")
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--display", screen.name,
-                                            "--srtp-key-file", key, "--audio", "none", "--duration", "20", "--control", socket])
+        let sender = try senderWithControl(socket, screen: screen, in: dir)
         defer { sender.stop() }
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(50_000) }

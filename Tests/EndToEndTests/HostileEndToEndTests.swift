@@ -17,16 +17,27 @@ import Testing
 struct HostileEndToEndTests {
     typealias Screen = EndToEndTests.Screen
 
-    /// Separate config directories: two installs on one machine.
-    static func install() throws -> (TemporaryDirectory, [String: String]) {
-        let directory = try TemporaryDirectory()
-        return (directory, ["XDG_CONFIG_HOME": directory.path("config")])
-    }
+    /// What a sender and a receiver that have never met need, in either
+    /// keying mode: a key file both hold, or identities (two installs, each
+    /// accepting the other unattended); a display with the demo scene; a port.
+    struct Pair {
+        let dir: TemporaryDirectory
+        let sending: [String: String]
+        let receiving: [String: String]
+        let send: [String]
+        let recv: [String]
+        let screen: Screen
+        let port = freeUDPPort()
+        private let installs: [TemporaryDirectory]
 
-    /// The keying options of each mode, for a sender and a receiver that
-    /// have never met (identities: both accept, unattended).
-    static func keying(_ mode: String, key: String) -> (send: [String], recv: [String]) {
-        mode == "key file" ? (["--key-file", key], ["--key-file", key]) : (["--accept"], ["--accept"])
+        init(mode: String) throws {
+            dir = try TemporaryDirectory()
+            let key = try ShareBinary.keyFile(in: dir)
+            installs = [try TemporaryDirectory(), try TemporaryDirectory()]
+            (sending, receiving) = (["XDG_CONFIG_HOME": installs[0].path("config")], ["XDG_CONFIG_HOME": installs[1].path("config")])
+            (send, recv) = mode == "key file" ? (["--key-file", key], ["--key-file", key]) : (["--accept"], ["--accept"])
+            screen = try Screen(width: 320, height: 240)
+        }
     }
 
     // MARK: forged handshake messages
@@ -41,19 +52,15 @@ struct HostileEndToEndTests {
     /// changes nothing, and the session comes up.
     @Test(arguments: ["key file", "identities"])
     func forgedHandshakeMessagesNeverEndASender(mode: String) throws {
-        let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let (_, sending) = try Self.install(), (_, receiving) = try Self.install()
-        let screen = try Screen(width: 320, height: 240)
-        let port = freeUDPPort()
-        let options = Self.keying(mode, key: key)
+        let pair = try Pair(mode: mode)
+        let (dir, port) = (pair.dir, pair.port)
         let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--no-window", "--no-audio", "--duration", "12",
-                                              "--stats-json", dir.path("recv.json")] + options.recv, environment: receiving)
+                                              "--stats-json", dir.path("recv.json")] + pair.recv, environment: pair.receiving)
         usleep(300_000)
         let forger = try Forger(receiverPort: port, forgedCommits: 2)
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(forger.port)", "--display", screen.name,
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(forger.port)", "--display", pair.screen.name,
                                             "--audio", "none", "--duration", "8", "--stats-json", dir.path("send.json")]
-                                           + options.send, environment: sending)
+                                           + pair.send, environment: pair.sending)
         // Once the session is up, a stranger sprays garbage (half of it shaped like RTP) at the receiver too.
         #expect(receiver.waitForOutput("session with sender", timeout: 10), "\(receiver.output)")
         sendGarbage(to: port, count: 300, seed: 9)
@@ -84,18 +91,14 @@ struct HostileEndToEndTests {
     /// next handshake still makes a new session within 2 s of the restart.
     @Test(arguments: ["key file", "identities"])
     func aCommitFloodDuringARestartStillLetsTheSenderIn(mode: String) throws {
-        let dir = try TemporaryDirectory()
-        let key = try ShareBinary.keyFile(in: dir)
-        let (_, sending) = try Self.install(), (_, receiving) = try Self.install()
-        let screen = try Screen(width: 320, height: 240)
-        let port = freeUDPPort()
-        let options = Self.keying(mode, key: key)
-        let arguments = ["recv", "--port", "\(port)", "--no-window", "--no-audio"] + options.recv
+        let pair = try Pair(mode: mode)
+        let (dir, port, receiving) = (pair.dir, pair.port, pair.receiving)
+        let arguments = ["recv", "--port", "\(port)", "--no-window", "--no-audio"] + pair.recv
         let first = try ShareBinary.start(arguments + ["--duration", "30"], environment: receiving)
         usleep(300_000)
-        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--audio", "none",
-                                            "--duration", "14", "--stats-json", dir.path("send.json")] + options.send,
-                                           environment: sending)
+        let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", pair.screen.name,
+                                            "--audio", "none", "--duration", "14", "--stats-json", dir.path("send.json")] + pair.send,
+                                           environment: pair.sending)
         #expect(first.waitForOutput("session with sender", timeout: 10), "\(first.output)")
         let flood = try CommitFlood(port: port, mode: mode == "key file" ? .preSharedKey : .identity)
         usleep(1_000_000)
