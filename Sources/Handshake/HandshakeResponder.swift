@@ -306,6 +306,13 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
         return confirm(&entry, session: session, schedule: schedule)
     }
 
+    /// No person could be asked now (another question is still open): the
+    /// sender is told the receiver is busy and tries again later.
+    public mutating func postpone(handshakeID: UInt64, now: MonotonicTime) -> [Action] {
+        guard let entry = entries[handshakeID], case .awaitingConfirmation(_, let schedule) = entry.stage else { return [] }
+        return refuse(handshakeID, peer: entry.peer, reason: .busy, schedule: schedule, failure: .rejected(.busy))
+    }
+
     private mutating func confirm(_ entry: inout Entry, session: EstablishedSession, schedule: KeySchedule) -> [Action] {
         let signature = configuration.authentication.identity?.sign(schedule.signed(.responder)) ?? []
         let bytes = HandshakeMessage.confirm(.init(id: entry.commit.id, proof: .init(signature: signature,
@@ -389,4 +396,11 @@ public struct PeerConfirmationRequest: Sendable, Equatable {
     public let fingerprint: PeerFingerprint
     /// The code both ends show, for people to compare.
     public let shortAuthenticationString: String
+
+    public init(handshakeID: UInt64, peerName: String, fingerprint: PeerFingerprint, shortAuthenticationString: String) {
+        self.handshakeID = handshakeID
+        self.peerName = peerName
+        self.fingerprint = fingerprint
+        self.shortAuthenticationString = shortAuthenticationString
+    }
 }

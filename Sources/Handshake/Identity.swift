@@ -2,6 +2,8 @@ internal import Crypto
 internal import Foundation
 public import ShareSRTP
 internal import ShareWire
+import Dispatch
+import Synchronization
 
 /// This install's long-term identity: a name and an Ed25519 key pair. Its
 /// description never shows the private key.
@@ -240,4 +242,28 @@ public enum ConfirmationPolicy: Sendable {
     case refuseNew
     /// Ask: called on a thread of its own, may block for a person's answer.
     case ask(@Sendable (PeerConfirmationRequest) -> Bool)
+}
+
+/// Puts one question to a person at a time, each on a thread of its own
+/// (an answer may take minutes). A question asked while another is still
+/// open is not put: the caller hears `false` at once. Without this, every
+/// stranger that finished a handshake while nobody answered parked a
+/// thread on the terminal.
+public final class OneQuestionAtATime: Sendable {
+    private let open = Atomic<Bool>(false)
+
+    public init() {}
+
+    /// Asks `request` with `ask` on a thread of its own and hands the answer
+    /// to `answer` there; false (nothing asked) when a question is open.
+    public func put(_ request: PeerConfirmationRequest, to ask: @escaping @Sendable (PeerConfirmationRequest) -> Bool,
+                    answer: @escaping @Sendable (Bool) -> Void) -> Bool {
+        guard open.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return false }
+        DispatchQueue.global().async { [self] in
+            let accepted = ask(request)
+            open.store(false, ordering: .releasing)
+            answer(accepted)
+        }
+        return true
+    }
 }

@@ -26,6 +26,8 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
     /// Set by the decode thread when it needs a keyframe (decode error,
     /// frames dropped); the network thread sends the PLI.
     let keyframeWanted = Atomic<Bool>(false)
+    /// The person here is asked about one new sender at a time.
+    private let questions = OneQuestionAtATime()
 
     init(socket: UDPSocket, session: ReceiveSession, gate: SessionGate, queue: WorkQueue, confirmation: ConfirmationPolicy,
          events: @escaping @Sendable (ReceiverEvent) -> Void) {
@@ -169,9 +171,12 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                     gate.answers.withLock { $0.append((request.handshakeID, false)) }
                 case .ask(let ask):
                     let gate = self.gate
-                    DispatchQueue.global().async {
-                        let accept = ask(request)
+                    let put = questions.put(request, to: ask) { accept in
                         gate.answers.withLock { $0.append((request.handshakeID, accept)) }
+                    }
+                    if !put {
+                        events(.warning("\"\(request.peerName)\" told to try again: a person is still being asked about another sender"))
+                        gate.answers.withLock { $0.append((request.handshakeID, nil)) }
                     }
                 }
             }

@@ -53,7 +53,8 @@ final class SessionGate: @unchecked Sendable {
     static let liveness: Duration = .seconds(3)
     private(set) var counters = Counters()
     /// Answers of people to confirmation requests, handed in from their thread.
-    let answers = Locked<[(id: UInt64, accept: Bool)]>([])
+    /// (nil: no one could be asked now; the sender is told to try again later.)
+    let answers = Locked<[(id: UInt64, accept: Bool?)]>([])
     /// The static key, to start over with after a BYE.
     private var staticKeys: SRTPSessionKeys?
     /// Hints to strangers: five a second at most.
@@ -100,7 +101,9 @@ final class SessionGate: @unchecked Sendable {
             return list
         }
         for answer in answered {
-            events += apply(responder!.answer(handshakeID: answer.id, accept: answer.accept, now: now), now: now, send: send)
+            let actions = answer.accept.map { responder!.answer(handshakeID: answer.id, accept: $0, now: now) }
+                ?? responder!.postpone(handshakeID: answer.id, now: now)
+            events += apply(actions, now: now, send: send)
         }
         return events
     }

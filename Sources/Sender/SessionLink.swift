@@ -47,6 +47,7 @@ final class SessionLink: @unchecked Sendable {
     private var confirmed: Set<UInt64> = []
     private var held: EstablishedSession?
     private let answers = Locked<[(id: UInt64, accept: Bool)]>([])
+    private let questions = OneQuestionAtATime()
     static let silenceLimit: UInt64 = 2_000_000_000
     static let retryHoldoff: UInt64 = 1_000_000_000
     /// After a setback: when the next attempt begins, and the wait after the
@@ -171,8 +172,9 @@ final class SessionLink: @unchecked Sendable {
             case .acceptNew: confirmed.insert(request.handshakeID)
             case .refuseNew: return .failed(.declined(peer: request.peerName))
             case .ask(let ask):
-                DispatchQueue.global().async { [self] in
-                    let accept = ask(request)
+                // One question at a time: while one is open, a later
+                // attempt's session is held unconfirmed (and times out).
+                _ = questions.put(request, to: ask) { [answers] accept in
                     answers.withLock { $0.append((request.handshakeID, accept)) }
                 }
             }

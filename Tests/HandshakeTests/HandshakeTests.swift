@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ShareHandshake
 import ShareSRTP
@@ -595,6 +596,36 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         _ = try second.toInitiator(reject)
         #expect(second.pair.initiatorSetback == .rejected(.busy) && second.pair.initiatorFailure == nil)
         #expect(second.pair.confirmationRequest == nil)
+    }
+
+    /// A question is put to a person only when none is open: a second
+    /// arrives while the first waits for its answer and is not put (its
+    /// sender is told to try later, `postpone`: busy, a setback); once the
+    /// first is answered the next is put. Before, each parked a thread.
+    @Test func oneQuestionIsOpenAtATime() throws {
+        let questions = OneQuestionAtATime()
+        let release = DispatchSemaphore(value: 0)
+        let answered = DispatchSemaphore(value: 0)
+        let request = PeerConfirmationRequest(handshakeID: 1, peerName: "x", fingerprint: PeerFingerprint([1]),
+                                              shortAuthenticationString: "abcde")
+        let first = questions.put(request, to: { _ in release.wait(); return true }, answer: { _ in answered.signal() })
+        let whileOpen = questions.put(request, to: { _ in true }, answer: { _ in })
+        #expect(first && !whileOpen)
+        release.signal()
+        answered.wait()
+        let next = questions.put(request, to: { _ in false }, answer: { _ in answered.signal() })
+        #expect(next)
+        answered.wait()
+
+        var steps = Steps(pair: HandshakePair(initiator: .identity(try identity("alice@a"), known: KnownPeers()),
+                                              responder: .identity(try identity("bob@b"), known: KnownPeers())))
+        let finish = try steps.toInitiator(try steps.toResponder(try steps.toReveal().serialized()))
+        steps.pair.responderEvents += steps.pair.responder.handle(HandshakeMessage(parsing: finish[...])!, from: 1, now: steps.pair.now)
+        let id = try #require(steps.pair.confirmationRequest).handshakeID
+        let postponed = steps.pair.responder.postpone(handshakeID: id, now: steps.pair.now)
+        guard case .send(let reject, _)? = postponed.first else { throw TestEnvironmentError("no reject") }
+        _ = try steps.toInitiator(reject)
+        #expect(steps.pair.initiatorSetback == .rejected(.busy) && steps.pair.initiatorFailure == nil)
     }
 
     @Test func messagesRoundTripAndMalformedOnesAreRefused() throws {
