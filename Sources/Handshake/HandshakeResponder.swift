@@ -397,6 +397,7 @@ public struct PeerConfirmationRequest: Sendable, Equatable {
     /// The code both ends show, for people to compare.
     public let shortAuthenticationString: String
 
+    /// A request as a responder (or initiator) makes it; public for hosts that test their prompts.
     public init(handshakeID: UInt64, peerName: String, fingerprint: PeerFingerprint, shortAuthenticationString: String) {
         self.handshakeID = handshakeID
         self.peerName = peerName

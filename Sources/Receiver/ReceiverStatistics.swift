@@ -37,11 +37,13 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// (static keys carry no rollover counter): received from the counter
     /// their packets' tags told.
     public var streamsResumed = 0
-    /// Searches for such a stream's rollover counter (static keys), those
-    /// not made (a datagram over an MTU, or the byte budget spent), and about
-    /// how many bytes they hashed: a stranger's flood of new SSRCs shows here.
+    /// Searches for such a stream's rollover counter (static keys): a
+    /// stranger's flood of new SSRCs shows here.
     public var rolloverSearches = 0
+    /// Searches not made: the datagram was larger than an MTU, or the
+    /// searches' byte budget was spent.
     public var rolloverSearchesLimited = 0
+    /// About how many bytes the searches hashed.
     public var rolloverSearchBytes = 0
     /// SRTP streams dropped to keep at most 16 (the one heard longest ago).
     public var streamsForgotten = 0
@@ -107,10 +109,11 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// Video frames written to the recording.
     public var framesRecorded = 0
     /// Times the recording stopped on a fault (no space, an I/O error, the
-    /// file removed), the last one's reason, and the pictures received after
-    /// it that were not recorded.
+    /// file removed or replaced).
     public var recordingFaults = 0
+    /// The last recording fault, for people (nil when there was none).
     public var recordingFailure: String?
+    /// Pictures received after a recording fault that were not recorded.
     public var framesNotRecorded = 0
     /// When the first picture was decoded (Unix seconds): with the time a
     /// sender was started, the time to first picture.

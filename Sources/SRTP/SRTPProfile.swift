@@ -96,6 +96,8 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
         secret = SecretBytes(bytes)
     }
 
+    /// Whether both are for one profile and hold the same key and salt
+    /// (compared in time that does not depend on where they differ).
     public static func == (a: Self, b: Self) -> Bool { a.profile == b.profile && a.secret.hasSameBytes(as: b.secret) }
 
     /// Parses the base64 key-salt of an SDES `inline:` parameter (RFC 4568

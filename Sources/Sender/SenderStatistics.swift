@@ -69,8 +69,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var handshakeMilliseconds: Double?
     /// Handshake attempts that ended on something unauthenticated (a reject
     /// without the session's MAC, a changed identity, a stall) and were
-    /// tried again, and the last one's reason.
+    /// tried again.
     public var handshakeSetbacks = 0
+    /// The last setback's reason, for people (nil when there was none).
     public var lastHandshakeSetback: String?
     /// Frames encoded before a session was up (not sent).
     public var framesBeforeSession = 0

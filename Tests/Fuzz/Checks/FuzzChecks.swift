@@ -173,8 +173,8 @@ public enum FuzzChecks {
     }
 
     /// Handshake: the input is a series of datagrams (a length byte, a
-    /// time-step byte, the bytes) fed to a responder in each mode and to an
-    /// initiator waiting for its reply. A parsed message serializes back to
+    /// time-step byte, the bytes) fed to a responder in each mode and, under
+    /// its own id, to an initiator from its first commit on. A parsed message serializes back to
     /// its bytes; no answer is larger than the datagram that asked for it;
     /// the responder holds a bounded number of handshakes (commits are kept
     /// once their cookie is echoed, as a source on the path can); and nothing built
@@ -217,7 +217,14 @@ public enum FuzzChecks {
                 }
                 precondition(responders[r].pendingCount <= responders[r].configuration.maximumPending)
             }
-            for action in initiator.handle(message, now: now) + initiator.poll(now: now) {
+            // The initiator hears it under its own handshake's id, as from a
+            // source on the path that read the id off its commit.
+            var addressed = Array(datagram)
+            if addressed.count >= 12, message != .retry {
+                withUnsafeBytes(of: initiator.id.bigEndian) { addressed.replaceSubrange(4..<12, with: $0) }
+            }
+            let toInitiator = HandshakeMessage(parsing: addressed[...]) ?? message
+            for action in initiator.handle(toInitiator, now: now) + initiator.poll(now: now) {
                 switch action {
                 case .established: preconditionFailure("an initiator session from bytes made without the keys")
                 case .failed: preconditionFailure("an initiator ended for good by bytes made without the keys")
