@@ -71,8 +71,9 @@ public struct HandshakeInitiator: @unchecked Sendable {
         var keys: [UInt8] = []
         var commit = HandshakeMessage.Commit(id: 0, instance: 0, suite: 0, mode: .preSharedKey, nonce: [], commitment: [],
                                              cookie: HandshakeMessage.noCookie)
-        /// Cookies answered (a forged cookie only costs one more commit; a bound keeps it one).
-        var cookiesTaken = 0
+        /// When a cookie was last taken: at most one every `cookieInterval`
+        /// (a forged cookie only costs one more commit; a flood of them, no more).
+        var cookieTakenAt: MonotonicTime?
         var roundTrip: Duration?
     }
 
@@ -98,6 +99,11 @@ public struct HandshakeInitiator: @unchecked Sendable {
     public init(configuration: Configuration) {
         self.configuration = configuration
     }
+
+    /// The shortest time between two cookies taken in one attempt: a commit
+    /// that waits long (a busy receiver) takes the fresh cookie it is given
+    /// when its old one has expired.
+    static let cookieInterval: Duration = .milliseconds(500)
 
     /// This attempt's id.
     public var id: UInt64 { attempt.id }
@@ -193,8 +199,9 @@ public struct HandshakeInitiator: @unchecked Sendable {
         }
         switch (message, state) {
         case (.cookie(_, let cookie), .committed):
-            guard cookie != attempt.commit.cookie, attempt.cookiesTaken < 4 else { break }
-            attempt.cookiesTaken += 1
+            guard cookie != attempt.commit.cookie,
+                  attempt.cookieTakenAt.map({ now.since($0) >= Self.cookieInterval }) ?? true else { break }
+            attempt.cookieTakenAt = now
             attempt.commit.cookie = cookie
             return [.send(send(HandshakeMessage.commit(attempt.commit).serialized(), now: now))]
         case (.reply(let reply), .committed):

@@ -184,7 +184,7 @@ struct HostileEndToEndTests {
     @Test func aFullDiskStopsTheRecordingAtOnceAndSaysSo() throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
-        let mount = try SmallFilesystem(kilobytes: 192)
+        let mount = try SmallFilesystem(kilobytes: 160)
         defer { mount.remove() }
         let screen = try Screen(width: 640, height: 480)
         let port = freeUDPPort()
@@ -193,7 +193,8 @@ struct HostileEndToEndTests {
                                               "--record", file, "--duration", "8", "--stats-json", dir.path("recv.json")])
         usleep(300_000)
         let sender = try ShareBinary.start(["send", "127.0.0.1", "--port", "\(port)", "--display", screen.name, "--key-file", key,
-                                            "--audio", "none", "--every-frame", "--duration", "6", "--stats-json", dir.path("send.json")])
+                                            "--audio", "none", "--every-frame", "--bitrate", "1500", "--duration", "6",
+                                            "--stats-json", dir.path("send.json")])
         let said = receiver.waitForOutput("recording stopped", timeout: 7)
         let stillRunning = receiver.isRunning
         _ = sender.wait(timeout: 15)

@@ -411,6 +411,25 @@ func identity(_ name: String) throws -> LocalIdentity { try LocalIdentity.genera
         #expect(steps.pair.initiator.isInProgress)
     }
 
+    /// A commit answered with a cookie takes it; forged cookies in a burst
+    /// cost at most one more commit each half second; and a commit that waits
+    /// long (its cookie expired at a busy receiver) takes the fresh one.
+    @Test func cookiesAreTakenAtMostTwiceASecond() throws {
+        var initiator = HandshakeInitiator(configuration: .init(authentication: .preSharedKey(secret), name: "x",
+                                                                profile: .aes128CmHmacSha1_80, instance: 1))
+        var now = MonotonicTime(nanoseconds: 1_000_000_000)
+        _ = initiator.start(now: now)
+        let cookie = { (byte: UInt8) in HandshakeMessage.cookie(id: initiator.id, cookie: [UInt8](repeating: byte, count: 32)) }
+        var taken = 0
+        for byte in 1...50 as ClosedRange<UInt8> {
+            taken += initiator.handle(cookie(byte), now: now).count
+            now = now + .milliseconds(10)
+        }
+        #expect(taken == 1, "a burst of cookies within half a second: one commit again")
+        now = now + .seconds(25)
+        #expect(initiator.handle(cookie(99), now: now).count == 1, "a fresh cookie after the old one expired")
+    }
+
     /// Commits from forged addresses never see their cookie: a flood of them
     /// holds nothing and costs only cookies (each smaller than its commit),
     /// and a genuine sender in the middle of it gets its session.
