@@ -170,7 +170,13 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
             return [.send(HandshakeMessage.reply(entry.reply).serialized(), to: peer)]
         }
         let address = configuration.address(peer)
-        guard jar.isValid(commit.cookie, address: address, id: commit.id, now: now) else {
+        // A commit with a cookie is checked only while one more could be
+        // kept in all: a flood of made-up cookies costs no HMAC past the limit.
+        if commit.cookie != HandshakeMessage.noCookie, !commits.hasToken(now: now) {
+            statistics.rateLimited += 1
+            return []
+        }
+        guard commit.cookie != HandshakeMessage.noCookie, jar.isValid(commit.cookie, address: address, id: commit.id, now: now) else {
             // Always answered: a cookie costs one HMAC, about what receiving
             // the commit cost, and is smaller than it. A limit here would let
             // a flood from forged addresses starve the genuine senders.

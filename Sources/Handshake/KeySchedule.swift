@@ -116,10 +116,14 @@ extension SRTPProfile {
     }
 }
 
-/// Random bytes from the system's CSPRNG.
+/// Random bytes from the system's CSPRNG, eight to a call (each call is a
+/// getrandom system call: a byte at a time made a nonce 32 of them).
 func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(count + 8)
+    while bytes.count < count { withUnsafeBytes(of: generator.next()) { bytes += $0 } }
+    return Array(bytes.prefix(count))
 }
 
 /// Stateless cookies for the responder's first answer (as DTLS's

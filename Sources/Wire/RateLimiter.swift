@@ -21,6 +21,14 @@ public struct RateLimiter: Sendable {
         return true
     }
 
+    /// Whether a token is there at `now`, without taking it (to skip work
+    /// whose result would be refused anyway).
+    public mutating func hasToken(now: MonotonicTime) -> Bool {
+        if let last = refilledAt { tokens = min(burst, tokens + now.since(last).seconds * rate) }
+        refilledAt = now
+        return tokens >= 1
+    }
+
     /// Spends `cost` tokens at `now` when the bucket is not in debt, even
     /// past what it holds: the debt is repaid by the refill before the next
     /// spend. So work of any size is allowed now and then, and on average
