@@ -116,15 +116,6 @@ extension SRTPProfile {
     }
 }
 
-/// Random bytes from the system's CSPRNG, eight to a call (each call is a
-/// getrandom system call: a byte at a time made a nonce 32 of them).
-func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(count + 8)
-    while bytes.count < count { withUnsafeBytes(of: generator.next()) { bytes += $0 } }
-    return Array(bytes.prefix(count))
-}
 
 /// Stateless cookies for the responder's first answer (as DTLS's
 /// HelloVerifyRequest, RFC 6347 §4.2.1): a commit is answered with a cookie

@@ -113,8 +113,7 @@ public struct SRTPKeyingMaterial: Sendable, Equatable, CustomStringConvertible, 
 
     /// Fresh random keying material from the system's CSPRNG (getrandom).
     public static func random(profile: SRTPProfile) -> SRTPKeyingMaterial {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<profile.masterLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var bytes = randomBytes(profile.masterLength)
         defer { bytes.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
         return try! SRTPKeyingMaterial(profile: profile, bytes: bytes)
     }
@@ -151,4 +150,22 @@ public struct SRTPSessionKeys: Sendable, Equatable, CustomStringConvertible {
     /// The profile of both keys.
     public var profile: SRTPProfile { outbound.profile }
     public var description: String { "SRTPSessionKeys(\(outbound.profile.rawValue), keys redacted)" }
+}
+
+/// Random bytes from the system's CSPRNG, eight to a call (each call is a
+/// getrandom system call: a byte at a time made a 46-byte key 46 of them).
+/// The one place keys, nonces and pins are drawn (package-wide).
+package func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = [UInt8](repeating: 0, count: count)
+    var filled = 0
+    while filled < count {
+        withUnsafeBytes(of: generator.next()) { word in
+            for byte in word.prefix(count - filled) {
+                bytes[filled] = byte
+                filled += 1
+            }
+        }
+    }
+    return bytes
 }

@@ -34,8 +34,7 @@ struct JanusMount {
         case .aes128CmHmacSha1_32: suite = 32
         default: throw JanusError("Janus takes AES_CM_128_HMAC_SHA1_80 or _32 keys, not \(keying.profile.rawValue)")
         }
-        var random = SystemRandomNumberGenerator()
-        let hex = { (count: Int) in (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined() }
+        let hex = { (count: Int) in randomBytes(count).map { String(format: "%02x", $0) }.joined() }
         let (secret, pin) = (hex(16), hex(16))
         let request = MountpointRequest(
             description: "share from \(name ?? IdentityStore.defaultName())", videoPayloadType: Int(configuration.payloadType),
