@@ -118,18 +118,13 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
     private var entries: [UInt64: Entry] = [:]
-    private var commits: RateLimiter
-    private var perSource: [[UInt8]: RateLimiter] = [:]
+    private var admission: CommitAdmission
     private var firstMeetings: RateLimiter
-    private let jar = CookieJar()
-
-    /// Source hosts whose limits are kept at once; past it they start over
-    /// (the limit in all still holds).
-    static var trackedSources: Int { 256 }
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        commits = RateLimiter(rate: configuration.commitsPerSecond, burst: configuration.commitBurst)
+        admission = CommitAdmission(.init(perSecond: configuration.commitsPerSecond, burst: configuration.commitBurst,
+                                          perSourcePerSecond: configuration.commitsPerSourcePerSecond))
         firstMeetings = RateLimiter(rate: 1 / configuration.firstMeetingInterval.seconds, burst: configuration.firstMeetingBurst)
     }
 
@@ -169,26 +164,19 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
             }
             return [.send(HandshakeMessage.reply(entry.reply).serialized(), to: peer)]
         }
-        let address = configuration.address(peer)
-        // A commit with a cookie is checked only while one more could be
-        // kept in all: a flood of made-up cookies costs no HMAC past the limit.
-        if commit.cookie != HandshakeMessage.noCookie, !commits.hasToken(now: now) {
-            statistics.rateLimited += 1
-            return []
-        }
-        guard commit.cookie != HandshakeMessage.noCookie, jar.isValid(commit.cookie, address: address, id: commit.id, now: now) else {
-            // Always answered: a cookie costs one HMAC, about what receiving
-            // the commit cost, and is smaller than it. A limit here would let
-            // a flood from forged addresses starve the genuine senders.
+        let limits = CommitAdmission.Limits(perSecond: configuration.commitsPerSecond, burst: configuration.commitBurst,
+                                            perSourcePerSecond: configuration.commitsPerSourcePerSecond)
+        switch admission.consider(id: commit.id, cookie: commit.cookie, address: configuration.address(peer),
+                                  host: configuration.host(peer), limits: limits, now: now) {
+        case .cookie(let cookie):
             statistics.cookiesSent += 1
-            let cookie = jar.cookie(address: address, id: commit.id, now: now)
             return [.send(HandshakeMessage.cookie(id: commit.id, cookie: cookie).serialized(), to: peer)]
-        }
-        guard admit(from: peer, now: now) else {
+        case .limited:
             statistics.rateLimited += 1
             return []
+        case .admitted:
+            statistics.commits += 1
         }
-        statistics.commits += 1
         if commit.mode != configuration.authentication.mode {
             return refuse(commit.id, peer: peer, reason: .modeMismatch, failure: .rejected(.modeMismatch))
         }
@@ -209,18 +197,6 @@ public struct HandshakeResponder<Peer: Hashable & Sendable>: @unchecked Sendable
         entries[commit.id] = Entry(peer: peer, commit: commit, reply: reply, ephemeral: ephemeral, keys: keys, createdAt: now,
                                    stage: .replied, stageAt: now)
         return [.send(HandshakeMessage.reply(reply).serialized(), to: peer)]
-    }
-
-    /// Whether a new handshake from `peer` fits the limits, per source host and in all.
-    private mutating func admit(from peer: Peer, now: MonotonicTime) -> Bool {
-        let host = configuration.host(peer)
-        if perSource[host] == nil, perSource.count >= Self.trackedSources { perSource.removeAll(keepingCapacity: true) }
-        var source = perSource[host] ?? RateLimiter(rate: configuration.commitsPerSourcePerSecond,
-                                                    burst: configuration.commitsPerSourcePerSecond)
-        defer { perSource[host] = source }
-        commits.rate = configuration.commitsPerSecond
-        commits.burst = configuration.commitBurst
-        return source.take(now: now) && commits.take(now: now)
     }
 
     /// The initiator's keys: checked against its commitment, then this end's opened.
