@@ -79,8 +79,18 @@ public final class TestClient {
     }
 
     /// A top-level window whose name starts with `prefix` (another
-    /// program's, say), once one exists.
-    public func window(namedLike prefix: String) -> UInt32? {
+    /// program's, say), once one exists: another program maps its window
+    /// when it gets to it, so this asks again for up to `seconds`.
+    public func window(namedLike prefix: String, within seconds: Double = 5) -> UInt32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            if let found = topLevelWindow(namedLike: prefix) { return found }
+            if Date() >= deadline { return nil }
+            usleep(100_000)
+        }
+    }
+
+    private func topLevelWindow(namedLike prefix: String) -> UInt32? {
         guard let tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, screen.root), nil) else { return nil }
         defer { free(tree) }
         let children = UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(xcb_query_tree_children_length(tree)))
