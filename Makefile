@@ -19,6 +19,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rtp rtcp h264 srtp fec congestion handshake sdp session control opus cursor knownpeers http
 
 DOCS_DIR ?= .build/docs
+# The per-stage benchmarks step `share scene` (tooling, not a library they can link).
+BENCH_ENV = SHARE_BIN="$$(cd .. && swift build --show-bin-path $(SWIFT_FLAGS))/share"
 
 .PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver clean
 
@@ -119,7 +121,8 @@ bench-receiver: deps
 ## `cd Benchmarks && swift package benchmark`, never gated (another machine of this kind is slower).
 ## After an intended change: make bench-update.
 bench: deps
-	cd Benchmarks && swift package benchmark thresholds check --path "$$PWD/Thresholds" --no-progress \
+	swift build $(SWIFT_FLAGS)
+	cd Benchmarks && $(BENCH_ENV) swift package benchmark thresholds check --path "$$PWD/Thresholds" --no-progress \
 		--skip-target EmbeddingBenchmarks
 
 ## bench-push: a host's thread pushing 1080p BGRA at 120 Hz into a running 30 fps sender: the wall
@@ -130,7 +133,8 @@ bench-push: deps
 
 ## bench-update: new thresholds, keeping only the machine-independent metrics
 bench-update: deps
-	cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update --no-progress \
+	swift build $(SWIFT_FLAGS)
+	cd Benchmarks && $(BENCH_ENV) swift package --allow-writing-to-package-directory benchmark thresholds update --no-progress \
 		--skip-target EmbeddingBenchmarks
 	python3 -c 'import glob, json; [(lambda kept, p: open(p, "w").write(json.dumps(kept, indent=2, sort_keys=True) + "\n"))({k: v for k, v in json.load(open(p)).items() if k not in ("wallClock", "throughput", "cpuTotal")}, p) for p in glob.glob("Benchmarks/Thresholds/*.json")]'
 

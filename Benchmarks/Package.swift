@@ -29,7 +29,7 @@ let package = Package(
                 .product(name: "ShareWire", package: "share"),
                 .product(name: "ShareSRTP", package: "share"),
                 .product(name: "ShareSession", package: "share"),
-                .product(name: "ShareX11", package: "share"),
+                .product(name: "ShareX11Capture", package: "share"),
                 .product(name: "ShareColor", package: "share"),
                 .product(name: "ShareVideo", package: "share"),
                 .product(name: "ShareDecode", package: "share"),

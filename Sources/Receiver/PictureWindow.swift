@@ -2,6 +2,7 @@ internal import ShareColor
 internal import ShareDecode
 internal import ShareSession
 internal import ShareWire
+internal import ShareWindow
 internal import ShareX11
 
 /// The receiver's window: the newest decoded picture converted for X11,

@@ -1,7 +1,6 @@
 internal import ShareColor
 internal import ShareDecode
 internal import ShareSession
-internal import ShareStamp
 internal import ShareWire
 internal import ShareX11
 import Synchronization
@@ -16,7 +15,6 @@ final class ReceiverShared: Sendable {
     /// The decode thread's latencies, summarized when the statistics are read.
     let captureToDisplay = LatencyLog()
     let lastPacketToDisplay = LatencyLog()
-    let glassToGlass = LatencyLog()
 }
 
 /// The receiver's decode thread: decodes each frame the network thread
@@ -35,8 +33,6 @@ final class Presenter: @unchecked Sendable {
     private let recording: SessionRecording?
     private let latency: LatencyLog
     private let receiving: LatencyLog
-    private let glassToGlass: LatencyLog
-    private var lastStamp: FrameStamp?
     private var waitingForKeyframe = true
     /// The last pixel format warned about as one that cannot be shown.
     private var unshownFormat: String?
@@ -70,7 +66,6 @@ final class Presenter: @unchecked Sendable {
          latencies: ReceiverShared, events: @escaping @Sendable (ReceiverEvent) -> Void) {
         latency = latencies.captureToDisplay
         receiving = latencies.lastPacketToDisplay
-        glassToGlass = latencies.glassToGlass
         self.configuration = configuration
         self.decoder = decoder
         self.queue = queue
@@ -323,18 +318,7 @@ final class Presenter: @unchecked Sendable {
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
-        if let onPicture = configuration.onPicture {
-            // The picture shown is this unit's, or with B-frames an earlier one's.
-            let shown = picture.timestamp ?? unit.timestamp
-            let captured = shown == unit.timestamp ? captureMicroseconds(of: unit)
-                : captureMicroseconds(extension: nil, ssrc: network.senderSSRC ?? 0, timestamp: shown, clockRate: 90_000)
-            let isKeyframe = shown == unit.timestamp ? unit.isKeyframe : picture.isKeyframe
-            decoder.withLastI420 { y, yStride, u, uStride, v, vStride, width, height, colors in
-                onPicture(ReceivedPicture(width: width, height: height, y: y, lumaStride: yStride, u: u, uStride: uStride,
-                                          v: v, vStride: vStride, colorSpace: colors, capturedUnixNanoseconds: captured * 1000,
-                                          rtpTimestamp: shown, isKeyframe: isKeyframe))
-            }
-        }
+        if let onPicture = configuration.onPicture { lend(picture, of: unit, to: onPicture) }
         if configuration.showWindow {
             do {
                 if window == nil {
@@ -358,7 +342,7 @@ final class Presenter: @unchecked Sendable {
         }
         lastShownAt = shownAt
         receiving.record(milliseconds: Double(shownAt &- min(unit.completedAt.nanoseconds, shownAt)) / 1e6)
-        if configuration.readStamps { readStamp() }
+        if let onShown = configuration.onShown { lend(picture, of: unit, to: onShown) }
         if let id = configuration.captureTimeExtensionID,
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
             latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
@@ -374,20 +358,17 @@ final class Presenter: @unchecked Sendable {
         local.framesRecorded = recording.framesWritten
     }
 
-    private func readStamp() {
-        let stamp = decoder.withLastPicture { picture in
-            FrameStamp.read(width: picture.width, height: picture.height) { x, row in picture.luma(x: x, y: row) }
-        } ?? nil
-        if let stamp, stamp != lastStamp {
-            lastStamp = stamp
-            local.stampsNew += 1
-            if let elapsed = stamp.microseconds(until: monotonicNow() / 1000) {
-                glassToGlass.record(milliseconds: Double(elapsed) / 1000)
-            }
-        } else if stamp != nil {
-            local.stampsRepeated += 1
-        } else {
-            local.stampsUnreadable += 1
+    /// Lends the picture just decoded to a host's hook, as I420.
+    private func lend(_ picture: DecodedPicture, of unit: AccessUnit, to body: (borrowing ReceivedPicture) -> Void) {
+        // The picture shown is this unit's, or with B-frames an earlier one's.
+        let shown = picture.timestamp ?? unit.timestamp
+        let captured = shown == unit.timestamp ? captureMicroseconds(of: unit)
+            : captureMicroseconds(extension: nil, ssrc: network.senderSSRC ?? 0, timestamp: shown, clockRate: 90_000)
+        let isKeyframe = shown == unit.timestamp ? unit.isKeyframe : picture.isKeyframe
+        decoder.withLastI420 { y, yStride, u, uStride, v, vStride, width, height, colors in
+            body(ReceivedPicture(width: width, height: height, y: y, lumaStride: yStride, u: u, uStride: uStride,
+                                 v: v, vStride: vStride, colorSpace: colors, capturedUnixNanoseconds: captured * 1000,
+                                 rtpTimestamp: shown, isKeyframe: isKeyframe))
         }
     }
 
@@ -414,9 +395,6 @@ final class Presenter: @unchecked Sendable {
             s.height = mine.height
             s.freezes = mine.freezes
             s.freezeSeconds = mine.freezeSeconds
-            s.stampsNew = mine.stampsNew
-            s.stampsRepeated = mine.stampsRepeated
-            s.stampsUnreadable = mine.stampsUnreadable
             s.audio = mine.audio
         }
     }

@@ -42,9 +42,6 @@ public struct ReceiverConfiguration: Sendable {
     public var playAudio = true
     /// Payload types carrying Opus.
     public var audioPayloadTypes: Set<UInt8> = [111]
-    /// Read the frame stamp (`share scene --stamp`) from every decoded
-    /// picture and measure glass-to-glass latency (both ends on one machine).
-    public var readStamps = false
     /// Decode a frame's first slices as they arrive, while the sender still
     /// encodes the rest, so its last packet leaves only the last slices to
     /// decode; false decodes each frame once it is whole.
@@ -53,6 +50,11 @@ public struct ReceiverConfiguration: Sendable {
     /// as it is decoded (whether or not a window shows it): for an
     /// application that draws the picture itself. See `ReceivedPicture`.
     public var onPicture: (@Sendable (borrowing ReceivedPicture) -> Void)?
+    /// Each picture once it is shown (or decoded, with no window), lent on
+    /// the decode thread as `onPicture` lends it: for an observer of what
+    /// the person sees (a test pattern read back, a measure of quality).
+    /// Unlike `onPicture` it leaves the window drawing the pointer.
+    public var onShown: (@Sendable (borrowing ReceivedPicture) -> Void)?
     /// Each 20 ms of decoded sound, per stream, on the decode thread
     /// (whether or not it is played: `playAudio`). See `ReceivedSound`.
     public var onSound: (@Sendable (ReceivedSound) -> Void)?

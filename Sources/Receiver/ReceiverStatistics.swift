@@ -127,15 +127,6 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     /// A frame's last packet arriving to its picture shown (or decoded,
     /// headless): the receiver's own share of the latency.
     public var lastPacketToDisplay = LatencySummary()
-    /// With `readStamps`: from the scene drawing a frame stamp to the picture
-    /// holding it shown (or decoded, headless), first appearance of each stamp.
-    public var glassToGlass = LatencySummary()
-    /// Pictures whose stamp was new, the same as the previous picture's, or unreadable.
-    public var stampsNew = 0
-    /// Pictures whose stamp was the previous picture's (see `stampsNew`).
-    public var stampsRepeated = 0
-    /// Pictures with no readable stamp (see `stampsNew`).
-    public var stampsUnreadable = 0
     /// The sound received, over every audio stream.
     public var audio = AudioStatistics()
 

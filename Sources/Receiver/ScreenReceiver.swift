@@ -3,10 +3,8 @@ internal import ShareAudio
 internal import ShareColor
 internal import ShareDecode
 internal import ShareSession
-internal import ShareStamp
 internal import ShareTransport
 internal import ShareWire
-internal import ShareX11
 import Synchronization
 internal import ShareLatency
 #if canImport(Glibc)
@@ -195,12 +193,11 @@ public final class ScreenReceiver: Sendable {
     public var statistics: ReceiverStatistics {
         let start = began.load(ordering: .relaxed)
         // Sorted here, on the reader's thread, never on the decode thread's.
-        let latencies = (shared.captureToDisplay.summary, shared.lastPacketToDisplay.summary, shared.glassToGlass.summary)
+        let latencies = (shared.captureToDisplay.summary, shared.lastPacketToDisplay.summary)
         return shared.stats.withLock { s in
             if start != 0 { s.elapsedSeconds = Double(monotonicNow() - start) / 1e9 }
             s.captureToDisplay = latencies.0
             s.lastPacketToDisplay = latencies.1
-            s.glassToGlass = latencies.2
             return s
         }
     }

@@ -1,7 +1,7 @@
 import Dispatch
 internal import ShareFrames
 internal import ShareWire
-internal import ShareX11
+internal import ShareCapture
 import Synchronization
 internal import ShareSync
 
@@ -11,7 +11,7 @@ internal import ShareSync
 /// downstream: a frame the encoder has not taken yet is replaced (and
 /// counted).
 ///
-/// With XDamage it grabs when the screen changes, not on a timer, as its
+/// With change tracking (XDamage on X11) it grabs when the screen changes, not on a timer, as its
 /// `GrabSchedule` says: it sleeps on the X connection until damage arrives,
 /// lets the drawing finish (until nothing more is drawn for `quiet`, 0.25
 /// ms; `settle`, 2 ms, at most), and grabs at once unless the last grab was
@@ -27,14 +27,14 @@ internal import ShareSync
 final class CaptureLoop: @unchecked Sendable {
     // Safe: `capturer` and the pointer state are used by the capture thread
     // only (the capturer's counters are atomic); the feed is Sendable.
-    let capturer: ScreenCapturer
+    let capturer: any ScreenSource
     /// Where the pictures go, and the rate and size asked for.
     let feed: VideoFeed
     /// The size to scale to before any step down; nil: what is captured.
     private let configuredSize: VideoSize?
     private let stillRefresh: Duration?
 
-    init(capturer: ScreenCapturer, feed: VideoFeed, configuredSize: VideoSize?, stillRefresh: Duration?) {
+    init(capturer: any ScreenSource, feed: VideoFeed, configuredSize: VideoSize?, stillRefresh: Duration?) {
         self.capturer = capturer
         self.feed = feed
         self.configuredSize = configuredSize
@@ -68,11 +68,11 @@ final class CaptureLoop: @unchecked Sendable {
     /// 0.20% (`Benchmarks/capture.py`). A resting pointer is asked for only
     /// when its device moved (XInput 2's raw motion ends the wait at once)
     /// or every quarter second (a program may warp it): its first move
-    /// shows at once, not up to 50 ms late (`ScreenCapturer.pointerWakes`;
+    /// shows at once, not up to 50 ms late (`ScreenSource.restingPointerCheck`;
     /// a server without XInput 2 is asked at every look). The other threads
     /// end the wait when they have news (`SenderContext.captureWakeup`), so
     /// then a resting look comes only at the capturer's warp check
-    /// (`ScreenCapturer.warpCheckNanoseconds`, a quarter second).
+    /// (`ScreenSource.restingPointerCheck`: a quarter second on X11).
     static let longestWait: UInt64 = 20_000_000
     static let restingWait: UInt64 = 50_000_000
 
@@ -145,7 +145,7 @@ final class CaptureLoop: @unchecked Sendable {
     private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
                                     longestWait: Self.longestWait, interval: Self.interval(feed))
-        let resting = capturer.pointerWakes && capturer.wakeDescriptor >= 0 ? ScreenCapturer.warpCheckNanoseconds : Self.restingWait
+        let resting = capturer.wakeDescriptor >= 0 ? capturer.restingPointerCheck ?? Self.restingWait : Self.restingWait
         var seen = capturer.changesSeen
         // What the last wait found (it looked at the pointer too): the next
         // turn starts from it instead of asking the server again.
@@ -232,14 +232,14 @@ final class CaptureLoop: @unchecked Sendable {
     static let pausedWait: UInt64 = 1_000_000_000
 
     /// One wait of a paused sender: nothing is grabbed or asked for, and
-    /// neither the mouse nor drawing wakes the thread (`ScreenCapturer.idle`).
+    /// neither the mouse nor drawing wakes the thread (`ScreenSource.idle`).
     private func pause(_ context: SenderContext) {
         let wait = capturer.wakeDescriptor >= 0 ? Self.pausedWait : Self.interval(feed)
         if !capturer.idle(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.interval(feed)) }
     }
 
-    /// Whether the followed window was hidden at the last grab (told once per change).
-    private var windowHidden = false
+    /// Why the source held pictures back at the last grab (told once per change).
+    private var paused: CapturePause?
 
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).
     private func grab(_ context: SenderContext) -> Bool {
@@ -250,17 +250,21 @@ final class CaptureLoop: @unchecked Sendable {
                                             maxHeight: maxHeight)
                 return (size.width, size.height)
             }
-            if capturer.windowHidden != windowHidden {
-                windowHidden = capturer.windowHidden
-                context.emit(.warning(windowHidden ? "the shared window is hidden: nothing is sent until it is shown again"
-                                                   : "the shared window is shown again"))
+            let pause = capturer.pause
+            if pause != paused {
+                if let pause {
+                    context.emit(.warning("\(pause.reason): nothing is sent until it is shown again"))
+                } else if let paused {
+                    context.emit(.warning(paused.resumed))
+                }
+                paused = pause
             }
             if let picture = incoming.take(), feed.put(picture) {
                 context.stats.withLock { $0.framesDroppedEncoderBusy += 1 }
             }
             return true
         } catch {
-            context.fail(.capture(error.description))
+            context.fail(.capture("\(error)"))
             return false
         }
     }

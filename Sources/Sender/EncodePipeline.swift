@@ -6,7 +6,7 @@ internal import ShareSRTP
 internal import ShareSession
 internal import ShareVideo
 internal import ShareWire
-internal import ShareX11
+
 import Synchronization
 internal import ShareGovernor
 internal import ShareLatency

@@ -3,7 +3,7 @@
 // PixelBuffer and PixelConverter (ShareColor), CaptureTime (ShareFrames),
 // SessionKeying, ConfirmationPolicy and the identity store (ShareHandshake),
 // SRTPKeyingMaterial and SRTPProfile (ShareSRTP), MemoryBudget
-// (ShareGovernor), LatencySummary (ShareLatency), CaptureSource (ShareX11)
+// (ShareGovernor), LatencySummary (ShareLatency), CaptureSource (ShareCapture)
 // and SessionDescription (ShareWire).
 @_exported public import ShareColor
 @_exported public import ShareFrames
@@ -12,4 +12,4 @@
 @_exported public import ShareLatency
 @_exported public import ShareSRTP
 @_exported public import ShareWire
-@_exported public import ShareX11
+@_exported public import ShareCapture

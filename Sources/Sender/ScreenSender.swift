@@ -9,7 +9,8 @@ internal import ShareSession
 internal import ShareTransport
 internal import ShareVideo
 internal import ShareWire
-internal import ShareX11
+internal import ShareCapture
+internal import ShareX11Capture
 import Synchronization
 public import ShareGovernor
 internal import ShareSync
@@ -72,7 +73,7 @@ public final class ScreenSender: Sendable {
         } catch {
             throw .transport(error.description)
         }
-        var capturer: ScreenCapturer?
+        var capturer: (any ScreenSource)?
         let source: VideoSize
         switch configuration.video {
         case .screen:
@@ -85,7 +86,7 @@ public final class ScreenSender: Sendable {
                 capturer = screen
                 source = VideoSize(width: screen.width, height: screen.height)
             } catch {
-                throw .capture(error.description)
+                throw .capture("\(error)")
             }
         case .pushed(let size):
             guard (16...8192).contains(size.width), (16...8192).contains(size.height) else {

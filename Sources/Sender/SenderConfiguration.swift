@@ -1,4 +1,4 @@
-public import ShareX11
+public import ShareCapture
 public import ShareHandshake
 public import ShareSRTP
 internal import ShareSession

@@ -3,7 +3,7 @@ import Foundation
 import ShareReceiver
 import ShareSender
 import ShareSRTP
-import ShareX11
+import ShareX11Capture
 import ShareSync
 import Synchronization
 import TestSupport

@@ -4,8 +4,8 @@ import ShareReceiver
 import ShareSRTP
 import ShareGovernor
 import ShareWire
-import ShareX11
-import ShareStamp
+import ShareX11Capture
+import ShareScene
 import Synchronization
 import TestSupport
 import Testing

@@ -3,7 +3,7 @@ import ShareColor
 import ShareSession
 import ShareSRTP
 import ShareVideo
-import ShareX11
+import ShareX11Capture
 
 /// What the per-stage benchmarks work on, for one picture size: a private
 /// Xvfb showing the moving demo scene, and a run of real pictures from it
@@ -13,7 +13,9 @@ final class Fixture: @unchecked Sendable {
     let width: Int
     let height: Int
     let display: String
-    let scene: DemoScene
+    /// `share scene --frames-from-stdin` on the display: draws the frames
+    /// asked for (the scene is tooling, not a library this package can link).
+    private let scene: SceneDrawer
     /// One captured picture (BGRX) per drawn scene frame.
     let bgra: [[UInt8]]
     /// The same pictures in I420.
@@ -66,15 +68,14 @@ final class Fixture: @unchecked Sendable {
         xvfb.standardOutput = FileHandle.nullDevice
         xvfb.standardError = FileHandle.nullDevice
         do { try xvfb.run() } catch { fatalError("cannot start Xvfb (apt-get install xvfb): \(error)") }
-        var scene: DemoScene?
-        for _ in 0..<200 where scene == nil {
-            scene = try? DemoScene(display: display)
-            if scene == nil { usleep(50_000) }
+        var capturer: ScreenCapturer?
+        for _ in 0..<200 where capturer == nil {
+            capturer = try? ScreenCapturer(display: display, slots: 1)
+            if capturer == nil { usleep(50_000) }
         }
-        guard let scene else { fatalError("Xvfb \(display) did not come up") }
+        guard let capturer else { fatalError("Xvfb \(display) did not come up") }
+        let scene = SceneDrawer(display: display)
         self.scene = scene
-        let capturer: ScreenCapturer
-        do { capturer = try ScreenCapturer(display: display, slots: 1) } catch { fatalError("\(error)") }
         var bgra: [[UInt8]] = []
         var pictures: [I420Image] = []
         var scratch: I420Image?
@@ -123,5 +124,44 @@ final class Fixture: @unchecked Sendable {
             return try H264Encoder(.init(width: width, height: height, fps: 30, threads: 1,
                                          sliceMaxSize: sliced ? 4 * slicePayload : nil))
         } catch { fatalError("\(error)") }
+    }
+}
+
+/// The demo scene in a `share scene --frames-from-stdin` process, stepped
+/// frame by frame: each `draw` returns once the frame is on the screen.
+final class SceneDrawer {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    /// `SHARE_BIN` (set by `make bench`), else the debug build beside this package.
+    static var binary: String {
+        ProcessInfo.processInfo.environment["SHARE_BIN"] ?? "../.build/debug/share"
+    }
+
+    init(display: String) {
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["scene", "--display", display, "--frames-from-stdin"]
+        process.standardInput = input
+        process.standardOutput = output
+        do { try process.run() } catch { fatalError("cannot start \(Self.binary) (make bench builds it): \(error)") }
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    func draw(frame: Int) {
+        input.fileHandleForWriting.write(Data("\(frame)\n".utf8))
+        while !pending.contains(UInt8(ascii: "\n")) {
+            let more = output.fileHandleForReading.availableData
+            guard !more.isEmpty else { fatalError("share scene ended before drawing frame \(frame)") }
+            pending.append(more)
+        }
+        let line = pending.prefix { $0 != UInt8(ascii: "\n") }
+        pending.removeFirst(line.count + 1)
+        guard Int(String(decoding: line, as: UTF8.self)) == frame else { fatalError("share scene answered \"\(line)\" for frame \(frame)") }
     }
 }

@@ -5,7 +5,7 @@ import ShareSRTP
 import ShareSession
 import ShareVideo
 import ShareWire
-import ShareX11
+import ShareX11Capture
 
 /// Per-stage, per-frame cost of the pipeline at 720p and 1080p, on real
 /// pictures of the moving demo scene (see `Fixture`): capture (MIT-SHM

@@ -118,6 +118,8 @@ public struct SceneOptions: ParsableArguments {
     public var pointer = false
     @Flag(help: "With --static: type a character --fps times a second into a line of text, a caret blinking twice a second after it (a small-change benchmark).")
     public var typing = false
+    @Flag(help: "Draw the frames whose numbers come on standard input, one a line, each exactly (no clock), answering each with its number once it is on the screen: a caller steps the scene (the per-stage benchmarks).")
+    public var framesFromStdin = false
 
     public init() {}
 }

@@ -7,6 +7,7 @@ import ShareSRTP
 import ShareSession
 import ShareWire
 import ShareLatency
+import ShareScene
 
 /// `share-recv`: the receiving half of `share`.
 @main
@@ -76,7 +77,12 @@ struct Receive: ParsableCommand {
         configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
         configuration.recordPath = record
         configuration.playAudio = !o.noAudio
-        configuration.readStamps = o.readStamps
+        let stamps = o.readStamps ? StampReader() : nil
+        if let stamps {
+            configuration.onShown = { picture in
+                stamps.read(width: picture.width, height: picture.height) { x, y in picture.luma(x: x, y: y) }
+            }
+        }
         configuration.decodesSlicesEarly = !o.wholeFrames
         for audio in description?.audio ?? [] where audio.codec.lowercased() == "opus" {
             configuration.audioPayloadTypes.insert(audio.payloadType)
@@ -143,17 +149,29 @@ struct Receive: ParsableCommand {
             \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses\(s.streamsResumed > 0 ? """
                 ; \(s.streamsResumed) streams joined after their sequence numbers wrapped
                 """ : "")
-            capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(o.readStamps ? """
-
-                glass to glass: \(s.glassToGlass.text), \(s.stampsNew) stamps (\(s.stampsRepeated) repeated, \(s.stampsUnreadable) unreadable)
-                """ : "")
+            capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(stamps.map { stamps in
+                let c = stamps.counts
+                return "\nglass to glass: \(c.glassToGlass.text), \(c.stampsNew) stamps (\(c.stampsRepeated) repeated, \(c.stampsUnreadable) unreadable)"
+            } ?? "")
             audio: \(s.audio.streams) streams, \(s.audio.packetsReceived) packets, \(s.audio.packetsLost) lost, \
             \(s.audio.framesRecoveredByFEC) recovered by FEC, \(s.audio.framesConcealed) concealed, \(s.audio.packetsRecorded) recorded
             """)
-        if let statsJson { writeJSON(s, to: statsJson) }
+        if let statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
         if let error = receiver.error { fail("\(error)") }
         if let failure = s.recordingFailure {
             fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
         }
+    }
+}
+
+/// What `--stats-json` writes: the receiver's statistics, and beside them
+/// (the same object) what the frame stamps said, with `--read-stamps`.
+struct ReceiveReport: Encodable {
+    var statistics: ReceiverStatistics
+    var stamps: StampReader.Counts?
+
+    func encode(to encoder: any Encoder) throws {
+        try statistics.encode(to: encoder)
+        try stamps?.encode(to: encoder)
     }
 }

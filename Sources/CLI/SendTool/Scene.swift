@@ -3,8 +3,8 @@ import ArgumentParser
 import Foundation
 import ShareAudio
 import ShareCommands
-import ShareStamp
-import ShareX11
+
+import ShareScene
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,6 +21,10 @@ struct Scene: ParsableCommand {
         }
         let scene: DemoScene
         do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
+        if options.framesFromStdin {
+            Self.step(scene)
+            return
+        }
         let stop = StopSignal(duration: duration)
         let done = DispatchSemaphore(value: 0)
         let overlay: ((DemoScene) -> Void)? = options.stamp ? { Self.drawStamp(on: $0) } : nil
@@ -57,6 +61,18 @@ struct Scene: ParsableCommand {
         done.wait()
         timer?.cancel()
         pointer?.cancel()
+    }
+
+    /// Draws each frame whose number comes on standard input and answers
+    /// with the number once the server has drawn it; ends with the input.
+    private static func step(_ scene: DemoScene) {
+        while let line = readLine() {
+            guard let frame = Int(line.trimmingCharacters(in: .whitespaces)), frame >= 0 else {
+                fail("--frames-from-stdin: \"\(line)\" is not a frame number")
+            }
+            scene.draw(frame: frame, atomically: true)
+            FileHandle.standardOutput.write(Data("\(frame)\n".utf8))
+        }
     }
 
     /// Moves the pointer round a circle in the middle of the screen, one

@@ -6,7 +6,7 @@ import ShareHandshake
 import ShareSender
 import ShareSession
 import ShareSRTP
-import ShareX11
+import ShareX11Capture
 import ShareGovernor
 import ShareLatency
 

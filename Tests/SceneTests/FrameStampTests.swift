@@ -1,6 +1,6 @@
 import ShareColor
 import ShareDecode
-import ShareStamp
+import ShareScene
 import ShareVideo
 import Testing
 

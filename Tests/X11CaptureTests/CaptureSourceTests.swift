@@ -1,7 +1,10 @@
 import Foundation
 import ShareColor
 import ShareFrames
+import ShareCapture
+import ShareScene
 import ShareX11
+import ShareX11Capture
 import TestSupport
 import Testing
 

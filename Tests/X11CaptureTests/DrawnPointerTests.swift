@@ -1,5 +1,5 @@
 import ShareColor
-@testable import ShareX11
+@testable import ShareX11Capture
 import Testing
 
 /// The pointer drawn into the pictures, sans-IO: which parts of the

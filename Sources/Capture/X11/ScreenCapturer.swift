@@ -1,6 +1,8 @@
 internal import CXCB
+public import ShareCapture
 public import ShareFrames
 public import ShareColor
+public import ShareX11
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
@@ -17,7 +19,7 @@ internal import ShareSync
 /// grows with the encoded picture, not with the screen. With change
 /// tracking on, only the bands that changed since the last picture are
 /// grabbed again. One capturing thread; leases may end on any.
-public final class ScreenCapturer: @unchecked Sendable {
+public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
     // Safe: the connection, `sequence`, `area`, the bands and the window and
     // cursor state are used by the capturing thread only; the counters
     // other threads read are atomic; the pool is locked.
@@ -41,6 +43,9 @@ public final class ScreenCapturer: @unchecked Sendable {
     private var pointerShapeChanged = true
     /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
     public private(set) var windowHidden = false
+    public var pause: CapturePause? {
+        windowHidden ? CapturePause(reason: "the shared window is hidden", resumed: "the shared window is shown again") : nil
+    }
     private let followedWindow: xcb_window_t?
     /// The screen's size, which RandR may change (a laptop docked, `xrandr -s`).
     private var screenSize: (width: Int, height: Int)
@@ -115,7 +120,7 @@ public final class ScreenCapturer: @unchecked Sendable {
 
     /// The picture size follows what is captured (`width` x `height`) unless
     /// `size` says otherwise: smaller is scaled down.
-    public typealias Sizing = (_ width: Int, _ height: Int) -> (width: Int, height: Int)
+    public typealias Sizing = PictureSizing
 
     /// Times what is captured changed size (a followed window was resized,
     /// the screen changed size).
@@ -246,7 +251,7 @@ public final class ScreenCapturer: @unchecked Sendable {
     /// A descriptor (`Wakeup`) that ends the waits early when signalled (another
     /// thread's news for the capturing one: a keyframe asked for, a pause,
     /// the end); -1: none.
-    package var wakeDescriptor: Int32 = -1
+    public var wakeDescriptor: Int32 = -1
 
     /// Waits on the X connection's socket until something arrives,
     /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass; true when
@@ -516,6 +521,7 @@ extension ScreenCapturer {
     /// same (a program may have warped it): the longest a capture thread
     /// woken by every other news need wait at rest.
     public static var warpCheckNanoseconds: UInt64 { PointerWatch.warpCheck }
+    public var restingPointerCheck: UInt64? { pointerWakes ? Self.warpCheckNanoseconds : nil }
 
     /// Round trips asking where the pointer is, so far (for tests).
     public var pointerQuestions: Int { pointer.questions }

@@ -1,6 +1,6 @@
 public import ShareColor
 
-/// What part of the display to share.
+/// What part of the desktop to share.
 public enum CaptureSource: Sendable, Equatable, CustomStringConvertible {
     /// The whole screen (the root window).
     case screen
@@ -26,6 +26,10 @@ public struct Monitor: Sendable, Equatable {
     public var name: String
     public var bounds: Rectangle
     public var primary: Bool
+
+    public init(name: String, bounds: Rectangle, primary: Bool) {
+        (self.name, self.bounds, self.primary) = (name, bounds, primary)
+    }
 }
 
 /// A top-level window.
@@ -33,6 +37,10 @@ public struct TopLevelWindow: Sendable, Equatable {
     public var id: UInt32
     public var name: String
     public var bounds: Rectangle
+
+    public init(id: UInt32, name: String, bounds: Rectangle) {
+        (self.id, self.name, self.bounds) = (id, name, bounds)
+    }
 }
 
 /// The mouse pointer, read apart from the pictures.
@@ -50,6 +58,11 @@ public struct PointerState: Sendable, Equatable {
     public var visible: Bool
     /// The shape, when it changed since the pointer was last read.
     public var shape: PointerShape?
+
+    public init(x: Int, y: Int, areaWidth: Int, areaHeight: Int, serial: UInt32, visible: Bool, shape: PointerShape?) {
+        (self.x, self.y, self.areaWidth, self.areaHeight) = (x, y, areaWidth, areaHeight)
+        (self.serial, self.visible, self.shape) = (serial, visible, shape)
+    }
 }
 
 /// The pointer's image: premultiplied ARGB, row by row, with its hot spot.
@@ -60,4 +73,8 @@ public struct PointerShape: Sendable, Equatable {
     public var hotX: Int
     public var hotY: Int
     public var pixels: [UInt32]
+
+    public init(serial: UInt32, width: Int, height: Int, hotX: Int, hotY: Int, pixels: [UInt32]) {
+        (self.serial, self.width, self.height, self.hotX, self.hotY, self.pixels) = (serial, width, height, hotX, hotY, pixels)
+    }
 }

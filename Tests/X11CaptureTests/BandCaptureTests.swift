@@ -1,6 +1,9 @@
 import Foundation
 import ShareFrames
+import ShareCapture
+import ShareScene
 import ShareX11
+import ShareX11Capture
 import TestSupport
 import Testing
 

@@ -6,7 +6,7 @@ import ShareFrames
 @testable import ShareSession
 import ShareVideo
 import ShareWire
-import ShareX11
+import ShareX11Capture
 import TestSupport
 import Testing
 

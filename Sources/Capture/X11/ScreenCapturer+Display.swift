@@ -1,4 +1,6 @@
 internal import CXCB
+public import ShareCapture
+public import ShareX11
 internal import ShareColor
 #if canImport(Glibc)
 internal import Glibc

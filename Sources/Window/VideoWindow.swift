@@ -1,4 +1,5 @@
 internal import CXCB
+public import ShareX11
 internal import ShareColor
 #if canImport(Glibc)
 internal import Glibc

@@ -1,4 +1,5 @@
 internal import CXCB
+internal import ShareX11
 internal import ShareColor
 internal import ShareFrames
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 internal import CXCB
+internal import ShareX11
 #if canImport(Glibc)
 internal import Glibc
 internal import ShareSync
