@@ -21,7 +21,7 @@ let package = Package(
         .executable(name: "share", targets: ["share"]),
         .executable(name: "share-send", targets: ["share-send"]),
         .executable(name: "share-recv", targets: ["share-recv"]),
-        .executable(name: "share-relay", targets: ["share-relay"]),
+        .library(name: "ShareBase", targets: ["ShareBase"]),
         .library(name: "ShareWire", targets: ["ShareWire"]),
         .library(name: "ShareSRTP", targets: ["ShareSRTP"]),
         .library(name: "ShareSender", targets: ["ShareSender"]),
@@ -31,7 +31,9 @@ let package = Package(
         .library(name: "ShareCongestion", targets: ["ShareCongestion"]),
         .library(name: "ShareHandshake", targets: ["ShareHandshake"]),
         .library(name: "ShareGovernor", targets: ["ShareGovernor"]),
-        .library(name: "ShareX11", targets: ["ShareX11"]),
+        .library(name: "ShareCapture", targets: ["ShareCapture"]),
+        .library(name: "ShareX11Capture", targets: ["ShareX11Capture"]),
+        .library(name: "ShareWindow", targets: ["ShareWindow"]),
         .library(name: "ShareColor", targets: ["ShareColor"]),
         .library(name: "ShareVideo", targets: ["ShareVideo"]),
         .library(name: "ShareDecode", targets: ["ShareDecode"]),
@@ -57,12 +59,13 @@ let package = Package(
         .target(name: "CSRTPCrypto", path: "Sources/C/CSRTPCrypto",
                 linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("srtp2")]),
 
+        // The general pieces every layer uses: the monotonic instant, a seeded
+        // generator, a token bucket, a bounded history, Base64. No I/O, no Foundation.
+        .target(name: "ShareBase", path: "Sources/Base", swiftSettings: strict),
         // Wire formats: pure Swift, sans-IO, no Foundation.
-        .target(name: "ShareWire", path: "Sources/Wire", swiftSettings: strict),
-        // The frame stamp: drawing time as a row of black/white blocks, read back from decoded pictures.
-        .target(name: "ShareStamp", path: "Sources/Stamp", swiftSettings: strict),
+        .target(name: "ShareWire", dependencies: ["ShareBase"], path: "Sources/Wire", swiftSettings: strict),
         // SRTP/SRTCP contexts over libsrtp2.
-        .target(name: "ShareSRTP", dependencies: ["CSRTP", "CSRTPCrypto", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
+        .target(name: "ShareSRTP", dependencies: ["CSRTP", "CSRTPCrypto", "ShareBase", "ShareWire"], path: "Sources/SRTP", swiftSettings: strict),
 
         // Colour conversion and scaling (libyuv), for the sender and the receiver window.
         .target(name: "ShareColor", dependencies: ["CYUV"], path: "Sources/Color", swiftSettings: strict),
@@ -74,75 +77,88 @@ let package = Package(
         .target(name: "ShareDecode", dependencies: ["CLibAV", "ShareColor"], path: "Sources/Decode",
                 swiftSettings: strict),
 
-        // X11 through XCB: screen capture (MIT-SHM), the demo scene, the receiver window.
         // A lock ThreadSanitizer can see, for every module whose threads share state.
         .target(name: "ShareSync", path: "Sources/Sync", swiftSettings: strict),
         // The frame pool: pictures leased to the encoder, never retained; band geometry.
         .target(name: "ShareFrames", dependencies: ["ShareColor", "ShareSync"], path: "Sources/Frames", swiftSettings: strict),
-        .target(name: "ShareX11", dependencies: ["CXCB", "ShareSync", "ShareFrames", "ShareColor"], path: "Sources/X11",
+        // X11 through XCB: the connection and MIT-SHM segments that capture and the window share.
+        .target(name: "ShareX11", dependencies: ["CXCB", "ShareColor"], path: "Sources/X11", swiftSettings: strict),
+        // The capture seam: what the sender's capture loop needs of a screen
+        // (pictures into the frame pool, changes, the pointer, a pause, the end).
+        .target(name: "ShareCapture", dependencies: ["ShareFrames", "ShareColor"], path: "Sources/Capture/Seam",
                 swiftSettings: strict),
+        // X11 capture behind the seam: bands through MIT-SHM, XDamage, XFixes, RandR, XInput 2.
+        .target(name: "ShareX11Capture", dependencies: ["CXCB", "ShareX11", "ShareCapture", "ShareFrames", "ShareColor", "ShareSync"],
+                path: "Sources/Capture/X11", swiftSettings: strict),
+        // The receiver's window on X11.
+        .target(name: "ShareWindow", dependencies: ["CXCB", "ShareX11", "ShareColor"], path: "Sources/Window", swiftSettings: strict),
 
         // Audio: Opus (libopus) and PulseAudio capture and playback.
         .target(name: "ShareAudio", dependencies: ["COpus", "CPulse"], path: "Sources/Audio", swiftSettings: strict),
         // RTP sessions, sans-IO: streams, RTCP feedback, retransmission, jitter buffer.
-        .target(name: "ShareSession", dependencies: ["ShareWire", "ShareSRTP"], path: "Sources/Session",
+        .target(name: "ShareSession", dependencies: ["ShareBase", "ShareWire", "ShareSRTP"], path: "Sources/Session",
                 swiftSettings: strict),
         // Congestion control, sans-IO: RFC 8888 feedback, delay-based and
         // loss-based estimators, AIMD rate control, the pacer, the quality ladder.
-        .target(name: "ShareCongestion", dependencies: ["ShareWire"], path: "Sources/Congestion",
+        .target(name: "ShareCongestion", dependencies: ["ShareBase", "ShareWire"], path: "Sources/Congestion",
                 swiftSettings: strict),
-        // The impairment relay: a simulated network path (loss, bursts, delay,
-        // jitter, duplication, a bottleneck with a drop-tail queue) for tests and the harness.
-        .target(name: "ShareImpairment", dependencies: ["ShareWire", "ShareTransport", "ShareSync"], path: "Sources/Impairment",
+        // Tooling, not products: the impairment relay (a simulated network
+        // path: loss, bursts, delay, jitter, duplication, a bottleneck with a
+        // drop-tail queue) for tests and the harness; the demo scene and the
+        // frame stamp (drawing time as black/white blocks, read back from
+        // what a receiver shows) for `share scene`, the harness and tests.
+        .target(name: "ShareImpairment", dependencies: ["ShareBase", "ShareTransport", "ShareSync"], path: "Sources/Tooling/Impairment",
                 swiftSettings: strict),
+        .target(name: "ShareScene", dependencies: ["CXCB", "ShareX11", "ShareColor", "ShareLatency", "ShareSync"],
+                path: "Sources/Tooling/Scene", swiftSettings: strict),
         // The session handshake, sans-IO: ephemeral X25519, HKDF, per-direction
         // SRTP keys, authenticated by a pre-shared key or by identity keys
         // with a short authentication string; the trust-on-first-use store.
         .target(name: "ShareHandshake",
-                dependencies: ["ShareWire", "ShareSRTP", .product(name: "Crypto", package: "swift-crypto")],
+                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Sources/Handshake", swiftSettings: strict),
         // The memory-budget governor, sans-IO: a ladder of cheaper ways to run,
         // stepped down and up by the footprint measured.
-        .target(name: "ShareGovernor", dependencies: ["ShareWire"], path: "Sources/Governor", swiftSettings: strict),
+        .target(name: "ShareGovernor", dependencies: ["ShareBase"], path: "Sources/Governor", swiftSettings: strict),
         // Latency samples and their percentiles (sender and receiver statistics).
-        .target(name: "ShareLatency", dependencies: ["ShareWire", "ShareSync"], path: "Sources/Latency", swiftSettings: strict),
+        .target(name: "ShareLatency", dependencies: ["ShareBase", "ShareSync"], path: "Sources/Latency", swiftSettings: strict),
         // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
         // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
-        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
+        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareBase", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
-                dependencies: ["ShareX11", "ShareFrames", "ShareColor", "ShareVideo", "ShareAudio", "ShareWire", "ShareSRTP",
+                dependencies: ["ShareCapture", "ShareX11Capture", "ShareFrames", "ShareColor", "ShareVideo", "ShareAudio", "ShareBase", "ShareWire", "ShareSRTP",
                                "ShareSession", "ShareCongestion", "ShareHandshake", "ShareGovernor", "ShareLatency",
                                "ShareTransport", "ShareSync", "CMalloc"],
                 path: "Sources/Sender", swiftSettings: strict),
 
         // The embeddable receiver: UDP → SRTP → jitter buffer → decode → window / recording.
         .target(name: "ShareReceiver",
-                dependencies: ["ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareWire", "ShareSRTP",
-                               "ShareSession", "ShareHandshake", "ShareLatency", "ShareTransport", "ShareStamp", "ShareSync"],
+                dependencies: ["ShareWindow", "ShareX11", "ShareColor", "ShareDecode", "ShareAudio", "ShareBase", "ShareWire", "ShareSRTP",
+                               "ShareSession", "ShareHandshake", "ShareLatency", "ShareTransport", "ShareSync"],
                 path: "Sources/Receiver", swiftSettings: strict),
 
         // The command line. `share` parses and dispatches; `share-send` and
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
+                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",
                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/Dispatcher"),
         .executableTarget(name: "share-send",
-                          dependencies: ["ShareColor", "ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11", "ShareAudio",
+                          dependencies: ["ShareColor", "ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11Capture", "ShareAudio",
                                          "ShareHandshake", "ShareFanout",
-                                         "ShareStamp", "ShareGovernor", "ShareLatency",
+                                         "ShareScene", "ShareGovernor", "ShareLatency",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",
-                          dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareWire",
-                                         "ShareHandshake", "ShareLatency",
+                          dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareBase", "ShareWire",
+                                         "ShareHandshake", "ShareLatency", "ShareScene",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/ReceiveTool"),
 
@@ -161,41 +177,59 @@ let package = Package(
                           swiftSettings: strict),
 
         // Invariant checks shared by the libFuzzer targets and the corpus replay test.
-        .target(name: "FuzzChecks", dependencies: ["ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake",
+        .target(name: "FuzzChecks", dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareSession", "ShareCongestion", "ShareHandshake",
                                                    "ShareFanout"], path: "Tests/Fuzz/Checks",
                 swiftSettings: strict),
 
         // libFuzzer driver (`make fuzz`); without -DFUZZING it replays files.
         .executableTarget(name: "share-fuzz", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/Driver",
                           swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["ShareWire", "CXCB"], path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "WireTests", dependencies: ["ShareWire", "TestSupport"], path: "Tests/WireTests",
+        .target(name: "TestSupport", dependencies: ["ShareBase", "ShareWire", "CXCB"], path: "Tests/Support", swiftSettings: strict),
+        // One test target a module, named after it; EndToEndTests and
+        // EmbeddingTests run the binaries and the public API as a user and
+        // an embedder meet them.
+        .testTarget(name: "WireTests", dependencies: ["ShareBase", "ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),
-        .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareFrames", "ShareWire", "ShareStamp",
+        .testTarget(name: "SyncTests", dependencies: ["ShareSync"], path: "Tests/SyncTests", swiftSettings: strict),
+        .testTarget(name: "SupportTests", dependencies: ["TestSupport"], path: "Tests/SupportTests", swiftSettings: strict),
+        // H.264 encode (ShareVideo) and decode (ShareDecode) together: each is checked by the other.
+        .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareFrames", "ShareBase", "ShareWire", "ShareScene",
                                                     "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
-        .testTarget(name: "X11Tests", dependencies: ["ShareX11", "ShareFrames", "ShareColor", "TestSupport"], path: "Tests/X11Tests",
+        .testTarget(name: "FramesTests", dependencies: ["ShareFrames"], path: "Tests/FramesTests", swiftSettings: strict),
+        .testTarget(name: "X11CaptureTests", dependencies: ["ShareX11Capture", "ShareCapture", "ShareX11", "ShareScene", "ShareFrames",
+                                                         "ShareColor", "ShareSync", "TestSupport"],
+                    path: "Tests/X11CaptureTests", swiftSettings: strict),
+        .testTarget(name: "WindowTests", dependencies: ["ShareWindow", "TestSupport"], path: "Tests/WindowTests", swiftSettings: strict),
+        .testTarget(name: "SceneTests", dependencies: ["ShareScene", "ShareLatency", "ShareColor", "ShareDecode", "ShareVideo"], path: "Tests/SceneTests",
                     swiftSettings: strict),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareWire"],
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareBase", "ShareWire"],
                     path: "Tests/EndToEndTests",
                     swiftSettings: strict),
-        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareGovernor", "ShareLatency", "ShareSRTP", "ShareWire", "TestSupport"],
+        .testTarget(name: "SessionTests", dependencies: ["ShareSession", "ShareSRTP", "ShareBase", "ShareWire", "TestSupport"],
                     path: "Tests/SessionTests", swiftSettings: strict),
-        .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
+        .testTarget(name: "GovernorTests", dependencies: ["ShareGovernor", "ShareSession", "ShareBase", "ShareWire"], path: "Tests/GovernorTests",
                     swiftSettings: strict),
-        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareWire", "ShareX11", "ShareSync", "ShareGovernor",
-                                                     "ShareStamp", "ShareAudio", "ShareVideo", "ShareDecode", "ShareColor", "ShareSession", "ShareFrames",
+        .testTarget(name: "LatencyTests", dependencies: ["ShareLatency"], path: "Tests/LatencyTests", swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareBase", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
+                    swiftSettings: strict),
+        .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareBase", "ShareWire", "ShareX11Capture",
+                                                     "ShareCapture", "ShareSync", "ShareGovernor", "ShareScene", "ShareAudio",
+                                                     "ShareVideo", "ShareDecode", "ShareColor", "ShareSession", "ShareFrames",
                                                      "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),
+        .testTarget(name: "ReceiverTests", dependencies: ["ShareReceiver", "ShareSession", "ShareBase", "ShareWire", "ShareSync", "ShareColor",
+                                                       "ShareDecode", "ShareFrames", "ShareVideo", "TestSupport"],
+                    path: "Tests/ReceiverTests", swiftSettings: strict),
         // Only the public API, as an embedder sees it: ShareSender and ShareReceiver (no @testable, no SPI).
         .testTarget(name: "EmbeddingTests", dependencies: ["ShareSender", "ShareReceiver", "TestSupport"],
                     path: "Tests/EmbeddingTests", swiftSettings: strict),
-        .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareWire",
+        .testTarget(name: "CongestionTests", dependencies: ["ShareCongestion", "ShareImpairment", "ShareSession", "ShareBase", "ShareWire",
                                                          "TestSupport"],
                     path: "Tests/CongestionTests", swiftSettings: strict),
-        .testTarget(name: "HandshakeTests", dependencies: ["ShareHandshake", "ShareSRTP", "ShareWire", "TestSupport"],
+        .testTarget(name: "HandshakeTests", dependencies: ["ShareHandshake", "ShareSRTP", "ShareBase", "ShareWire", "TestSupport"],
                     path: "Tests/HandshakeTests", swiftSettings: strict),
-        .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
+        .testTarget(name: "SRTPTests", dependencies: ["ShareSRTP", "ShareBase", "ShareWire", "TestSupport"], path: "Tests/SRTPTests",
                     swiftSettings: strict),
         .testTarget(name: "FanoutTests", dependencies: ["ShareFanout", "ShareTransport", "TestSupport"], path: "Tests/FanoutTests",
                     swiftSettings: strict),

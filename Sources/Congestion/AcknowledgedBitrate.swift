@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// The rate at which the receiver actually got our packets: bytes reported
 /// received over a sliding window of arrival time (libwebrtc's acknowledged

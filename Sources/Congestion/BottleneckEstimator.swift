@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// The bottleneck's rate from packet-train dispersion: the pacer releases a
 /// frame's packets back to back, and a link slower than that spreads them

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// The sender's congestion controller, sans-IO: one owner that records what
 /// was sent, reads RFC 8888 feedback, runs the delay-based detector, the

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Which congestion estimates are worth telling the host, sans-IO: the first
 /// one, then one whenever the target moved by `relativeChange` (10%) from

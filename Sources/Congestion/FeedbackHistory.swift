@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// One packet as the sender put it on the wire.
 public struct SentPacket: Sendable, Equatable {

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Spreads packets at a rate above the target (libwebrtc's pacer: 2.5x) so
 /// a large frame never leaves as one burst that overflows a queue on the

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// When to send forward error correction, and how much, sans-IO. A NACK
 /// repairs a loss one round trip later; once that is longer than a frame

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Below a floor, a lower bitrate alone makes screen text unreadable: the
 /// ladder trades frame rate first, then picture size, for the bitrate the

@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// How long packets now wait in queues on the path: one-way delay (receiver
 /// arrival minus our send time, so the clocks' offset cancels) above the

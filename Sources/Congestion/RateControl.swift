@@ -1,6 +1,7 @@
 public import ShareWire
 #if canImport(Glibc)
 internal import Glibc
+public import ShareBase
 #endif
 
 /// The additive-increase / multiplicative-decrease rate controller of Google

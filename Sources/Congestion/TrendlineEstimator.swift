@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// What the delay signal says about the path.
 public enum BandwidthUsage: Sendable, Equatable {

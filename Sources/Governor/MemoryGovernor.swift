@@ -1,4 +1,4 @@
-public import ShareWire
+public import ShareBase
 
 /// A memory budget in bytes, parsed from "50MiB", "32M", "8m", "1G", "1048576".
 public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// Who may start a handshake, sans-IO: the responder's first step, apart
 /// from the handshake itself. A commit without a valid cookie gets one and

@@ -2,6 +2,7 @@ internal import Crypto
 internal import Foundation
 public import ShareSRTP
 public import ShareWire
+public import ShareBase
 
 /// The sender's side of the handshake, sans-IO: `start` gives the commit to
 /// send, `handle` takes what came back, `poll` retransmits on time.

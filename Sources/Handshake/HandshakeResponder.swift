@@ -2,6 +2,7 @@ internal import Crypto
 internal import Foundation
 public import ShareSRTP
 public import ShareWire
+public import ShareBase
 
 /// The receiver's side of the handshake, sans-IO and generic over how a
 /// peer's address is written.

@@ -4,6 +4,7 @@ public import ShareSRTP
 internal import ShareWire
 import Dispatch
 import Synchronization
+internal import ShareBase
 
 /// This install's long-term identity: a name and an Ed25519 key pair. Its
 /// description never shows the private key.

@@ -1,5 +1,6 @@
 internal import Foundation
 internal import ShareWire
+internal import ShareBase
 
 /// Where an install keeps its identity and the peers it has met:
 /// `$XDG_CONFIG_HOME/share` (else `~/.config/share`), mode 0700, holding

@@ -2,6 +2,7 @@ internal import Crypto
 internal import Foundation
 internal import ShareSRTP
 internal import ShareWire
+internal import ShareBase
 
 /// The secrets of one handshake, all derived with HKDF-SHA256 (RFC 5869)
 /// from the X25519 shared secret (and the pre-shared key, when there is one),

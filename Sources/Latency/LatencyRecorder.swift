@@ -1,5 +1,5 @@
-internal import ShareWire
 internal import ShareSync
+internal import ShareBase
 
 /// Latency samples in milliseconds with percentiles. Keeps the most recent
 /// `capacity` samples (16384: nine minutes at 30 fps) in storage reserved at

@@ -1,4 +1,5 @@
 internal import ShareColor
+internal import ShareBase
 internal import ShareDecode
 internal import ShareSession
 internal import ShareWire

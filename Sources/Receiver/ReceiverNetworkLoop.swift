@@ -5,6 +5,7 @@ internal import ShareTransport
 internal import ShareWire
 import Synchronization
 internal import ShareSync
+internal import ShareBase
 
 /// The receiver's network thread: receives datagrams, hands handshakes to
 /// the session gate (which also decides whose media is admitted), has the session

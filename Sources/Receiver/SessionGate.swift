@@ -4,6 +4,7 @@ internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
 internal import ShareSync
+internal import ShareBase
 
 /// Which sender the receiver listens to (network thread only). With a
 /// handshake: answers handshakes, and after one is authenticated gives its

@@ -1,6 +1,7 @@
 import Dispatch
 internal import ShareSession
 internal import ShareWire
+internal import ShareBase
 internal import ShareSync
 
 /// What the network thread hands the decode thread.

@@ -3,6 +3,7 @@ internal import Glibc
 #endif
 internal import CSRTPCrypto
 internal import ShareWire
+internal import ShareBase
 
 /// The SRTP protection profiles `share` speaks (RFC 4568 §6.2 crypto-suite
 /// names; RFC 6188 for AES-256 in counter mode, RFC 7714 for GCM).

@@ -4,6 +4,7 @@ internal import ShareFrames
 internal import ShareSRTP
 internal import ShareSession
 internal import ShareWire
+internal import ShareBase
 
 /// One audio stream: its reader, its Opus encoder and its RTP stream; its
 /// thread reads, encodes and hands packets to the network driver, 20 ms at

@@ -1,6 +1,7 @@
 import Dispatch
 internal import ShareFrames
 internal import ShareWire
+internal import ShareBase
 internal import ShareCapture
 import Synchronization
 internal import ShareSync

@@ -11,6 +11,7 @@ import Synchronization
 internal import ShareGovernor
 internal import ShareLatency
 internal import ShareSync
+internal import ShareBase
 
 /// The encode thread: takes the newest captured frame (converted already,
 /// at the size the capture loop was asked for), encodes it (x264 copies it

@@ -6,6 +6,7 @@ internal import ShareTransport
 internal import ShareWire
 import Synchronization
 internal import ShareSync
+internal import ShareBase
 
 /// The sender's feedback thread: reads what the receiver sends (the
 /// handshake, RTCP on the main socket and on control ports of their own),

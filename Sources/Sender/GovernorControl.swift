@@ -3,6 +3,7 @@ internal import ShareWire
 import Synchronization
 internal import ShareGovernor
 internal import ShareSync
+internal import ShareBase
 
 /// The memory governor as the encode thread drives it: samples the
 /// footprint after a frame (ten times a second at most), reports steps and

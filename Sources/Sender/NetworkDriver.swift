@@ -5,6 +5,7 @@ internal import ShareTransport
 internal import ShareWire
 import Synchronization
 internal import ShareSync
+internal import ShareBase
 
 /// The sender's network side: the one owner of the socket, the streams,
 /// the pacer and the congestion controller, and the way media leaves from

@@ -4,6 +4,7 @@ internal import ShareTransport
 internal import ShareWire
 import Synchronization
 internal import ShareSync
+internal import ShareBase
 
 /// The sending half of the sender's network side: the pacer behind its
 /// lock, the pacer thread that sends what it releases as its budget

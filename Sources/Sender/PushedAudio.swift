@@ -1,5 +1,6 @@
 import Dispatch
 internal import ShareAudio
+internal import ShareBase
 internal import ShareFrames
 internal import ShareSync
 internal import ShareWire

@@ -1,6 +1,7 @@
 internal import ShareCongestion
 internal import ShareWire
 internal import ShareSync
+internal import ShareBase
 
 /// The sender's rates every 250 ms for the last five minutes (the
 /// controller's estimate and what it is made of, what left, the encoder's

@@ -1,5 +1,6 @@
 import Dispatch
 internal import ShareAudio
+internal import ShareBase
 public import ShareColor
 public import ShareFrames
 internal import ShareCongestion

@@ -2,6 +2,7 @@ internal import ShareSRTP
 internal import ShareTransport
 internal import ShareVideo
 internal import ShareWire
+internal import ShareBase
 
 /// The SDP a receiver of the sender's streams needs: H.264
 /// packetization-mode 1 with the parameter sets, its RTX repairs (RFC 4588),

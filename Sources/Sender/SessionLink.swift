@@ -4,6 +4,7 @@ internal import ShareSRTP
 internal import ShareWire
 import Synchronization
 internal import ShareSync
+internal import ShareBase
 
 /// The sender's end of the session: runs the handshake (feedback thread
 /// only), says whether media may flow (any thread), and decides when to

@@ -1,4 +1,5 @@
 internal import ShareCongestion
+internal import ShareBase
 internal import ShareSession
 internal import ShareTransport
 import Synchronization

@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// The mouse pointer's image: premultiplied ARGB pixels, row by row, and
 /// its hot spot. `serial` names it (XFixes' cursor serial).

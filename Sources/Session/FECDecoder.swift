@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// The receiving half of FlexFEC (RFC 8627), sans-IO: keeps the recent
 /// media packets of the protected stream (only while repairs arrive) and

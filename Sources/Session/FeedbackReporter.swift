@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// The receiver's half of congestion control, sans-IO: notes when each RTP
 /// packet of each stream arrived and, every `interval`, writes an RFC 8888

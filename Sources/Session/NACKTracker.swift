@@ -1,6 +1,7 @@
 public import ShareWire
 #if canImport(Glibc)
 internal import Glibc
+public import ShareBase
 #endif
 
 /// Tracks missing packets of one stream and decides when to NACK them

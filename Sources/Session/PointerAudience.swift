@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Who draws the pointer, for `--cursor auto`, sans-IO: each receiver that
 /// reports says with its report whether it draws the pointer itself

@@ -1,5 +1,6 @@
 public import ShareSRTP
 public import ShareWire
+public import ShareBase
 
 /// The receiving side of an RTP/SAVP session on one port (rtcp-mux),
 /// sans-IO: unprotects and demultiplexes datagrams, rebuilds video frames

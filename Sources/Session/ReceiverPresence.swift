@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Whether a receiver is listening, as the sender sees it, sans-IO: it
 /// joins with the first feedback it sends, and leaves when it says BYE or

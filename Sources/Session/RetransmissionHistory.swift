@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// The most recent packets of one stream by sequence number (before SRTP),
 /// for answering NACKs (RFC 4585 §6.2.1), with when each was last resent.

@@ -1,5 +1,6 @@
 public import ShareSRTP
 public import ShareWire
+public import ShareBase
 
 /// What the receiver asked of the sender through RTCP.
 public enum SenderFeedback: Sendable, Equatable {

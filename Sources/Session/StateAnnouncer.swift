@@ -1,4 +1,5 @@
 public import ShareWire
+public import ShareBase
 
 /// Tells the receiver the sender's state reliably, sans-IO: a new state is
 /// sent at once and again until the receiver answers with its sequence

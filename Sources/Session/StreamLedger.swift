@@ -1,4 +1,5 @@
 internal import ShareWire
+internal import ShareBase
 
 /// The SSRCs a session's SRTP context keeps a stream for, each with when it
 /// was last authenticated; at most `capacity`. libsrtp2 adds a stream (its

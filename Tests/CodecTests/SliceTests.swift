@@ -5,6 +5,7 @@ import ShareVideo
 import ShareWire
 import Testing
 import TestSupport
+import ShareBase
 
 /// A detailed picture (noise over moving quadrants, as text and photos
 /// are for the encoder): a frame of it takes many packet-sized slices.

@@ -4,6 +4,7 @@ import ShareSession
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 @Suite("Congestion control: estimators, controller, pacer, ladder (sans-IO)")
 struct CongestionTests {

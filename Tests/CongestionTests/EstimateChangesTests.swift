@@ -1,6 +1,7 @@
 import ShareCongestion
 import ShareWire
 import Testing
+import ShareBase
 
 @Suite("Which estimates the host is told")
 struct EstimateChangesTests {

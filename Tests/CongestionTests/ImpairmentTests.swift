@@ -2,6 +2,7 @@ import ShareCongestion
 import ShareImpairment
 import ShareWire
 import Testing
+import ShareBase
 
 @Suite("The impairment relay's model of a path (sans-IO)")
 struct ImpairmentTests {

@@ -2,6 +2,7 @@ import ShareCongestion
 import ShareImpairment
 import ShareSession
 import ShareWire
+import ShareBase
 
 /// A whole sender and receiver loop with no sockets and no clock: a video
 /// source at the controller's target, the pacer, an impaired link, the

@@ -7,6 +7,7 @@ import ShareWire
 import Synchronization
 import TestSupport
 import Testing
+import ShareBase
 
 /// Hostile input and faults against real `share send` / `share recv` pairs:
 /// forged handshake messages from a relay on the path, floods of commits

@@ -6,6 +6,7 @@ import ShareWire
 import Synchronization
 import Testing
 import TestSupport
+import ShareBase
 
 extension EndToEndTests {
     /// Sessions between real `share send` and `share recv` processes: the

@@ -2,6 +2,7 @@ import ShareSession
 import ShareWire
 import Testing
 import ShareGovernor
+import ShareBase
 
 @Suite("Memory-budget governor (pure state machine)")
 struct MemoryGovernorTests {

@@ -5,6 +5,7 @@ import ShareSRTP
 import ShareWire
 import Testing
 import TestSupport
+import ShareBase
 
 /// Runs an initiator and a responder against each other in memory, with
 /// time passed by hand, and lets a test drop, record or replace messages.

@@ -1,6 +1,7 @@
 @testable import ShareReceiver
 @testable import ShareWire
 import Testing
+import ShareBase
 
 /// The receiver's queue between its network and decode threads: a frame's
 /// early slices that follow each other while the decode thread is busy are

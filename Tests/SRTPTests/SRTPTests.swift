@@ -2,6 +2,7 @@ import ShareSRTP
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 /// Known-answer vectors from libsrtp's own test driver (test/srtp_driver.c,
 /// srtp_validate, srtp_validate_gcm and srtp_validate_aes_256): master key

@@ -9,6 +9,7 @@ import ShareVideo
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 /// What a sender holding the key (an authenticated one, or anyone with a
 /// static key) can put in fields a receiver trusts to be in range: a capture

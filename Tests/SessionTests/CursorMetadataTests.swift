@@ -1,6 +1,7 @@
 import ShareSession
 import ShareWire
 import Testing
+import ShareBase
 
 private func at(_ milliseconds: Int) -> MonotonicTime { MonotonicTime(nanoseconds: UInt64(milliseconds) * 1_000_000 + 1) }
 

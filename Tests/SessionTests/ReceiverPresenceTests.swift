@@ -1,6 +1,7 @@
 import ShareSession
 import ShareWire
 import Testing
+import ShareBase
 
 @Suite("Whether a receiver listens")
 struct ReceiverPresenceTests {

@@ -3,6 +3,7 @@ import ShareSession
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 @Suite("Repairs and feedback: RTX, FlexFEC, RFC 8888 reports, round trip (sans-IO)")
 struct RepairTests {

@@ -3,6 +3,7 @@ import ShareSession
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 /// A synthetic H.264 access unit of `size` bytes (keyframes carry SPS/PPS).
 func accessUnit(_ n: Int, size: Int, keyframe: Bool) -> [UInt8] {

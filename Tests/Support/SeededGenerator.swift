@@ -1,4 +1,4 @@
-public import ShareWire
+public import ShareBase
 
 /// The tests' seeded generator: property tests replay exactly from their seed.
 public typealias SeededGenerator = SplitMix64

@@ -1,4 +1,5 @@
 public import Foundation
+internal import ShareBase
 internal import ShareWire
 
 /// The `share` binary built by `swift build` (make test builds it first).

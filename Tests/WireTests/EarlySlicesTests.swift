@@ -1,6 +1,7 @@
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 /// What an assembler with `earlySlices` said of one stream: the parts
 /// announced per frame, and the frames and losses, in order.

@@ -1,4 +1,5 @@
 import ShareWire
+import ShareBase
 import TestSupport
 import Testing
 

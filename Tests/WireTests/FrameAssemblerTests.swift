@@ -1,6 +1,7 @@
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 /// Packetizes `frames` into RTP packets (MTU-limited), one array per frame.
 func packetize(_ frames: [[[UInt8]]], mtu: Int, firstSequence: UInt16) throws -> [[RTPPacket]] {

@@ -1,6 +1,7 @@
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 @Suite("RTCP (RFC 3550 §6, RFC 4585 §6, RFC 5104 §4.3)")
 struct RTCPTests {

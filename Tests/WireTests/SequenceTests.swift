@@ -1,6 +1,7 @@
 import ShareWire
 import TestSupport
 import Testing
+import ShareBase
 
 @Suite("Sequence and timestamp arithmetic (RFC 3550 §A.1)")
 struct SequenceTests {

@@ -1,6 +1,7 @@
 import Benchmark
 import ShareHandshake
 import ShareWire
+import ShareBase
 
 /// One complete handshake, both ends in memory: commit, cookie, commit,
 /// reply, reveal, open, finish, confirm, with the X25519, HKDF and (with

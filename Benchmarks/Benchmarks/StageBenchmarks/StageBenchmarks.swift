@@ -6,6 +6,7 @@ import ShareSession
 import ShareVideo
 import ShareWire
 import ShareX11Capture
+import ShareBase
 
 /// Per-stage, per-frame cost of the pipeline at 720p and 1080p, on real
 /// pictures of the moving demo scene (see `Fixture`): capture (MIT-SHM

@@ -1,4 +1,4 @@
-public import ShareWire
+public import ShareBase
 
 /// One direction of an impaired path, sans-IO: for each datagram offered at
 /// `now`, the instants its copies leave (none when it is lost or the queue

@@ -1,4 +1,4 @@
-internal import ShareWire
+internal import ShareBase
 
 /// What a network path does to datagrams in one direction: random and
 /// bursty loss, delay with jitter (reordering or not), duplication, and a

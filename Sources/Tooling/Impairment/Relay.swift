@@ -1,9 +1,9 @@
 public import ShareTransport
-internal import ShareWire
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 internal import ShareSync
+internal import ShareBase
 #endif
 
 /// A UDP relay through an impaired path: datagrams from the sender (whoever

@@ -1,3 +1,5 @@
+public import ShareBase
+
 /// An H.264 access unit rebuilt from RTP packets.
 public struct AccessUnit: Sendable, Equatable {
     /// RTP timestamp (90 kHz).

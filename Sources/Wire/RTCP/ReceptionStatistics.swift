@@ -1,3 +1,5 @@
+public import ShareBase
+
 /// Per-source reception state of RFC 3550 Appendix A: sequence validation
 /// with probation (§A.1), loss accounting (§A.3) and interarrival jitter
 /// (§A.8). Feeds the report blocks of RR and SR packets.

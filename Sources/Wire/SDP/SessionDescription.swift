@@ -1,3 +1,5 @@
+public import ShareBase
+
 /// Why an SDP could not be used.
 public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     /// There is no m=video or m=audio section.

@@ -4,6 +4,7 @@ import ShareHandshake
 import ShareSRTP
 import ShareSession
 import ShareWire
+import ShareBase
 
 /// The invariants each fuzz target checks on arbitrary bytes. A violated
 /// invariant traps (so libFuzzer records the input); a parser that traps on
