@@ -125,7 +125,7 @@ let package = Package(
         // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
         // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
-        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareBase", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
+        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",
@@ -144,7 +144,7 @@ let package = Package(
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
+                dependencies: ["ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",
@@ -157,7 +157,7 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",
-                          dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareBase", "ShareWire",
+                          dependencies: ["ShareCommands", "ShareReceiver", "ShareSession", "ShareSRTP", "ShareWire",
                                          "ShareHandshake", "ShareLatency", "ShareScene",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/ReceiveTool"),
