@@ -61,187 +61,171 @@ public final class ScreenSender: Sendable {
     /// the configuration cannot work (the error says which part and why); an
     /// audio input that cannot start is only a warning (`audioWarnings`).
     public init(configuration: SenderConfiguration) throws(SenderError) {
-        guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
-        guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
-        if let problem = configuration.handshakeName.flatMap(PeerName.problem) { throw .configuration(problem) }
+        try Self.validate(configuration)
         self.configuration = configuration
-        try Self.checkPorts(configuration)
-        let destination: SocketAddress
-        let socket: UDPSocket
-        do {
-            destination = try SocketAddress(host: configuration.host, port: configuration.port)
-            socket = try UDPSocket(connectedTo: destination)
-        } catch {
-            throw .transport(error.description)
-        }
-        var capturer: (any ScreenSource)?
-        let source: VideoSize
-        switch configuration.video {
-        case .screen:
-            do {
-                let pointer = Self.pointerPlacement(configuration)
-                let screen = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
-                                                source: configuration.source,
-                                                drawsCursor: pointer == .embed || pointer == .auto,
-                                                tracksPointer: pointer == .metadata)
-                capturer = screen
-                source = VideoSize(width: screen.width, height: screen.height)
-            } catch {
-                throw .capture("\(error)")
-            }
-        case .pushed(let size):
-            guard (16...8192).contains(size.width), (16...8192).contains(size.height) else {
-                throw .configuration("pushed pictures of \(size) (16 to 8192 pixels a side)")
-            }
-            source = size
-        }
-        // What the capture loop scales to: a region or window under 16
-        // pixels a side is scaled up to the encoder's smallest picture.
-        let base = CaptureLoop.pictureSize(source: source, configured: configuration.size, maxHeight: .max)
-        let baseBitrate = configuration.bitrateKbps
-            ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
-        var governor: GovernorControl?
-        var startupFailure: SenderError?
-        if let budget = configuration.memoryBudget {
-            // What does not change with the rung. The whole process: the
-            // runtime and libraries (about 8 MiB measured) and the band
-            // buffers capture grabs through. The sender's own account: the
-            // band buffers, the pacer's rings and the statistics' reserved
-            // storage (1 MiB), and each audio stream (its buffers and codec,
-            // 1 MiB). The pictures in the frame pool change with the rung.
-            let bands = capturer?.heldBytes ?? 0
-            let fixed = configuration.memoryAccounting == .process
-                ? (8 << 20) + bands
-                : bands + (1 << 20) + configuration.audio.count * (1 << 20)
-            let account = MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height,
-                                        pictureSlots: max(1, configuration.captureSlots))
-            var start = MemoryGovernor(budget: budget,
-                                       ladder: MemoryGovernor.ladder(fps: configuration.fps, sourceHeight: base.height,
-                                                                     history: 1024),
-                                       account: account)
-            if case .fail(let message) = start.chooseStart() { startupFailure = .memory(message) }
-            governor = GovernorControl(governor: start, accounting: configuration.memoryAccounting)
-        }
-        self.governor = governor
-        self.startupFailure = startupFailure
-        let startRung = governor?.current
-        let fps = startRung?.fps ?? configuration.fps
-        let encoded = startRung.map { EncodePipeline.size(base, height: $0.height) } ?? base
-        let feed = VideoFeed(fps: fps, maxHeight: encoded.height)
+        let (socket, destination) = try Self.openSocket(configuration)
+        let screen = try Self.openScreen(configuration)
+        let plan = SenderPlan(configuration: configuration, source: try Self.sourceSize(configuration, screen: screen),
+                              captureBuffers: screen?.heldBytes ?? 0, ssrcs: .random(for: configuration))
+        governor = plan.governor.map { GovernorControl(governor: $0, accounting: configuration.memoryAccounting) }
+        startupFailure = plan.startupFailure.map(SenderError.memory)
+        let feed = VideoFeed(fps: plan.fps, maxHeight: plan.encodedSize.height)
         self.feed = feed
-        capture = capturer.map { CaptureLoop(capturer: $0, feed: feed, configuredSize: configuration.size,
-                                             stillRefresh: configuration.stillRefresh) }
-        pushed = capturer == nil ? PushedVideo(feed: feed, configuredSize: configuration.size, slots: configuration.captureSlots) : nil
-        let ssrc = UInt32.random(in: 1...UInt32.max)
-        var streamConfiguration = SendStream.Configuration(ssrc: ssrc, cname: configuration.cname)
-        streamConfiguration.historyPackets = startRung?.historyPackets ?? 1024
-        streamConfiguration.mtu = configuration.mtu
-        streamConfiguration.payloadType = configuration.payloadType
-        let repairSSRC = configuration.retransmissionStream ? UInt32.random(in: 1...UInt32.max) : nil
-        if let repairSSRC { streamConfiguration.retransmission = (repairSSRC, configuration.retransmissionPayloadType) }
-        let fecSSRC = configuration.forwardErrorCorrection ? UInt32.random(in: 1...UInt32.max) : nil
-        if let fecSSRC { streamConfiguration.forwardErrorCorrection = (fecSSRC, configuration.fecPayloadType) }
-        // With a handshake, the streams start with throwaway keys: nothing is
-        // sent until the session's keys replace them.
-        let startKeys: SRTPSessionKeys
-        switch configuration.keying {
-        case .staticKey(let keying): startKeys = .symmetric(keying)
-        case .handshake: startKeys = .symmetric(.random(profile: configuration.profile))
-        }
+        capture = screen.map { CaptureLoop(capturer: $0, feed: feed, configuredSize: configuration.size,
+                                           stillRefresh: configuration.stillRefresh) }
+        pushed = screen == nil ? PushedVideo(feed: feed, configuredSize: configuration.size, slots: configuration.captureSlots) : nil
+        let keys = Self.startKeys(configuration)
         let video: SendStream
-        do {
-            video = try SendStream(configuration: streamConfiguration, keys: startKeys)
-        } catch {
-            throw .encryption(error.description)
-        }
+        do { video = try SendStream(configuration: plan.videoStream, keys: keys) } catch { throw .encryption(error.description) }
         let encoder: H264Encoder
         do {
-            encoder = try EncodePipeline.makeEncoder(configuration, size: encoded,
-                                                     bitrate: EncodePipeline.ceilingKbps(configuration, base: base, rung: startRung),
+            encoder = try EncodePipeline.makeEncoder(configuration, size: plan.encodedSize, bitrate: plan.encoderBitrateKbps,
                                                      sliceMaxSize: EncodePipeline.sliceMaxSize(payload: video.maxPayloadSize))
         } catch {
             throw .encoder(error.description)
         }
+        let sound = Self.openAudio(configuration, keys: keys)
+        (audio, audioWarnings) = (sound.channels, sound.warnings)
+        let audioBitrate = SenderPlan.audioBitsPerSecond(sound.channels.map(\.input.bitrate))
+        network = try Self.makeNetwork(configuration, plan: plan, socket: socket, destination: destination, video: video,
+                                       audio: sound, audioBitrate: audioBitrate)
+        Self.wirePointer(configuration, capture: capture, network: network, context: context)
+        governor?.historyBytes = { [network] in
+            network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
+        }
+        pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
+                                  encoder: encoder, baseSize: plan.baseSize, baseBitrate: plan.baseBitrateKbps, audioBitrate: audioBitrate)
+        if let pushed {
+            let refresh = configuration.stillRefresh?.nanoseconds
+            pipeline.idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }
+        }
+        gatherer = StatisticsGatherer(context: context, network: network, capture: capture, pushed: pushed, audio: audio,
+                                      governor: governor)
+        var description: SessionDescription?
+        if case .staticKey(let keying) = configuration.keying {
+            description = plan.sessionDescription(keying: keying, host: destination.host, parameterSets: encoder.parameterSets(),
+                                                  audio: sound.channels.map { .init(ssrc: $0.ssrc, channels: $0.reader.channels) })
+        }
+        setup = SenderSetup(sourceSize: plan.sourceSize, encodedSize: plan.encodedSize, fps: configuration.fps,
+                            bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
+                            title: configuration.title, sessionDescription: description)
+    }
+
+    // MARK: the steps of init
+
+    private static func validate(_ configuration: SenderConfiguration) throws(SenderError) {
+        guard (1...120).contains(configuration.fps) else { throw .configuration("--fps \(configuration.fps) outside 1-120") }
+        guard (400...9000).contains(configuration.mtu) else { throw .configuration("--mtu \(configuration.mtu) outside 400-9000") }
+        if let problem = configuration.handshakeName.flatMap(PeerName.problem) { throw .configuration(problem) }
+        try checkPorts(configuration)
+        if case .pushed(let size) = configuration.video,
+           !(16...8192).contains(size.width) || !(16...8192).contains(size.height) {
+            throw .configuration("pushed pictures of \(size) (16 to 8192 pixels a side)")
+        }
+    }
+
+    private static func openSocket(_ configuration: SenderConfiguration) throws(SenderError) -> (UDPSocket, SocketAddress) {
+        do {
+            let destination = try SocketAddress(host: configuration.host, port: configuration.port)
+            return (try UDPSocket(connectedTo: destination), destination)
+        } catch {
+            throw .transport(error.description)
+        }
+    }
+
+    /// The screen to capture behind the capture seam; nil when the host
+    /// pushes its own pictures.
+    private static func openScreen(_ configuration: SenderConfiguration) throws(SenderError) -> (any ScreenSource)? {
+        guard case .screen = configuration.video else { return nil }
+        let pointer = pointerPlacement(configuration)
+        do {
+            return try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots, source: configuration.source,
+                                      drawsCursor: pointer == .embed || pointer == .auto, tracksPointer: pointer == .metadata)
+        } catch {
+            throw .capture("\(error)")
+        }
+    }
+
+    private static func sourceSize(_ configuration: SenderConfiguration, screen: (any ScreenSource)?) throws(SenderError) -> VideoSize {
+        if let screen { return VideoSize(width: screen.width, height: screen.height) }
+        guard case .pushed(let size) = configuration.video else { throw .configuration("no screen and no pushed pictures") }
+        return size
+    }
+
+    /// With a handshake, the streams start with throwaway keys: nothing is
+    /// sent until the session's keys replace them.
+    private static func startKeys(_ configuration: SenderConfiguration) -> SRTPSessionKeys {
+        switch configuration.keying {
+        case .staticKey(let keying): .symmetric(keying)
+        case .handshake: .symmetric(.random(profile: configuration.profile))
+        }
+    }
+
+    /// The audio inputs that could start, their streams, and why the others did not.
+    private struct OpenedAudio {
         var channels: [AudioChannel] = []
         var streams: [LockedStream] = []
         var warnings: [String] = []
+    }
+
+    private static func openAudio(_ configuration: SenderConfiguration, keys: SRTPSessionKeys) -> OpenedAudio {
+        var opened = OpenedAudio()
         for input in configuration.audio {
             do {
                 let channel = try AudioChannel(input: input)
-                streams.append(LockedStream(try channel.makeStream(keys: startKeys,
-                                                                   payloadType: configuration.audioPayloadType,
-                                                                   cname: configuration.cname)))
-                channels.append(channel)
+                opened.streams.append(LockedStream(try channel.makeStream(keys: keys, payloadType: configuration.audioPayloadType,
+                                                                          cname: configuration.cname)))
+                opened.channels.append(channel)
             } catch {
-                warnings.append("\(error); sending without \(input.label)")
+                opened.warnings.append("\(error); sending without \(input.label)")
             }
         }
-        audio = channels
-        audioWarnings = warnings
-        let audioBitrate = channels.reduce(0) { $0 + $1.input.bitrate + 16_000 }
-        // The controller works on everything we send: video with its
-        // headers (about 4%) and room for repairs, plus audio.
-        let ceiling = Double(baseBitrate) * 1000 * 1.15 + Double(audioBitrate)
-        let congestion = CongestionController.Configuration(
-            start: ceiling, minimum: max(Double(baseBitrate) * 1000 * 0.05, 100_000) + Double(audioBitrate), maximum: ceiling)
+        return opened
+    }
+
+    private static func makeNetwork(_ configuration: SenderConfiguration, plan: SenderPlan, socket: UDPSocket,
+                                    destination: SocketAddress, video: sending SendStream, audio: OpenedAudio,
+                                    audioBitrate: Int) throws(SenderError) -> NetworkDriver {
         let link = SessionLink(keying: configuration.keying, name: configuration.handshakeName, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
-        let layout = channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
+        let layout = audio.channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
         // Audio streams are numbered as they started (as the SDP numbers them).
         let routes: MediaRoutes
         do {
-            routes = try MediaRoutes.make(host: configuration.host, audioStreams: channels.count,
+            routes = try MediaRoutes.make(host: configuration.host, audioStreams: audio.channels.count,
                                           audioPorts: configuration.audioPorts, rtcpPort: configuration.rtcpPort,
                                           audioRTCPPorts: configuration.audioRTCPPorts)
         } catch {
             throw .transport(error.description)
         }
-        network = NetworkDriver(socket: socket, destination: destination, routes: routes, video: video, audio: streams, audioLayout: layout, congestion: congestion,
-                                link: link, adaptive: configuration.congestionControl,
-                               title: configuration.title)
-        let pointerPlacement = Self.pointerPlacement(configuration)
-        if pointerPlacement == .metadata || pointerPlacement == .auto, let capture {
-            if pointerPlacement == .metadata {
-                capture.pointerWanted.store(true, ordering: .relaxed)
-            } else {
-                network.placePointer = { [capture, context] apart in
-                    if capture.pointerWanted.exchange(apart, ordering: .relaxed) != apart { context.captureWakeup.signal() }
-                }
-            }
-            capture.pointerSink = { [network] pointer in
-                let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
-                                              areaWidth: UInt16(clamping: pointer.areaWidth),
-                                              areaHeight: UInt16(clamping: pointer.areaHeight), shape: pointer.serial,
-                                              visible: pointer.visible)
-                let shape = pointer.shape.map {
-                    CursorShape(serial: $0.serial, width: $0.width, height: $0.height, hotX: $0.hotX, hotY: $0.hotY, pixels: $0.pixels)
-                }
-                network.updateCursor(position, shape: shape)
+        return NetworkDriver(socket: socket, destination: destination, routes: routes, video: video, audio: audio.streams,
+                             audioLayout: layout, congestion: plan.congestion(audioBitsPerSecond: audioBitrate), link: link,
+                             adaptive: configuration.congestionControl, title: configuration.title)
+    }
+
+    /// The pointer apart from the pictures: always (`--cursor metadata`),
+    /// or while the receivers say they draw it (`auto`).
+    private static func wirePointer(_ configuration: SenderConfiguration, capture: CaptureLoop?, network: NetworkDriver,
+                                    context: SenderContext) {
+        let placement = pointerPlacement(configuration)
+        guard placement == .metadata || placement == .auto, let capture else { return }
+        if placement == .metadata {
+            capture.pointerWanted.store(true, ordering: .relaxed)
+        } else {
+            network.placePointer = { [capture, context] apart in
+                if capture.pointerWanted.exchange(apart, ordering: .relaxed) != apart { context.captureWakeup.signal() }
             }
         }
-        governor?.historyBytes = { [network] in
-            network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
-        }
-        pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
-                                  encoder: encoder, baseSize: base, baseBitrate: baseBitrate, audioBitrate: audioBitrate)
-        if let pushed {
-            let refresh = configuration.stillRefresh?.nanoseconds
-            pipeline.idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }
-        }
-        var description: SessionDescription?
-        if case .staticKey(let keying) = configuration.keying {
-            description = SenderDescription.make(encoder: encoder, configuration: configuration, keying: keying,
-                                                 destination: destination, ssrc: ssrc, repairSSRC: repairSSRC, fecSSRC: fecSSRC)
-            for (index, channel) in channels.enumerated() {
-                description?.media.append(SenderDescription.audio(channel, index: index, configuration: configuration,
-                                                                  keying: keying))
+        capture.pointerSink = { [network] pointer in
+            let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
+                                          areaWidth: UInt16(clamping: pointer.areaWidth),
+                                          areaHeight: UInt16(clamping: pointer.areaHeight), shape: pointer.serial,
+                                          visible: pointer.visible)
+            let shape = pointer.shape.map {
+                CursorShape(serial: $0.serial, width: $0.width, height: $0.height, hotX: $0.hotX, hotY: $0.hotY, pixels: $0.pixels)
             }
+            network.updateCursor(position, shape: shape)
         }
-        gatherer = StatisticsGatherer(context: context, network: network, capture: capture, pushed: pushed, audio: audio,
-                                      governor: governor)
-        setup = SenderSetup(sourceSize: source, encodedSize: encoded, fps: configuration.fps,
-                            bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
-                            title: configuration.title, sessionDescription: description)
     }
 
     deinit {

@@ -1,0 +1,156 @@
+internal import ShareCongestion
+internal import ShareGovernor
+internal import ShareSession
+internal import ShareSRTP
+internal import ShareVideo
+internal import ShareWire
+
+/// What a sender is to be, worked out from its configuration and the size
+/// of what it captures before anything runs: the picture sizes, the
+/// bitrate ceilings, the streams' configuration, the memory governor's
+/// account and starting rung, the congestion controller's bounds and the
+/// SDP. Pure: no display, no socket, no encoder; the same inputs give the
+/// same plan. `ScreenSender.init` opens the parts and connects them as it says.
+struct SenderPlan {
+    let configuration: SenderConfiguration
+    /// What is captured (or pushed), and what the capture loop scales it to
+    /// before any step down: a region under 16 pixels a side is scaled up to
+    /// the encoder's smallest picture.
+    let sourceSize: VideoSize
+    let baseSize: VideoSize
+    /// The bitrate for `baseSize` at the configured rate (or the configured one).
+    let baseBitrateKbps: Int
+    /// The memory governor with its starting rung chosen; nil without a budget.
+    let governor: MemoryGovernor?
+    /// Why no rung fits the budget: the sender starts, tells the receiver, and ends.
+    let startupFailure: String?
+    /// The frame rate and encoded size at the starting rung.
+    let fps: Int
+    let encodedSize: VideoSize
+    /// The streams' SSRCs: the video's, and its repair streams' when asked for.
+    let ssrcs: StreamSSRCs
+
+    struct StreamSSRCs: Equatable {
+        var video: UInt32
+        var retransmission: UInt32?
+        var forwardErrorCorrection: UInt32?
+
+        /// Fresh random SSRCs for the streams `configuration` asks for.
+        static func random(for configuration: SenderConfiguration) -> StreamSSRCs {
+            StreamSSRCs(video: .random(in: 1...UInt32.max),
+                        retransmission: configuration.retransmissionStream ? .random(in: 1...UInt32.max) : nil,
+                        forwardErrorCorrection: configuration.forwardErrorCorrection ? .random(in: 1...UInt32.max) : nil)
+        }
+    }
+
+    /// The memory the governor counts beside the frame pool's pictures
+    /// (which change with the rung).
+    enum FixedMemory {
+        /// The whole process: the Swift runtime and the libraries, as a
+        /// sender at rest measures them (`ProcessFootprint`).
+        static let processBase = 8 << 20
+        /// The sender's own account: the pacer's rings and the statistics'
+        /// storage, reserved at the start.
+        static let senderRings = 1 << 20
+        /// Each audio stream's buffers and Opus encoder.
+        static let perAudioStream = 1 << 20
+    }
+
+    /// What the congestion controller may send beyond the video's bitrate:
+    /// RTP and SRTP headers (about 4% of the video) and room for repairs.
+    static let overheadFactor = 1.15
+    /// The lowest the controller goes, as a share of the video's bitrate
+    /// (and at least `floorBitsPerSecond`): below it a picture of the
+    /// screen cannot be kept readable at any size the ladder offers.
+    static let floorFraction = 0.05
+    static let floorBitsPerSecond = 100_000.0
+    /// The audio stream's own headers and repairs beside its Opus bitrate.
+    static let audioOverheadBitsPerSecond = 16_000
+
+    /// The plan for `configuration` sending pictures of `source`, whose
+    /// capture holds `captureBuffers` bytes of its own (the band buffers).
+    init(configuration: SenderConfiguration, source: VideoSize, captureBuffers: Int, ssrcs: StreamSSRCs) {
+        self.configuration = configuration
+        self.sourceSize = source
+        self.ssrcs = ssrcs
+        let base = CaptureLoop.pictureSize(source: source, configured: configuration.size, maxHeight: .max)
+        baseSize = base
+        baseBitrateKbps = configuration.bitrateKbps
+            ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
+        var failure: String?
+        governor = configuration.memoryBudget.map { budget in
+            var governor = MemoryGovernor(budget: budget,
+                                          ladder: MemoryGovernor.ladder(fps: configuration.fps, sourceHeight: base.height,
+                                                                        history: Self.historyPackets),
+                                          account: Self.account(configuration, base: base, captureBuffers: captureBuffers))
+            if case .fail(let message) = governor.chooseStart() { failure = message }
+            return governor
+        }
+        startupFailure = failure
+        let rung = governor?.current
+        fps = rung?.fps ?? configuration.fps
+        encodedSize = rung.map { EncodePipeline.size(base, height: $0.height) } ?? base
+    }
+
+    /// Packets of video kept for retransmission at full memory.
+    static let historyPackets = 1024
+
+    /// What the governor counts that does not change with the rung.
+    static func account(_ configuration: SenderConfiguration, base: VideoSize, captureBuffers: Int) -> MemoryAccount {
+        let fixed = configuration.memoryAccounting == .process
+            ? FixedMemory.processBase + captureBuffers
+            : captureBuffers + FixedMemory.senderRings + configuration.audio.count * FixedMemory.perAudioStream
+        return MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height,
+                             pictureSlots: max(1, configuration.captureSlots))
+    }
+
+    /// The encoder's bitrate at the starting rung.
+    var encoderBitrateKbps: Int {
+        EncodePipeline.ceilingKbps(configuration, base: baseSize, rung: governor?.current)
+    }
+
+    /// The video stream: its SSRCs, MTU, payload types and history.
+    var videoStream: SendStream.Configuration {
+        var stream = SendStream.Configuration(ssrc: ssrcs.video, cname: configuration.cname)
+        stream.historyPackets = governor?.current.historyPackets ?? Self.historyPackets
+        stream.mtu = configuration.mtu
+        stream.payloadType = configuration.payloadType
+        if let ssrc = ssrcs.retransmission { stream.retransmission = (ssrc, configuration.retransmissionPayloadType) }
+        if let ssrc = ssrcs.forwardErrorCorrection { stream.forwardErrorCorrection = (ssrc, configuration.fecPayloadType) }
+        return stream
+    }
+
+    /// What the audio streams send, headers and repairs included.
+    static func audioBitsPerSecond(_ opusBitrates: [Int]) -> Int {
+        opusBitrates.reduce(0) { $0 + $1 + audioOverheadBitsPerSecond }
+    }
+
+    /// The congestion controller's bounds: it works on everything sent,
+    /// the video with its headers and room for repairs, plus the audio.
+    func congestion(audioBitsPerSecond audio: Int) -> CongestionController.Configuration {
+        let video = Double(baseBitrateKbps) * 1000
+        let ceiling = video * Self.overheadFactor + Double(audio)
+        return CongestionController.Configuration(start: ceiling,
+                                                  minimum: max(video * Self.floorFraction, Self.floorBitsPerSecond) + Double(audio),
+                                                  maximum: ceiling)
+    }
+
+    /// One audio stream as the SDP describes it.
+    struct AudioStream {
+        var ssrc: UInt32
+        var channels: Int
+    }
+
+    /// The SDP a standard receiver needs (static keys only: a handshake's
+    /// receiver learns everything in the session): the video with the
+    /// encoder's parameter sets, its repairs, and each audio stream.
+    func sessionDescription(keying: SRTPKeyingMaterial, host: String, parameterSets: [[UInt8]],
+                            audio: [AudioStream]) -> SessionDescription {
+        var description = SenderDescription.video(configuration: configuration, keying: keying, host: host,
+                                                  parameterSets: parameterSets, ssrcs: ssrcs)
+        for (index, stream) in audio.enumerated() {
+            description.media.append(SenderDescription.audio(stream, index: index, configuration: configuration, keying: keying))
+        }
+        return description
+    }
+}
