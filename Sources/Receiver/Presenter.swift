@@ -34,33 +34,41 @@ final class Presenter: @unchecked Sendable {
     private let recording: SessionRecording?
     private let latency: LatencyLog
     private let receiving: LatencyLog
-    private var waitingForKeyframe = true
     /// The last pixel format warned about as one that cannot be shown.
     private var unshownFormat: String?
-    private var local = ReceiverStatistics()
+    /// What this thread counts, published whole (`publish`).
+    private var local = PictureStatistics()
     private let sound: AudioRouter
-    private var clocks = ClockMapping()
-    private var timeline = Timeline()
-    /// Whether this session brought anything yet.
-    private var sessionHasMedia = false
-    private var pending: [(unit: AccessUnit, due: UInt64)] = []
+    /// What one sender's session left here; a new session starts afresh.
+    private var session = SessionState()
     /// The frame being decoded while its last slices are on their way: its
     /// RTP timestamp and how many bytes of it were decoded.
     private var early: (timestamp: UInt32, decoded: Int)?
-    /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
-    /// timestamp, and when the last picture was shown: a freeze is a gap of
-    /// more than the spacing plus 100 ms.
-    private var frameSpacing: Double?
-    private var lastTimestamp: UInt32?
-    private var lastShownAt: UInt64?
-    /// Pictures decoded in this session.
-    private var sessionFrames = 0
-    /// What the sender calls its stream, and whether it paused.
-    private var senderTitle: String?
-    private var senderPaused = false
+
+    /// What the decode thread knows of the session under way, replaced
+    /// whole when it ends.
+    private struct SessionState {
+        var waitingForKeyframe = true
+        var clocks = ClockMapping()
+        var timeline = Timeline()
+        /// Whether this session brought anything yet.
+        var hasMedia = false
+        var pending: [(unit: AccessUnit, due: UInt64)] = []
+        /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
+        /// timestamp, and when the last picture was shown: a freeze is a gap of
+        /// more than the spacing plus 100 ms.
+        var frameSpacing: Double?
+        var lastTimestamp: UInt32?
+        var lastShownAt: UInt64?
+        /// Pictures decoded in this session.
+        var frames = 0
+        /// What the sender calls its stream, and whether it paused.
+        var senderTitle: String?
+        var senderPaused = false
+    }
 
     private var windowTitle: String {
-        "share" + (senderTitle.map { ": \($0)" } ?? "") + (senderPaused ? " (paused by the sender)" : "")
+        "share" + (session.senderTitle.map { ": \($0)" } ?? "") + (session.senderPaused ? " (paused by the sender)" : "")
     }
 
     init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
@@ -88,13 +96,13 @@ final class Presenter: @unchecked Sendable {
         while shared.running.load(ordering: .relaxed) {
             // Wake for the next held frame, or at least every 10 ms for timers.
             let now = monotonicNow()
-            let untilDue = pending.first.map { $0.due > now ? $0.due - now : 0 } ?? 10_000_000
+            let untilDue = session.pending.first.map { $0.due > now ? $0.due - now : 0 } ?? 10_000_000
             let (work, broken) = queue.pop(timeout: .nanoseconds(Int64(min(untilDue, 10_000_000))))
             if broken { chainBroke() }
             do {
                 if let work { try handle(work) }
-                while let first = pending.first, first.due <= monotonicNow() {
-                    pending.removeFirst()
+                while let first = session.pending.first, first.due <= monotonicNow() {
+                    session.pending.removeFirst()
                     try present(first.unit)
                 }
                 window?.service()
@@ -125,14 +133,14 @@ final class Presenter: @unchecked Sendable {
 
     private func chainBroke() {
         abandonEarly()
-        waitingForKeyframe = true
+        session.waitingForKeyframe = true
         network.keyframeWanted.store(true, ordering: .relaxed)
     }
 
     private func handle(_ work: ReceivedWork) throws(ReceiverError) {
         switch work {
         case .video, .audio, .senderReport, .loss:
-            sessionHasMedia = true
+            session.hasMedia = true
             recording?.noteMedia(audio: false)
         case .videoSlices, .goodbye, .newSession, .senderState, .audioLayout, .cursor:
             break
@@ -151,25 +159,25 @@ final class Presenter: @unchecked Sendable {
                 let wait = min(max(captureMicroseconds(of: unit) + delay - Int64(wallNow() / 1000), 0), 200_000)
                 due += UInt64(wait) * 1000
             }
-            pending.append((unit, due))
+            session.pending.append((unit, due))
         case .loss:
             // Freeze rather than smear: decode again from the next keyframe.
             abandonEarly()
-            waitingForKeyframe = true
+            session.waitingForKeyframe = true
         case .goodbye(let reason):
             events(.senderLeft(reason: reason))
             window?.setTitle("share: the sender ended" + (reason.map { " (\($0))" } ?? ""))
             endSession()
         case .senderState(let state, let title):
-            if title != senderTitle {
-                senderTitle = title
+            if title != session.senderTitle {
+                session.senderTitle = title
                 if let title { events(.senderTitled(title)) }
             }
             let paused = state == .paused
-            if paused != senderPaused {
-                senderPaused = paused
+            if paused != session.senderPaused {
+                session.senderPaused = paused
                 // A pause is not a freeze.
-                if paused { lastShownAt = nil }
+                if paused { session.lastShownAt = nil }
                 events(paused ? .senderPaused : .senderResumed)
             }
             window?.setTitle(windowTitle)
@@ -181,7 +189,7 @@ final class Presenter: @unchecked Sendable {
         case .cursor(let overlay):
             window?.showCursor(overlay, decoder: decoder)
         case .senderReport(let ssrc, let report):
-            clocks.update(ssrc: ssrc, report: report)
+            session.clocks.update(ssrc: ssrc, report: report)
         case .audio(let packet) where configuration.audioPayloadTypes.contains(packet.payloadType):
             sound.route(packet, captured: captureMicroseconds(extension: packet.headerExtension, ssrc: packet.ssrc,
                                                               timestamp: packet.timestamp, clockRate: 48_000))
@@ -194,32 +202,22 @@ final class Presenter: @unchecked Sendable {
     /// (complete and playable), and everything learned of its streams is
     /// forgotten. Nothing happens for a session that brought nothing.
     private func endSession() {
-        guard sessionHasMedia else { return }
-        sessionHasMedia = false
+        guard session.hasMedia else { return }
         recording?.endSession(audioChannels: sound.channels)
         local.framesRecorded = recording?.framesWritten ?? 0
         sound.endSession()
-        clocks = ClockMapping()
-        timeline = Timeline()
-        pending.removeAll()
         abandonEarly()
         decoder.startOver()
-        frameSpacing = nil
-        lastTimestamp = nil
-        lastShownAt = nil
-        waitingForKeyframe = true
-        sessionFrames = 0
-        senderTitle = nil
-        senderPaused = false
+        session = SessionState()
     }
 
     /// The sender's frame spacing, from consecutive frames' RTP timestamps.
     private func noteSpacing(_ timestamp: UInt32) {
-        defer { lastTimestamp = timestamp }
-        guard let last = lastTimestamp else { return }
+        defer { session.lastTimestamp = timestamp }
+        guard let last = session.lastTimestamp else { return }
         let ticks = Double(Int32(bitPattern: timestamp &- last))
         guard ticks > 0 && ticks < 90_000 * 5 else { return }
-        frameSpacing = frameSpacing.map { $0 * 0.9 + ticks * 0.1 } ?? ticks
+        session.frameSpacing = session.frameSpacing.map { $0 * 0.9 + ticks * 0.1 } ?? ticks
     }
 
     /// The sender-clock capture time (Unix microseconds) of a packet: its
@@ -230,10 +228,10 @@ final class Presenter: @unchecked Sendable {
            let capture = AbsoluteCaptureTime(data) {
             return capture.ntpTimestamp.unixMicroseconds
         }
-        if let mapped = clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
+        if let mapped = session.clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
             return mapped / 1000
         }
-        return timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
+        return session.timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
     }
 
     /// The sender-clock capture time (Unix microseconds) of a frame.
@@ -253,8 +251,8 @@ final class Presenter: @unchecked Sendable {
             // Parts of a frame not begun, or a part missed (the queue was
             // full): that frame is decoded whole when it comes.
             abandonEarly()
-            guard slices.offset == 0, pending.isEmpty, !sound.holdsPictures, decoder.reorderDepth == 0,
-                  !waitingForKeyframe || slices.holdsKeyframe else { return }
+            guard slices.offset == 0, session.pending.isEmpty, !sound.holdsPictures, decoder.reorderDepth == 0,
+                  !session.waitingForKeyframe || slices.holdsKeyframe else { return }
             early = (slices.timestamp, 0)
             window?.dropAhead()
         }
@@ -276,7 +274,7 @@ final class Presenter: @unchecked Sendable {
         early = nil
         window?.dropAhead()
         decoder.discardPartial()
-        waitingForKeyframe = true
+        session.waitingForKeyframe = true
     }
 
     /// Decodes one access unit, shows it, measures its latency and records it.
@@ -289,7 +287,7 @@ final class Presenter: @unchecked Sendable {
         } else {
             abandonEarly()
         }
-        if waitingForKeyframe && !unit.isKeyframe {
+        if session.waitingForKeyframe && !unit.isKeyframe {
             local.framesSkippedForKeyframe += 1
             network.keyframeWanted.store(true, ordering: .relaxed)
             return
@@ -299,7 +297,7 @@ final class Presenter: @unchecked Sendable {
             if decoder.holding {
                 // B-frames: this unit's picture comes out with a later one;
                 // the unit is recorded now, in the order it was sent.
-                waitingForKeyframe = false
+                session.waitingForKeyframe = false
                 let size = decoder.pictureSize
                 record(unit, width: size.width, height: size.height)
                 return
@@ -308,14 +306,14 @@ final class Presenter: @unchecked Sendable {
             chainBroke()
             return
         }
-        waitingForKeyframe = false
-        if sessionFrames == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
+        session.waitingForKeyframe = false
+        if session.frames == 0 { events(.firstFrame(width: picture.width, height: picture.height)) }
         if let format = decoder.unshownFormat, format != unshownFormat {
             unshownFormat = format
             events(.warning("the sender's pictures are in pixel format \(format), which share cannot show; recording goes on"))
         }
         if local.firstPictureUnix == nil { local.firstPictureUnix = Double(wallNow()) / 1e9 }
-        sessionFrames += 1
+        session.frames += 1
         local.framesDecoded += 1
         local.width = picture.width
         local.height = picture.height
@@ -333,15 +331,15 @@ final class Presenter: @unchecked Sendable {
             }
         }
         let shownAt = monotonicNow()
-        if let last = lastShownAt {
+        if let last = session.lastShownAt {
             let gap = Double(shownAt - last) / 1e6
-            let spacing = (frameSpacing ?? 3000) / 90
+            let spacing = (session.frameSpacing ?? 3000) / 90
             if gap > spacing + 100 {
                 local.freezes += 1
                 local.freezeSeconds += gap / 1000
             }
         }
-        lastShownAt = shownAt
+        session.lastShownAt = shownAt
         receiving.record(milliseconds: Double(shownAt &- min(unit.completedAt.nanoseconds, shownAt)) / 1e6)
         if let onShown = configuration.onShown { lend(picture, of: unit, to: onShown) }
         if let id = configuration.captureTimeExtensionID,
@@ -379,24 +377,6 @@ final class Presenter: @unchecked Sendable {
             (local.recordingFaults, local.recordingFailure, local.framesNotRecorded) = (faults.count, faults.last, faults.framesNotRecorded)
         }
         let mine = local
-        shared.stats.withLock { s in
-            s.framesAssembled = mine.framesAssembled
-            s.framesDecoded = mine.framesDecoded
-            s.framesDecodedEarly = mine.framesDecodedEarly
-            s.framesShown = mine.framesShown
-            s.framesConvertedEarly = mine.framesConvertedEarly
-            s.framesSkippedForKeyframe = mine.framesSkippedForKeyframe
-            s.decodeErrors = mine.decodeErrors
-            s.framesRecorded = mine.framesRecorded
-            s.recordingFaults = mine.recordingFaults
-            s.recordingFailure = mine.recordingFailure
-            s.framesNotRecorded = mine.framesNotRecorded
-            s.firstPictureUnix = mine.firstPictureUnix
-            s.width = mine.width
-            s.height = mine.height
-            s.freezes = mine.freezes
-            s.freezeSeconds = mine.freezeSeconds
-            s.audio = mine.audio
-        }
+        shared.stats.withLock { $0.pictures = mine }
     }
 }

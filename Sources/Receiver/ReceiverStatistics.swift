@@ -1,7 +1,54 @@
 public import ShareLatency
 
-/// Counters and measurements of a receiver.
+/// Counters and measurements of a receiver: what its network thread
+/// counts (`network`) and what its decode thread counts (`pictures`),
+/// each kept whole by the thread that writes it. Every field of both
+/// reads and writes as the receiver's own (`statistics.framesDecoded`),
+/// and is coded flat, as one object.
+@dynamicMemberLookup
 public struct ReceiverStatistics: Sendable, Codable, Equatable {
+    /// Packets, sessions, repairs and the jitter buffer: the network thread's
+    /// counts, and the run's time and latencies the reader adds.
+    public var network = NetworkStatistics()
+    /// Pictures decoded, shown and recorded, freezes and the sound: the
+    /// decode thread's counts.
+    public var pictures = PictureStatistics()
+
+    /// All counters at zero.
+    public init() {}
+
+    /// A field of `network`, as the receiver's own.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<NetworkStatistics, Value>) -> Value {
+        get { network[keyPath: field] }
+        set { network[keyPath: field] = newValue }
+    }
+
+    /// A field of `pictures`, as the receiver's own.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<PictureStatistics, Value>) -> Value {
+        get { pictures[keyPath: field] }
+        set { pictures[keyPath: field] = newValue }
+    }
+
+    /// Reads both parts from one flat object.
+    public init(from decoder: any Decoder) throws {
+        network = try NetworkStatistics(from: decoder)
+        pictures = try PictureStatistics(from: decoder)
+    }
+
+    /// Writes both parts into one flat object.
+    public func encode(to encoder: any Encoder) throws {
+        try network.encode(to: encoder)
+        try pictures.encode(to: encoder)
+    }
+
+    /// Pictures decoded per second over the run.
+    public var fps: Double { network.elapsedSeconds > 0 ? Double(pictures.framesDecoded) / network.elapsedSeconds : 0 }
+    /// What arrived per second over the run, in kbit/s.
+    public var bitrateKbps: Double { network.elapsedSeconds > 0 ? Double(network.bytes) * 8 / network.elapsedSeconds / 1000 : 0 }
+}
+
+/// What a receiver's network thread counts (see `ReceiverStatistics`).
+public struct NetworkStatistics: Sendable, Codable, Equatable {
     /// Seconds since `start`.
     public var elapsedSeconds = 0.0
     /// UDP datagrams received.
@@ -10,25 +57,8 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var bytes = 0
     /// RTP packets that passed SRTP authentication.
     public var rtpPackets = 0
-    /// Video frames rebuilt whole from their packets.
-    public var framesAssembled = 0
-    /// Pictures decoded.
-    public var framesDecoded = 0
-    /// Frames whose decoding began before their last packet arrived (the
-    /// sender sent their first slices while it still encoded the rest).
-    public var framesDecodedEarly = 0
-    /// Pictures shown in the window.
-    public var framesShown = 0
-    /// Pictures shown whose top rows were converted for the window while
-    /// their last slices were on their way (of `framesDecodedEarly`): when
-    /// whole, only the rows below were left to convert.
-    public var framesConvertedEarly = 0
     /// Frames given up on (packets missing past the jitter buffer's wait).
     public var framesLost = 0
-    /// Complete frames not decoded while waiting for a keyframe after a loss.
-    public var framesSkippedForKeyframe = 0
-    /// Frames the decoder refused.
-    public var decodeErrors = 0
     /// Packets that failed SRTP or SRTCP authentication (dropped).
     public var authenticationFailures = 0
     /// Packets refused as replays of ones already received.
@@ -95,17 +125,46 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var jitterBufferMilliseconds = 0.0
     /// Frames (and other items) dropped because decoding fell behind.
     public var framesDroppedDecoderBusy = 0
-    /// Pictures shown more than the sender's frame spacing + 100 ms after
-    /// the previous one, and the time those gaps add up to.
-    public var freezes = 0
-    /// The time those freezes add up to, in seconds (see `freezes`).
-    public var freezeSeconds = 0.0
     /// The socket receive buffer the kernel granted (bytes).
     public var receiveBufferBytes = 0
     /// Four times a second: pictures decoded and freeze time so far.
     public var timeline: [ReceiverSample] = []
     /// When the timeline's second 0 was (Unix seconds), to line it up with a sender's.
     public var timelineOriginUnix = 0.0
+    /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
+    public var captureToDisplay = LatencySummary()
+    /// A frame's last packet arriving to its picture shown (or decoded,
+    /// headless): the receiver's own share of the latency.
+    public var lastPacketToDisplay = LatencySummary()
+
+    /// All counters at zero.
+    public init() {}
+}
+
+/// What a receiver's decode thread counts (see `ReceiverStatistics`).
+public struct PictureStatistics: Sendable, Codable, Equatable {
+    /// Video frames rebuilt whole from their packets.
+    public var framesAssembled = 0
+    /// Pictures decoded.
+    public var framesDecoded = 0
+    /// Frames whose decoding began before their last packet arrived (the
+    /// sender sent their first slices while it still encoded the rest).
+    public var framesDecodedEarly = 0
+    /// Pictures shown in the window.
+    public var framesShown = 0
+    /// Pictures shown whose top rows were converted for the window while
+    /// their last slices were on their way (of `framesDecodedEarly`): when
+    /// whole, only the rows below were left to convert.
+    public var framesConvertedEarly = 0
+    /// Complete frames not decoded while waiting for a keyframe after a loss.
+    public var framesSkippedForKeyframe = 0
+    /// Frames the decoder refused.
+    public var decodeErrors = 0
+    /// Pictures shown more than the sender's frame spacing + 100 ms after
+    /// the previous one, and the time those gaps add up to.
+    public var freezes = 0
+    /// The time those freezes add up to, in seconds (see `freezes`).
+    public var freezeSeconds = 0.0
     /// Video frames written to the recording.
     public var framesRecorded = 0
     /// Times the recording stopped on a fault (no space, an I/O error, the
@@ -122,21 +181,11 @@ public struct ReceiverStatistics: Sendable, Codable, Equatable {
     public var width = 0
     /// The last decoded picture's height.
     public var height = 0
-    /// Capture instant (sender's clock) to the picture shown (or decoded, headless).
-    public var captureToDisplay = LatencySummary()
-    /// A frame's last packet arriving to its picture shown (or decoded,
-    /// headless): the receiver's own share of the latency.
-    public var lastPacketToDisplay = LatencySummary()
     /// The sound received, over every audio stream.
     public var audio = AudioStatistics()
 
     /// All counters at zero.
     public init() {}
-
-    /// Pictures decoded per second over the run.
-    public var fps: Double { elapsedSeconds > 0 ? Double(framesDecoded) / elapsedSeconds : 0 }
-    /// What arrived per second over the run, in kbit/s.
-    public var bitrateKbps: Double { elapsedSeconds > 0 ? Double(bytes) * 8 / elapsedSeconds / 1000 : 0 }
 }
 
 /// The receiver's counts at one moment of the run (seconds since it started).

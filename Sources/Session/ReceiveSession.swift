@@ -49,29 +49,10 @@ public final class ReceiveSession {
     public private(set) var statistics = ReceiveStatistics()
     private var srtp: SRTPContext
     private var outbound: SRTPContext
-    private var assembler: H264FrameAssembler
-    private var nack: NACKTracker
-    private var videoSSRC: UInt32?
-    /// When the video stream's last packet came.
-    private var videoHeardAt: MonotonicTime?
-    private var videoPayloadType: UInt8?
-    private var unwrapper = SequenceUnwrapper()
-    private var reception: ReceptionStatistics?
-    private var lastKeyframeRequest: MonotonicTime?
-    private var nextReport: MonotonicTime?
-    private var feedback = FeedbackReporter()
-    private var fec = FECDecoder()
-    private var probe = RoundTripProbe()
+    /// What is known of the sender's streams, replaced whole for a new sender.
+    private var heard: StreamsHeard
     /// The pointer as the sender describes it (`--cursor metadata`).
     private var cursor = CursorAssembler()
-    /// The last state announcement seen, and whether this sender's end
-    /// (finished or BYE) was reported already.
-    private var stateSequence: UInt16?
-    /// What was last reported of the sender's state and audio layout.
-    private var reportedState = StreamState.live
-    private var reportedTitle: String?
-    private var reportedAudio: [AudioStreamLayout]?
-    private var goodbyeReported = false
     /// The SRTP streams kept, at most `maximumStreams`.
     private var streams = StreamLedger(capacity: ReceiveSession.maximumStreams)
     /// Bounds the bytes hashed searching for late streams' rollover counters.
@@ -87,10 +68,7 @@ public final class ReceiveSession {
         self.configuration = configuration
         srtp = try SRTPContext(keying: keys.inbound, direction: .inbound)
         outbound = try SRTPContext(keying: keys.outbound, direction: .outbound)
-        let start = max(configuration.minimumDelay, .milliseconds(100))
-        assembler = H264FrameAssembler(maxDelay: start, earlySlices: configuration.earlySlices)
-        nack = NACKTracker(maxAge: start)
-        videoPayloadType = configuration.videoPayloadType
+        heard = StreamsHeard(configuration)
     }
 
     /// Takes a renewed session's keys (the same sender handshook again):
@@ -103,7 +81,7 @@ public final class ReceiveSession {
 
     /// Keeps the SRTP streams within `maximumStreams` once `ssrc` authenticated.
     private func noteStream(_ ssrc: UInt32, now: MonotonicTime) {
-        if let stale = streams.authenticated(ssrc, now: now, keeping: videoSSRC) {
+        if let stale = streams.authenticated(ssrc, now: now, keeping: heard.videoSSRC) {
             srtp.forget(ssrc: stale)
             statistics.streamsForgotten += 1
         }
@@ -126,39 +104,22 @@ public final class ReceiveSession {
     /// Forgets the streams heard (a new sender): a fresh jitter buffer, NACK,
     /// FEC and report state.
     private func forgetStreams() {
-        let start = max(configuration.minimumDelay, .milliseconds(100))
-        assembler = H264FrameAssembler(maxDelay: start, earlySlices: configuration.earlySlices)
-        nack = NACKTracker(maxAge: start)
-        videoPayloadType = configuration.videoPayloadType
-        videoSSRC = nil
-        videoHeardAt = nil
-        unwrapper = SequenceUnwrapper()
-        reception = nil
-        lastKeyframeRequest = nil
-        nextReport = nil
-        feedback = FeedbackReporter()
-        fec = FECDecoder()
-        probe = RoundTripProbe()
-        stateSequence = nil
-        reportedState = .live
-        reportedTitle = nil
-        reportedAudio = nil
-        goodbyeReported = false
+        heard = StreamsHeard(configuration)
     }
 
     /// The sender's SSRC once video arrived.
-    public var senderSSRC: UInt32? { videoSSRC }
+    public var senderSSRC: UInt32? { heard.videoSSRC }
 
     /// The round trip to the sender, once measured (RFC 3611 RRTR/DLRR).
-    public var roundTrip: Duration? { probe.smoothed }
+    public var roundTrip: Duration? { heard.probe.smoothed }
 
     /// How long the jitter buffer now waits for a missing packet.
-    public var jitterBufferDelay: Duration { assembler.maxDelay }
+    public var jitterBufferDelay: Duration { heard.assembler.maxDelay }
 
     /// The earliest instant `poll` has work (NACK, feedback, give-up, report).
     public var nextDeadline: MonotonicTime? {
-        [assembler.deadline, configuration.nack ? nack.nextDeadline() : nil,
-         configuration.congestionFeedback ? feedback.deadline : nil, nextReport].compactMap { $0 }.min()
+        [heard.assembler.deadline, configuration.nack ? heard.nack.nextDeadline() : nil,
+         configuration.congestionFeedback ? heard.feedback.deadline : nil, heard.nextReport].compactMap { $0 }.min()
     }
 
     /// Rollover counters tried for a stream heard first after its sender's
@@ -211,12 +172,12 @@ public final class ReceiveSession {
     /// a repair takes a round trip, and one more try fits before the jitter
     /// buffer gives up (RTT 1 ms: 50 ms; RTT 100 ms: ~230 ms).
     private func tuneDelays() {
-        let rtt = probe.smoothed ?? .milliseconds(50)
-        nack.roundTrip = rtt
-        let wait = nack.reorderWait + rtt * 2 + .milliseconds(30)
+        let rtt = heard.probe.smoothed ?? .milliseconds(50)
+        heard.nack.roundTrip = rtt
+        let wait = heard.nack.reorderWait + rtt * 2 + .milliseconds(30)
         let depth = min(max(wait, configuration.minimumDelay), configuration.maximumDelay)
-        assembler.maxDelay = depth
-        nack.maxAge = depth
+        heard.assembler.maxDelay = depth
+        heard.nack.maxAge = depth
     }
 
     /// Handles one datagram. `emit` sends RTCP feedback back to the sender.
@@ -255,9 +216,9 @@ public final class ReceiveSession {
         }
         statistics.rtpPackets += 1
         noteStream(packet.ssrc, now: now)
-        if configuration.congestionFeedback { feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
-        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = videoSSRC,
-           let videoPayloadType, packet.ssrc != ssrc {
+        if configuration.congestionFeedback { heard.feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
+        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = heard.videoSSRC,
+           let videoPayloadType = heard.videoPayloadType, packet.ssrc != ssrc {
             // RFC 4588 §4: the original sequence number, then the original payload.
             guard packet.payload.count >= 2 else {
                 statistics.malformed += 1
@@ -270,14 +231,14 @@ public final class ReceiveSession {
                                      payload: packet.payload.dropFirst(2))
             statistics.repairsReceived += 1
             var events = video(original, isRepair: true, now: now, emit: emit)
-            if fec.isActive(now: now) {
-                for rebuilt in fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
+            if heard.fec.isActive(now: now) {
+                for rebuilt in heard.fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
                     events += recovered(rebuilt, now: now, emit: emit)
                 }
             }
             return events
         }
-        if let fecType = configuration.fecPayloadType, packet.payloadType == fecType, let ssrc = videoSSRC,
+        if let fecType = configuration.fecPayloadType, packet.payloadType == fecType, let ssrc = heard.videoSSRC,
            packet.ssrc != ssrc {
             guard packet.csrcs.first == ssrc, let repair = FlexFEC.Repair(payload: packet.payload) else {
                 statistics.malformed += 1
@@ -285,33 +246,33 @@ public final class ReceiveSession {
             }
             statistics.fecPacketsReceived += 1
             var events: [ReceiveEvent] = []
-            for rebuilt in fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
+            for rebuilt in heard.fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
             return events
         }
         var events: [ReceiveEvent] = []
-        if let current = videoSSRC, packet.ssrc != current, packet.payloadType == videoPayloadType,
-           let heard = videoHeardAt, now.since(heard) >= Self.streamTakeover {
+        if let current = heard.videoSSRC, packet.ssrc != current, packet.payloadType == heard.videoPayloadType,
+           let heardAt = heard.videoHeardAt, now.since(heardAt) >= Self.streamTakeover {
             // The stream went silent and another took its place: follow it.
-            let payloadType = videoPayloadType
+            let payloadType = heard.videoPayloadType
             forgetStreams()
-            videoPayloadType = payloadType
+            heard.videoPayloadType = payloadType
             statistics.streamsReplaced += 1
             events.append(.streamReplaced(ssrc: packet.ssrc))
         }
-        if videoSSRC == nil, packet.payloadType == (videoPayloadType ?? packet.payloadType),
-           (96...127).contains(packet.payloadType) || videoPayloadType != nil {
-            videoSSRC = packet.ssrc
-            videoPayloadType = packet.payloadType
-            reception = ReceptionStatistics(ssrc: packet.ssrc, clockRate: 90_000)
+        if heard.videoSSRC == nil, packet.payloadType == (heard.videoPayloadType ?? packet.payloadType),
+           (96...127).contains(packet.payloadType) || heard.videoPayloadType != nil {
+            heard.videoSSRC = packet.ssrc
+            heard.videoPayloadType = packet.payloadType
+            heard.reception = ReceptionStatistics(ssrc: packet.ssrc, clockRate: 90_000)
         }
-        guard packet.ssrc == videoSSRC, packet.payloadType == videoPayloadType else {
+        guard packet.ssrc == heard.videoSSRC, packet.payloadType == heard.videoPayloadType else {
             return events + [.otherPacket(packet)]
         }
-        videoHeardAt = now
-        reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
+        heard.videoHeardAt = now
+        heard.reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
         events += video(packet, isRepair: false, now: now, emit: emit)
-        if fec.isActive(now: now) {
-            for rebuilt in fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
+        if heard.fec.isActive(now: now) {
+            for rebuilt in heard.fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
                 events += recovered(rebuilt, now: now, emit: emit)
             }
         }
@@ -320,8 +281,8 @@ public final class ReceiveSession {
 
     /// A packet FlexFEC rebuilt: into the jitter buffer as a repair.
     private func recovered(_ bytes: [UInt8], now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
-        guard let packet = try? RTPPacket(parsing: bytes), packet.ssrc == videoSSRC,
-              packet.payloadType == videoPayloadType else { return [] }
+        guard let packet = try? RTPPacket(parsing: bytes), packet.ssrc == heard.videoSSRC,
+              packet.payloadType == heard.videoPayloadType else { return [] }
         statistics.fecRecovered += 1
         return video(packet, isRepair: true, now: now, emit: emit)
     }
@@ -331,14 +292,14 @@ public final class ReceiveSession {
     private func video(_ packet: RTPPacket, isRepair: Bool, now: MonotonicTime,
                        emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         if configuration.nack {
-            let needless = nack.needlessRequests
-            nack.received(unwrapper.unwrap(packet.sequenceNumber), now: now, isRepair: isRepair)
-            statistics.needlessNACKs += nack.needlessRequests - needless
+            let needless = heard.nack.needlessRequests
+            heard.nack.received(heard.unwrapper.unwrap(packet.sequenceNumber), now: now, isRepair: isRepair)
+            statistics.needlessNACKs += heard.nack.needlessRequests - needless
         }
-        let before = assembler.counters
-        var events = convert(assembler.insert(packet, now: now), now: now, emit: emit)
-        statistics.duplicates += assembler.counters.duplicates - before.duplicates
-        statistics.late += assembler.counters.late - before.late
+        let before = heard.assembler.counters
+        var events = convert(heard.assembler.insert(packet, now: now), now: now, emit: emit)
+        statistics.duplicates += heard.assembler.counters.duplicates - before.duplicates
+        statistics.late += heard.assembler.counters.late - before.late
         events += poll(now: now, emit: emit)
         return events
     }
@@ -366,15 +327,15 @@ public final class ReceiveSession {
         for packet in packets {
             switch packet {
             case .senderReport(let sr):
-                if sr.ssrc == videoSSRC { reception?.didReceive(senderReport: sr, at: now) }
+                if sr.ssrc == heard.videoSSRC { heard.reception?.didReceive(senderReport: sr, at: now) }
                 events.append(.senderReport(ssrc: sr.ssrc, sr))
             case .goodbye(let bye):
                 let reason = bye.reason.map { String(decoding: $0, as: UTF8.self) }
-                for ssrc in bye.sources where !(goodbyeReported && ssrc == videoSSRC) {
-                    if ssrc == videoSSRC { goodbyeReported = true }
+                for ssrc in bye.sources where !(heard.goodbyeReported && ssrc == heard.videoSSRC) {
+                    if ssrc == heard.videoSSRC { heard.goodbyeReported = true }
                     events.append(.goodbye(ssrc: ssrc, reason: reason))
                 }
-            case .application(let app) where videoSSRC == nil || app.ssrc == videoSSRC:
+            case .application(let app) where heard.videoSSRC == nil || app.ssrc == heard.videoSSRC:
                 if let position = CursorPosition(app) {
                     if cursor.receive(position), let overlay = cursor.overlay { events.append(.cursor(overlay)) }
                     continue
@@ -386,27 +347,27 @@ public final class ReceiveSession {
                 guard let announcement = StateAnnouncement(app) else { continue }
                 // Every copy is answered (the answer may be lost); each state is reported once.
                 sendRTCP([StateAcknowledgement(sequence: announcement.sequence).packet(ssrc: configuration.ssrc)], emit: emit)
-                guard announcement.sequence != stateSequence else { continue }
-                stateSequence = announcement.sequence
+                guard announcement.sequence != heard.stateSequence else { continue }
+                heard.stateSequence = announcement.sequence
                 if announcement.state == .finished {
-                    if !goodbyeReported {
-                        goodbyeReported = true
+                    if !heard.goodbyeReported {
+                        heard.goodbyeReported = true
                         events.append(.goodbye(ssrc: app.ssrc, reason: announcement.reason))
                     }
                 } else {
-                    if let audio = announcement.audio, audio != reportedAudio {
-                        reportedAudio = audio
+                    if let audio = announcement.audio, audio != heard.reportedAudio {
+                        heard.reportedAudio = audio
                         events.append(.audioLayout(audio))
                     }
-                    if announcement.state != reportedState || announcement.reason != reportedTitle {
-                        reportedState = announcement.state
-                        reportedTitle = announcement.reason
+                    if announcement.state != heard.reportedState || announcement.reason != heard.reportedTitle {
+                        heard.reportedState = announcement.state
+                        heard.reportedTitle = announcement.reason
                         events.append(.senderState(announcement.state, title: announcement.reason))
                     }
                 }
             case .extendedReport(let xr):
                 for echo in xr.delaySinceLastReceiverReports where echo.ssrc == configuration.ssrc {
-                    if probe.handle(echo, now: now) != nil { tuneDelays() }
+                    if heard.probe.handle(echo, now: now) != nil { tuneDelays() }
                 }
             default:
                 continue
@@ -418,28 +379,28 @@ public final class ReceiveSession {
     /// Runs timers: gives up on old gaps, sends NACKs and periodic reports.
     /// Call it at least every `pollInterval` when no datagram arrives.
     public func poll(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
-        let events = convert(assembler.poll(now: now), now: now, emit: emit)
-        if configuration.congestionFeedback, let report = feedback.poll(now: now, senderSSRC: configuration.ssrc) {
+        let events = convert(heard.assembler.poll(now: now), now: now, emit: emit)
+        if configuration.congestionFeedback, let report = heard.feedback.poll(now: now, senderSSRC: configuration.ssrc) {
             statistics.feedbackReportsSent += 1
             sendRTCP([.congestionFeedback(report)], emit: emit)
         }
-        if let ssrc = videoSSRC, configuration.nack {
-            let lost = nack.due(now: now)
+        if let ssrc = heard.videoSSRC, configuration.nack {
+            let lost = heard.nack.due(now: now)
             if !lost.isEmpty {
                 statistics.nacksSent += 1
                 statistics.nackedPackets += lost.count
                 sendRTCP([.nack(GenericNACK(senderSSRC: configuration.ssrc, mediaSSRC: ssrc, lost: lost))], emit: emit)
             }
         }
-        if nextReport == nil || now >= nextReport!, var reception {
-            nextReport = now + configuration.reportInterval
+        if heard.nextReport == nil || now >= heard.nextReport!, var reception = heard.reception {
+            heard.nextReport = now + configuration.reportInterval
             let report = reception.makeReport(now: now)
-            self.reception = reception
+            heard.reception = reception
             statistics.reportsSent += 1
             tuneDelays()
             sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc, reports: [report])),
                       .sourceDescription(SourceDescription(ssrc: configuration.ssrc, cname: configuration.cname)),
-                      .extendedReport(ExtendedReport(ssrc: configuration.ssrc, receiverReferenceTime: probe.reference(now: now))),
+                      .extendedReport(ExtendedReport(ssrc: configuration.ssrc, receiverReferenceTime: heard.probe.reference(now: now))),
                       PointerDrawing(drawsPointer: configuration.drawsPointer).packet(ssrc: configuration.ssrc)],
                      emit: emit)
         }
@@ -469,9 +430,9 @@ public final class ReceiveSession {
     /// Returns whether one was sent.
     @discardableResult
     public func requestKeyframe(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> Bool {
-        guard let ssrc = videoSSRC else { return false }
-        if let last = lastKeyframeRequest, now.since(last) < configuration.keyframeRequestInterval { return false }
-        lastKeyframeRequest = now
+        guard let ssrc = heard.videoSSRC else { return false }
+        if let last = heard.lastKeyframeRequest, now.since(last) < configuration.keyframeRequestInterval { return false }
+        heard.lastKeyframeRequest = now
         statistics.plisSent += 1
         sendRTCP([.pictureLoss(PictureLossIndication(senderSSRC: configuration.ssrc, mediaSSRC: ssrc))], emit: emit)
         return true
@@ -480,7 +441,7 @@ public final class ReceiveSession {
     /// RTCP BYE (RFC 3550 §6.6) after an empty receiver report, when the
     /// receiver stops: the sender knows at once that no one listens.
     public func goodbye(reason: String, emit: (ArraySlice<UInt8>) -> Void) {
-        guard videoSSRC != nil else { return }
+        guard heard.videoSSRC != nil else { return }
         sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc)),
                   .goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
     }
@@ -492,5 +453,5 @@ public final class ReceiveSession {
     }
 
     /// Packets lost so far per RFC 3550 §A.3 (negative with duplicates).
-    public var cumulativeLost: Int64 { reception?.cumulativeLost ?? 0 }
+    public var cumulativeLost: Int64 { heard.reception?.cumulativeLost ?? 0 }
 }
