@@ -14,9 +14,7 @@ internal import ShareBase
 /// sent but the handshake; the old keys go on while a new one is made. A
 /// receiver never met before gets nothing until this end's person (or the
 /// policy) confirms it.
-final class SessionLink: @unchecked Sendable {
-    // Safe: `initiator`, the times and the held session belong to the
-    // feedback thread; `ready` is atomic and `answers` a mutex.
+final class SessionLink: Sendable {
     enum Outcome {
         case established(EstablishedSession)
         case verifying(receiver: String, code: String)
@@ -26,21 +24,94 @@ final class SessionLink: @unchecked Sendable {
         case setback(HandshakeFailure, retryIn: Duration)
     }
 
-    private var initiator: HandshakeInitiator?
-    private let store: IdentityStore?
-    private let confirmation: ConfirmationPolicy
+    /// How media gets its keys: one static key, ready from the start, or a
+    /// handshake with each receiver, run by the feedback thread.
+    private enum Keying {
+        case staticKey
+        case handshake(HandshakeRun)
+    }
+
+    private let keying: Keying
     /// Media may flow: a session is (or the static key was) established.
     let ready: Atomic<Bool>
+
+    /// How long the first handshake goes unanswered before the host hears of it.
+    static let unansweredNotice: UInt64 = 3_000_000_000
+    /// Feedback silent this long (with a session up): handshake again.
+    static let silenceLimit: UInt64 = 2_000_000_000
+    /// The least time between handshakes begun on a receiver's unauthenticated `retry`.
+    static let retryHoldoff: UInt64 = 1_000_000_000
+    /// The wait after a setback: doubling from the first to the longest.
+    static let firstSetbackWait: UInt64 = 1_000_000_000
+    static let longestSetbackWait: UInt64 = 8_000_000_000
+
+    init(keying: SessionKeying, name: String? = nil, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
+        switch keying {
+        case .staticKey:
+            self.keying = .staticKey
+            ready = Atomic(true)
+        case .handshake(let authentication, let store):
+            let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: name ?? keying.localName,
+                                                                 profile: profile, instance: instance)
+            self.keying = .handshake(HandshakeRun(initiator: HandshakeInitiator(configuration: configuration), store: store,
+                                                  confirmation: confirmation))
+            ready = Atomic(false)
+        }
+    }
+
+    private var run: HandshakeRun? {
+        guard case .handshake(let run) = keying else { return nil }
+        return run
+    }
+
+    /// False with a static key (the interop mode).
+    var usesHandshake: Bool { run != nil }
+
+    /// Whether a handshake is under way or waits for this end's person:
+    /// its retransmissions and answers need polling often (feedback thread).
+    var isBusy: Bool { run?.isBusy(ready: ready.load(ordering: .relaxed)) ?? false }
+
+    /// A new handshake (the first, or after the receiver went quiet).
+    func begin(now: UInt64, send: ([UInt8]) -> Void) { run?.begin(now: now, send: send) }
+
+    /// Authenticated RTCP arrived: the receiver holds our session.
+    func heardFeedback(at now: UInt64) { run?.lastFeedback = now }
+
+    /// A handshake message from the receiver.
+    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+        run?.handle(bytes, now: now, ready: ready.load(ordering: .relaxed), send: send)
+    }
+
+    /// True once, when nothing has answered the first handshake for
+    /// `unansweredNotice`: the receiver is not running, or the path drops
+    /// UDP (the handshake goes on being retried either way).
+    func firstHandshakeUnanswered(now: UInt64) -> Bool {
+        !ready.load(ordering: .relaxed) && run?.firstUnanswered(now: now) == true
+    }
+
+    /// Retransmissions, people's answers, and a new handshake after a long silence.
+    func poll(now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+        run?.poll(now: now, ready: ready.load(ordering: .relaxed), send: send)
+    }
+}
+
+/// One receiver's handshakes, as the feedback thread runs them: the
+/// initiator, when attempts began and were answered, the confirmations
+/// asked for and given, and the waits after setbacks.
+private final class HandshakeRun: @unchecked Sendable {
+    // Safe: everything but `answers` belongs to the feedback thread;
+    // `answers` (a person's replies, from any thread) is a mutex.
+    private var initiator: HandshakeInitiator
+    private let store: IdentityStore?
+    private let confirmation: ConfirmationPolicy
     private var lastAttempt: UInt64 = 0
     /// When the first handshake began, whether the receiver has answered
     /// any, and whether the host was told it has not.
     private var firstAttempt: UInt64?
     private var answered = false
     private var toldUnanswered = false
-    /// How long the first handshake goes unanswered before the host hears of it.
-    static let unansweredNotice: UInt64 = 3_000_000_000
     /// When authenticated RTCP last came from the receiver (monotonic ns).
-    private var lastFeedback: UInt64 = 0
+    var lastFeedback: UInt64 = 0
     private var announced = false
     /// The handshake whose confirmation was asked for, those confirmed, and
     /// a session agreed on the wire that waits for its confirmation.
@@ -49,86 +120,51 @@ final class SessionLink: @unchecked Sendable {
     private var held: EstablishedSession?
     private let answers = Locked<[(id: UInt64, accept: Bool)]>([])
     private let questions = OneQuestionAtATime()
-    static let silenceLimit: UInt64 = 2_000_000_000
-    static let retryHoldoff: UInt64 = 1_000_000_000
     /// After a setback: when the next attempt begins, and the wait after the
     /// next setback (doubling from 1 s to 8 s, back to 1 s on a session).
     private var nextAttemptAt: UInt64?
     private var setbackWait: UInt64 = SessionLink.firstSetbackWait
-    static let firstSetbackWait: UInt64 = 1_000_000_000
-    static let longestSetbackWait: UInt64 = 8_000_000_000
 
-    init(keying: SessionKeying, name: String? = nil, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
+    init(initiator: HandshakeInitiator, store: IdentityStore?, confirmation: ConfirmationPolicy) {
+        self.initiator = initiator
+        self.store = store
         self.confirmation = confirmation
-        switch keying {
-        case .staticKey:
-            initiator = nil
-            store = nil
-            ready = Atomic(true)
-        case .handshake(let authentication, let store):
-            let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: name ?? keying.localName,
-                                                                 profile: profile, instance: instance)
-            initiator = HandshakeInitiator(configuration: configuration)
-            self.store = store
-            ready = Atomic(false)
-        }
     }
 
-    /// False with a static key (the interop mode).
-    var usesHandshake: Bool { initiator != nil }
+    func isBusy(ready: Bool) -> Bool { !ready || initiator.isInProgress || held != nil }
 
-    /// Whether a handshake is under way or waits for this end's person:
-    /// its retransmissions and answers need polling often (feedback thread).
-    var isBusy: Bool {
-        guard let initiator else { return false }
-        return !ready.load(ordering: .relaxed) || initiator.isInProgress || held != nil
-    }
-
-    /// A new handshake (the first, or after the receiver went quiet).
     func begin(now: UInt64, send: ([UInt8]) -> Void) {
-        guard initiator != nil else { return }
         lastAttempt = now
         if firstAttempt == nil { firstAttempt = now }
         announced = false
-        send(initiator!.start(now: MonotonicTime(nanoseconds: now)))
+        send(initiator.start(now: MonotonicTime(nanoseconds: now)))
     }
 
-    /// Authenticated RTCP arrived: the receiver holds our session.
-    func heardFeedback(at now: UInt64) { lastFeedback = now }
-
-    /// A handshake message from the receiver.
-    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
-        guard initiator != nil, let message = HandshakeMessage(parsing: bytes) else { return nil }
+    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+        guard let message = HandshakeMessage(parsing: bytes) else { return nil }
         answered = true
         if case .retry = message {
             // Unauthenticated: acted on only when the receiver's feedback has
             // stopped too, and at most once a second.
-            if ready.load(ordering: .relaxed), !initiator!.isInProgress, now &- lastFeedback > 300_000_000,
-               now &- lastAttempt > Self.retryHoldoff {
+            if ready, !initiator.isInProgress, now &- lastFeedback > 300_000_000, now &- lastAttempt > SessionLink.retryHoldoff {
                 begin(now: now, send: send)
             }
             return nil
         }
-        return apply(initiator!.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+        return apply(initiator.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
     }
 
-    /// True once, when nothing has answered the first handshake for
-    /// `unansweredNotice`: the receiver is not running, or the path drops
-    /// UDP (the handshake goes on being retried either way).
-    func firstHandshakeUnanswered(now: UInt64) -> Bool {
-        guard initiator != nil, !answered, !toldUnanswered, !ready.load(ordering: .relaxed), let firstAttempt,
-              now &- firstAttempt >= Self.unansweredNotice else { return false }
+    func firstUnanswered(now: UInt64) -> Bool {
+        guard !answered, !toldUnanswered, let firstAttempt, now &- firstAttempt >= SessionLink.unansweredNotice else { return false }
         toldUnanswered = true
         return true
     }
 
-    /// Retransmissions, people's answers, and a new handshake after a long silence.
-    func poll(now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
-        guard initiator != nil else { return nil }
+    func poll(now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         for answer in answers.withLock({ list in defer { list.removeAll() }; return list }) {
             guard answer.accept else {
                 if let held, held.handshakeID == answer.id { self.held = nil }
-                return .failed(.declined(peer: initiator!.responder?.name ?? "the receiver"))
+                return .failed(.declined(peer: initiator.responder?.name ?? "the receiver"))
             }
             confirmed.insert(answer.id)
             if let session = held, session.handshakeID == answer.id {
@@ -136,21 +172,20 @@ final class SessionLink: @unchecked Sendable {
                 return established(session, now: now)
             }
         }
-        if !initiator!.isInProgress, let due = nextAttemptAt, now >= due {
+        if !initiator.isInProgress, let due = nextAttemptAt, now >= due {
             nextAttemptAt = nil
             begin(now: now, send: send)
             return nil
         }
-        if ready.load(ordering: .relaxed), !initiator!.isInProgress, nextAttemptAt == nil,
-           now &- max(lastFeedback, lastAttempt) > Self.silenceLimit {
+        if ready, !initiator.isInProgress, nextAttemptAt == nil, now &- max(lastFeedback, lastAttempt) > SessionLink.silenceLimit {
             begin(now: now, send: send)
             return nil
         }
-        return apply(initiator!.poll(now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+        return apply(initiator.poll(now: MonotonicTime(nanoseconds: now)), now: now, send: send)
     }
 
-    private func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
-        var outcome: Outcome?
+    private func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+        var outcome: SessionLink.Outcome?
         for action in actions {
             switch action {
             case .send(let bytes): send(bytes)
@@ -164,10 +199,10 @@ final class SessionLink: @unchecked Sendable {
             case .setback(let failure):
                 nextAttemptAt = now &+ setbackWait
                 outcome = .setback(failure, retryIn: .nanoseconds(Int64(setbackWait)))
-                setbackWait = min(setbackWait * 2, Self.longestSetbackWait)
+                setbackWait = min(setbackWait * 2, SessionLink.longestSetbackWait)
             }
         }
-        if let request = initiator!.confirmationRequest, asked != request.handshakeID {
+        if let request = initiator.confirmationRequest, asked != request.handshakeID {
             asked = request.handshakeID
             switch confirmation {
             case .acceptNew: confirmed.insert(request.handshakeID)
@@ -180,18 +215,18 @@ final class SessionLink: @unchecked Sendable {
                 }
             }
         }
-        if outcome == nil, !announced, let responder = initiator!.responder, let code = initiator!.shortAuthenticationString,
-           initiator!.configuration.authentication.mode == .identity {
+        if outcome == nil, !announced, let responder = initiator.responder, let code = initiator.shortAuthenticationString,
+           initiator.configuration.authentication.mode == .identity {
             announced = true
             return .verifying(receiver: responder.name, code: code)
         }
         return outcome
     }
 
-    private func established(_ session: EstablishedSession, now: UInt64) -> Outcome {
-        initiator!.configuration.authentication.rememberNewPeer(of: session, in: store)
+    private func established(_ session: EstablishedSession, now: UInt64) -> SessionLink.Outcome {
+        initiator.configuration.authentication.rememberNewPeer(of: session, in: store)
         lastFeedback = now
-        setbackWait = Self.firstSetbackWait
+        setbackWait = SessionLink.firstSetbackWait
         return .established(session)
     }
 }
