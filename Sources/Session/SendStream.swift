@@ -2,92 +2,12 @@ public import ShareSRTP
 public import ShareWire
 public import ShareBase
 
-/// What the receiver asked of the sender through RTCP.
-public enum SenderFeedback: Sendable, Equatable {
-    /// PLI or FIR: send a keyframe (already rate-limited here).
-    case keyframeRequested
-    /// A receiver reported for the first time (a new reporter SSRC) and
-    /// may have joined mid-stream: send a keyframe (rate-limited with the
-    /// requests above).
-    case receiverJoined(ssrc: UInt32)
-    /// NACKed packets were resent (count), or were too old to resend (missed).
-    case retransmitted(count: Int, missed: Int)
-    /// A receiver report: loss fraction (0-1) and round-trip time if measurable.
-    case receiverReport(fractionLost: Double, roundTrip: Duration?)
-    /// RFC 8888 per-packet feedback, for the congestion controller.
-    case congestion(CongestionControlFeedback)
-    /// The receiver said BYE (it stopped), with its reason.
-    case goodbye(reason: String?)
-    /// The receiver answered the state announced last.
-    case stateAcknowledged(StreamState)
-}
-
-/// Counters of a sending stream.
-public struct SendStatistics: Sendable, Equatable {
-    public var frames = 0
-    public var keyframes = 0
-    public var packets = 0
-    public var bytes = 0
-    public var retransmitted = 0
-    public var nacksReceived = 0
-    public var keyframeRequests = 0
-    public var rtcpRejected = 0
-    /// NACKed packets not resent because a repair left less than a round trip ago.
-    public var retransmissionsSuppressed = 0
-    /// FlexFEC repair packets sent.
-    public var fecPackets = 0
-    /// Receivers whose first report asked for a keyframe (late joiners).
-    public var receiversJoined = 0
-    /// The RTCP port of its own (`handle(controlPortDatagram:)`): plain PLI
-    /// or FIR honoured, plain requests refused for coming too soon after
-    /// the last, plain RTCP that asked nothing of this stream (REMB, RR,
-    /// another SSRC's PLI), and datagrams that were no RTCP at all.
-    public var plainKeyframeRequests = 0
-    public var plainRequestsLimited = 0
-    public var plainIgnored = 0
-    public var controlPortRefused = 0
-    public var roundTrip: Duration?
-    public var fractionLost = 0.0
-}
-
 /// The sending side of one RTP stream, sans-IO: turns H.264 access units
 /// (or single payloads such as Opus packets) into protected RTP datagrams,
 /// keeps them for retransmission, writes RTCP sender reports and answers
 /// feedback. The caller owns the socket and the clock and hands both in
 /// (`emit`, `now`).
 public final class SendStream {
-    public struct Configuration: Sendable {
-        public var ssrc: UInt32
-        public var payloadType: UInt8 = 96
-        /// RTP clock: 90 kHz for video, 48 kHz for Opus.
-        public var clockRate: UInt32 = 90_000
-        /// Largest UDP payload to send (IP + UDP headers excluded).
-        public var mtu: Int = 1200
-        public var cname: String
-        /// One-byte header extension id for abs-capture-time; nil to omit it.
-        public var captureTimeExtensionID: UInt8? = 1
-        public var historyPackets = 1024
-        /// Minimum time between honoured keyframe requests; at least two
-        /// round trips are kept between them too.
-        public var keyframeRequestInterval: Duration = .milliseconds(200)
-        /// Minimum time between honoured unauthenticated (plain) keyframe
-        /// requests on the RTCP port of its own: Janus repeats its PLI
-        /// every second until a viewer has a picture.
-        public var plainKeyframeRequestInterval: Duration = .milliseconds(500)
-        /// Retransmissions on their own SSRC and payload type (RFC 4588);
-        /// nil resends the original packet as it was.
-        public var retransmission: (ssrc: UInt32, payloadType: UInt8)?
-        /// Forward error correction on its own SSRC and payload type
-        /// (RFC 8627 FlexFEC), sent while `protectionGroup` is set.
-        public var forwardErrorCorrection: (ssrc: UInt32, payloadType: UInt8)?
-        public var reportInterval: Duration = .seconds(1)
-
-        public init(ssrc: UInt32, cname: String) {
-            self.ssrc = ssrc
-            self.cname = cname
-        }
-    }
-
     public let configuration: Configuration
     public private(set) var statistics = SendStatistics()
     private var srtp: SRTPContext
@@ -109,11 +29,19 @@ public final class SendStream {
     /// The newest frame's RTP timestamp and capture time, for SR timing.
     private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
     private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
-    private var announcer = StateAnnouncer()
-    private var cursor = CursorAnnouncer()
+    var announcer = StateAnnouncer()
+    var cursor = CursorAnnouncer()
     private var reporters = ReporterRoster()
-    private var audience = PointerAudience()
-    private var lastPlainRequest: MonotonicTime?
+    var audience = PointerAudience()
+    /// Plain keyframe requests on the RTCP port of its own, rationed.
+    private var plainRequests: PlainRequestGate
+    /// Whether a part of the frame being sent held an IDR slice.
+    private var frameHasIDR = false
+
+    /// The abs-capture-time extension as last sent. Encoded once; after
+    /// that only its 8 timestamp bytes (after the one-byte element header)
+    /// are rewritten, so a frame costs no allocation.
+    private var captureTimeExtension: RTPHeaderExtension?
 
     /// A stream with one static key for both directions (SDES).
     public convenience init(configuration: Configuration, keying: SRTPKeyingMaterial,
@@ -142,6 +70,7 @@ public final class SendStream {
         repairs = RepairWriter(mediaSSRC: configuration.ssrc, clockRate: configuration.clockRate,
                                retransmission: configuration.retransmission,
                                forwardErrorCorrection: configuration.forwardErrorCorrection)
+        plainRequests = PlainRequestGate(ssrc: configuration.ssrc, interval: configuration.plainKeyframeRequestInterval)
     }
 
     /// Protects from now on with a new session's keys (same profile); the
@@ -200,9 +129,6 @@ public final class SendStream {
         frameHasIDR = false
     }
 
-    /// Whether a part of the frame being sent held an IDR slice.
-    private var frameHasIDR = false
-
     /// The largest H.264 payload a packet carries: the sender cuts its
     /// slices to a whole number of these (a slice that fits one is sent as
     /// one packet, a larger one in FU-A fragments).
@@ -230,11 +156,6 @@ public final class SendStream {
         statistics.bytes += buffer.count
         emit(buffer.bytes)
     }
-
-    /// The abs-capture-time extension as last sent. Encoded once; after
-    /// that only its 8 timestamp bytes (after the one-byte element header)
-    /// are rewritten, so a frame costs no allocation.
-    private var captureTimeExtension: RTPHeaderExtension?
 
     private func captureExtension(_ captureTime: NTPTimestamp) -> RTPHeaderExtension? {
         guard let id = configuration.captureTimeExtensionID else { return nil }
@@ -295,7 +216,7 @@ public final class SendStream {
                 statistics.retransmitted += sent
                 feedback.append(.retransmitted(count: sent, missed: missed))
             case .pictureLoss, .fullIntraRequest:
-                if asksForKeyframe(packet), requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
+                if PlainRequestGate.asksForKeyframe(packet, ssrc: configuration.ssrc), requestKeyframe(now: now) { feedback.append(.keyframeRequested) }
             case .receiverReport(let rr):
                 if let report = rr.reports.first(where: { $0.ssrc == configuration.ssrc }) {
                     feedback.append(receiverReport(report, now: now))
@@ -337,18 +258,6 @@ public final class SendStream {
         return feedback
     }
 
-    /// Whether the compound holds `ssrc`'s word that it draws the pointer.
-    private static func saysItDrawsThePointer(_ ssrc: UInt32, in packets: [RTCPPacket]) -> Bool {
-        packets.contains { packet in
-            guard case .application(let app) = packet, app.ssrc == ssrc else { return false }
-            return PointerDrawing(app)?.drawsPointer == true
-        }
-    }
-
-    /// Whether every receiver reporting now draws the pointer itself (and
-    /// one does): `--cursor auto` then sends it apart (`PointerAudience`).
-    public func pointerDrawnApart(now: MonotonicTime) -> Bool { audience.drawnApart(now: now) }
-
     /// Handles a datagram that came in on the RTCP port of its own (the
     /// socket only takes datagrams from the address it sends to).
     /// Authenticated SRTCP is handled as on the media port. Plain RTCP is
@@ -360,32 +269,15 @@ public final class SendStream {
         if inbound.carriesGenuineTag(rtcp: datagram) {
             return handle(datagram: &datagram, now: now, reply: reply, repair: repair)
         }
-        guard datagram.count >= 8, RTCPPacket.isRTCP(payloadTypeByte: datagram.bytes[datagram.bytes.startIndex + 1]),
-              let packets = try? RTCPPacket.parseCompound(datagram.bytes)
-        else {
-            statistics.controlPortRefused += 1
-            return []
+        switch plainRequests.judge(datagram.bytes, now: now) {
+        case .refused: statistics.controlPortRefused += 1
+        case .ignored: statistics.plainIgnored += 1
+        case .tooSoon: statistics.plainRequestsLimited += 1
+        case .keyframe:
+            statistics.plainKeyframeRequests += 1
+            return requestKeyframe(now: now) ? [.keyframeRequested] : []
         }
-        guard packets.contains(where: asksForKeyframe) else {
-            statistics.plainIgnored += 1
-            return []
-        }
-        if let last = lastPlainRequest, now.since(last) < configuration.plainKeyframeRequestInterval {
-            statistics.plainRequestsLimited += 1
-            return []
-        }
-        lastPlainRequest = now
-        statistics.plainKeyframeRequests += 1
-        return requestKeyframe(now: now) ? [.keyframeRequested] : []
-    }
-
-    /// Whether `packet` is a PLI or FIR for this stream.
-    private func asksForKeyframe(_ packet: RTCPPacket) -> Bool {
-        switch packet {
-        case .pictureLoss(let pli): pli.mediaSSRC == configuration.ssrc
-        case .fullIntraRequest(let fir): fir.entries.contains { $0.ssrc == configuration.ssrc }
-        default: false
-        }
+        return []
     }
 
     private enum RepairOutcome { case sent, missing, suppressed }
@@ -436,34 +328,6 @@ public final class SendStream {
         return .receiverReport(fractionLost: statistics.fractionLost, roundTrip: roundTrip)
     }
 
-    /// Tells the receiver the stream is paused, live again or finished (with
-    /// why), repeated by `poll` until it answers.
-    /// Tells the receiver (again, reliably) the state with the audio layout.
-    public func describe(audio: [AudioStreamLayout], now: MonotonicTime) {
-        announcer.describe(audio: audio, now: now)
-    }
-
-    public func announce(_ state: StreamState, reason: String? = nil, now: MonotonicTime) {
-        announcer.announce(state, reason: reason, now: now)
-    }
-
-    /// Whether the receiver answered the state announced last.
-    public var stateAcknowledged: Bool { announcer.acknowledged }
-
-    /// The mouse pointer for a receiver that draws it (`--cursor metadata`):
-    /// what is new is sent at once, the rest repeated by `poll`.
-    public func updateCursor(_ position: CursorPosition, shape: CursorShape?, now: MonotonicTime,
-                             emit: (ArraySlice<UInt8>) -> Void) {
-        cursor.update(position: position, shape: shape, now: now)
-        sendCursor(now: now, emit: emit)
-    }
-
-    /// Each cursor packet in a datagram of its own (a shape's parts are a
-    /// kilobyte each).
-    private func sendCursor(now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) {
-        for packet in cursor.poll(now: now, ssrc: configuration.ssrc) { sendRTCP([packet], emit: emit) }
-    }
-
     /// Sends a sender report with SDES when one is due, an unanswered state
     /// announcement and the pointer's repeats; returns when it next has
     /// something to send (the caller may sleep until then).
@@ -507,7 +371,7 @@ public final class SendStream {
                   .goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
     }
 
-    private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
+    func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
         var rtcp = PacketBuffer(RTCPPacket.serializeCompound(packets))
         guard (try? srtp.protectRTCP(&rtcp)) != nil else { return }
         emit(rtcp.bytes)

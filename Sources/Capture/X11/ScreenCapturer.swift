@@ -32,28 +32,28 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
     public let source: CaptureSource
     public private(set) var area: Rectangle
     /// Whether the mouse pointer is drawn into the pictures (XFixes).
-    public private(set) var drawsCursor: Bool
+    public internal(set) var drawsCursor: Bool
     /// Whether the pointer is read apart from the pictures (`readPointer`),
     /// for a receiver that draws it itself; it is then never a change.
-    public private(set) var tracksPointer: Bool
+    public internal(set) var tracksPointer: Bool
     /// Whether the server tells the pointer's changes (XFixes): what
     /// `placePointer` needs.
-    private let followsCursor: Bool
+    let followsCursor: Bool
     /// The pointer's shape changed since `readPointer` last gave it.
-    private var pointerShapeChanged = true
+    var pointerShapeChanged = true
     /// The followed window is not shown (unmapped, minimised): nothing is grabbed.
-    public private(set) var windowHidden = false
+    public var windowHidden: Bool { followedWindow?.hidden ?? false }
     public var pause: CapturePause? {
         windowHidden ? CapturePause(reason: "the shared window is hidden", resumed: "the shared window is shown again") : nil
     }
-    private let followedWindow: xcb_window_t?
+    private var followedWindow: FollowedWindow?
     /// The screen's size, which RandR may change (a laptop docked, `xrandr -s`).
     private var screenSize: (width: Int, height: Int)
     /// RandR's screen-change event code (nil: the server has no RandR).
     private let screenChangeEvent: UInt8?
     private var screenResized = false
     public var usesSharedMemory: Bool { grabber.sharedMemory }
-    private let connection: X11Connection
+    let connection: X11Connection
     /// How the display stores a pixel; bands of another layout than BGRX
     /// are rewritten to it as they come in (a 30-bit display).
     public let layout: PixelLayout
@@ -82,6 +82,33 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
     /// (read from any thread: atomic).
     public var heldBytes: Int { held.load(ordering: .relaxed) }
     private let held = Atomic<Int>(0)
+    /// Times what is captured changed size (a followed window was resized,
+    /// the screen changed size).
+    public private(set) var resizes = 0
+    /// What was drawn since the last grab, once `trackChanges()` has
+    /// turned it on.
+    var damage: ScreenDamage?
+    var changedSinceGrab = true
+    /// Damage events read: each the first change drawn after a grab or a
+    /// `watchForNextChange`.
+    public internal(set) var changesSeen = 0
+    /// Where the pointer was drawn in the last picture: what to grab again
+    /// when it moves.
+    var drawn = DrawnPointer()
+    /// Where the pointer is and when it moved (XInput 2's raw events wake a
+    /// wait when a resting one moves).
+    let pointer: PointerWatch
+    /// A descriptor (`Wakeup`) that ends the waits early when signalled (another
+    /// thread's news for the capturing one: a keyframe asked for, a pause,
+    /// the end); -1: none.
+    public var wakeDescriptor: Int32 = -1
+    /// The serial of the pointer's shape last read.
+    var pointerSerial: UInt32 = 0
+    /// Pictures written (numbering leases, so the encoder knows whether it
+    /// saw the one before).
+    private var pictures: UInt64 = 0
+    /// Whether the pool's newest picture shows the captured area as it was at the last grab.
+    private var pictureKept = false
 
     public static let defaultSlots = 3
     /// A band of captured rows takes about 1 MiB: it stays in the cache
@@ -101,7 +128,7 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
         self.height = area.height
         self.source = source
         self.area = area
-        self.followedWindow = window
+        self.followedWindow = window.map(FollowedWindow.init)
         self.screenSize = screenSize
         self.screenChangeEvent = Self.watchScreenSize(on: connection)
         let cursorEvents = (drawsCursor || tracksPointer) && Self.enableCursor(on: connection)
@@ -121,24 +148,6 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
     /// The picture size follows what is captured (`width` x `height`) unless
     /// `size` says otherwise: smaller is scaled down.
     public typealias Sizing = PictureSizing
-
-    /// Times what is captured changed size (a followed window was resized,
-    /// the screen changed size).
-    public private(set) var resizes = 0
-
-    /// What was drawn since the last grab, once `trackChanges()` has
-    /// turned it on.
-    private var damage: ScreenDamage?
-    private var changedSinceGrab = true
-    /// Damage events read: each the first change drawn after a grab or a
-    /// `watchForNextChange`.
-    public private(set) var changesSeen = 0
-    /// Where the pointer was drawn in the last picture: what to grab again
-    /// when it moves.
-    private var drawn = DrawnPointer()
-    /// Where the pointer is and when it moved (XInput 2's raw events wake a
-    /// wait when a resting one moves).
-    private let pointer: PointerWatch
 
     /// Starts tracking whether anything on screen changed between grabs
     /// (XDamage, reporting only "no longer empty": one event per change
@@ -167,7 +176,7 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
 
     /// Takes the events that have come: damage, the cursor's shape, the
     /// screen's size, the pointer's device moving.
-    private func readEvents() {
+    func readEvents() {
         while let event = xcb_poll_for_event(connection.connection) {
             let type = event.pointee.response_type & 0x7F
             if pointer.take(event) {
@@ -210,80 +219,6 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
         forgetPicture()
     }
 
-    /// Waits until the screen changes (a damage event) or `timeoutNanoseconds`
-    /// pass, on the X connection's socket; true when it changed. Anything
-    /// else that arrives (the pointer's device moving, the wake-up
-    /// descriptor) ends the wait too. Without change tracking (or on a
-    /// broken connection, so the next grab reports the error) it returns
-    /// true at once. A drawn pointer is asked for after the wait, not
-    /// before (the caller has just looked at `screenChanged`), and at rest
-    /// only when its device moved or a warp check is due.
-    public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
-        guard damage != nil, xcb_connection_has_error(connection.connection) == 0 else { return true }
-        readEvents()
-        if changedSinceGrab { return true }
-        waitForEvents(timeoutNanoseconds: timeoutNanoseconds)
-        return screenChanged || xcb_connection_has_error(connection.connection) != 0
-    }
-
-    /// Sets what changed so far aside for the next grab and waits until the
-    /// next change is drawn (a damage event: XDamage reports again once its
-    /// region is emptied) or `timeoutNanoseconds` pass; true when a change
-    /// came. This is how a change that is pending but old can be traded for
-    /// the fresh one about to be drawn. Without change tracking it returns
-    /// true at once.
-    public func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool {
-        guard let damage else { return true }
-        let c = connection.connection
-        readEvents()
-        damage.setAside()
-        let seen = changesSeen
-        let deadline = SystemClock.monotonic() &+ timeoutNanoseconds
-        while changesSeen == seen, xcb_connection_has_error(c) == 0 {
-            let now = SystemClock.monotonic()
-            guard now < deadline else { return false }
-            waitForEvents(timeoutNanoseconds: deadline - now)
-            readEvents()
-        }
-        return true
-    }
-
-    /// A descriptor (`Wakeup`) that ends the waits early when signalled (another
-    /// thread's news for the capturing one: a keyframe asked for, a pause,
-    /// the end); -1: none.
-    public var wakeDescriptor: Int32 = -1
-
-    /// Waits on the X connection's socket until something arrives,
-    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass; true when
-    /// it was signalled.
-    @discardableResult
-    private func waitForEvents(timeoutNanoseconds: UInt64) -> Bool {
-        share_xcb_wait_readable(connection.connection, wakeDescriptor, min(timeoutNanoseconds, 60_000_000_000)) != 0
-    }
-
-    /// Waits while nothing is wanted from the screen (a paused sender) until
-    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass. Neither
-    /// the mouse nor drawing wakes it: the pointer's raw events are turned
-    /// off (a paused sender's mouse may move for an hour), and whatever
-    /// else arrives is read at once, so the server holds no backlog of
-    /// events for a thread that is not looking (damage reports once until
-    /// the next grab). The next look asks where the pointer is. Returns
-    /// false at once on a broken connection (the next grab reports why).
-    public func idle(timeoutNanoseconds: UInt64) -> Bool {
-        let c = connection.connection
-        pointer.stopListening()
-        let deadline = SystemClock.monotonic() &+ timeoutNanoseconds
-        while xcb_connection_has_error(c) == 0 {
-            readEvents()
-            let now = SystemClock.monotonic()
-            guard now < deadline, !waitForEvents(timeoutNanoseconds: deadline - now) else {
-                readEvents()
-                return true
-            }
-        }
-        return false
-    }
-
     /// Slots not leased out right now.
     public var freeSlots: Int { pool?.available ?? slotsWanted }
     public var slotCount: Int { pool?.slotCount ?? slotsWanted }
@@ -299,24 +234,14 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
             screenResized = false
             try followScreen()
         }
-        if let followedWindow {
-            switch connection.windowState(followedWindow) {
-            case .gone:
-                throw X11Error("the window 0x\(String(followedWindow, radix: 16)) was closed")
-            case .hidden:
-                windowHidden = true
-                return nil
-            case .visible(let bounds):
-                windowHidden = false
-                // The picture follows the window: where it is, and its size
-                // (up to the screen's; partly off screen, the same size from
-                // the screen's edge, so dragging it makes no new encoder).
-                let visible = bounds.clamped(width: screenSize.width, height: screenSize.height)
-                if visible.width != width || visible.height != height { resizes += 1 }
-                if visible != area { forgetPicture() }
-                area = visible
-                (width, height) = (visible.width, visible.height)
-            }
+        if var window = followedWindow {
+            let bounds = try window.look(on: connection, screen: screenSize)
+            followedWindow = window
+            guard let bounds else { return nil }
+            if bounds.width != width || bounds.height != height { resizes += 1 }
+            if bounds != area { forgetPicture() }
+            area = bounds
+            (width, height) = (bounds.width, bounds.height)
         }
         let wanted = size?(width, height) ?? (width: width, height: height)
         let (pictureWidth, pictureHeight) = (max(2, wanted.width), max(2, wanted.height))
@@ -352,35 +277,6 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
         return lease
     }
 
-    /// The serial of the pointer's shape last read.
-    private var pointerSerial: UInt32 = 0
-
-    /// Pictures written (numbering leases, so the encoder knows whether it
-    /// saw the one before).
-    private var pictures: UInt64 = 0
-
-    /// What is captured now as BGRX bytes (`width` x `height`, rows
-    /// packed), outside the pool: for tests, benchmarks and probes that need
-    /// the screen's own pixels. Allocates the whole picture.
-    public func snapshot() throws(X11Error) -> [UInt8] {
-        let c = connection.connection
-        var error: UnsafeMutablePointer<xcb_generic_error_t>?
-        let cookie = xcb_get_image(c, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), connection.root, Int16(area.x), Int16(area.y),
-                                   UInt16(width), UInt16(height), ~0)
-        guard let reply = xcb_get_image_reply(c, cookie, &error), let data = xcb_get_image_data(reply) else {
-            let code = error?.pointee.error_code ?? 0
-            free(error)
-            throw X11Error("GetImage of the root window failed", code: code)
-        }
-        defer { free(reply) }
-        let count = min(Int(xcb_get_image_data_length(reply)), width * height * 4)
-        var pixels = Array(UnsafeBufferPointer(start: data, count: count))
-        pixels.withUnsafeMutableBytes { raw in
-            ColorConversion.toBGRX(raw.baseAddress!, stride: width * 4, width: width, rows: count / (width * 4), from: layout)
-        }
-        return pixels
-    }
-
     /// The pool and band plan for pictures of this size from what is captured now.
     private func preparePool(width pictureWidth: Int, height pictureHeight: Int) throws(X11Error) {
         if pool?.width != pictureWidth || pool?.height != pictureHeight {
@@ -401,8 +297,6 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
 
     /// The next picture is grabbed whole (what is captured moved, or changed size).
     private func forgetPicture() { pictureKept = false }
-    /// Whether the pool's newest picture shows the captured area as it was at the last grab.
-    private var pictureKept = false
 
     /// The parts of what is captured that changed since the last grab
     /// (nil: everything, when changes are not tracked or nothing is to
@@ -454,82 +348,5 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
                                         scaled: scaledBand?.address)
         }
         grabbedBands.add(grabs.count, ordering: .relaxed)
-    }
-}
-
-// MARK: the pointer
-
-extension ScreenCapturer {
-    private var cursorEvent: UInt8 {
-        guard let ext = share_xcb_xfixes_extension(connection.connection) else { return 0 }
-        return ext.pointee.first_event + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
-    }
-
-    /// Where the pointer is now, in the captured area's pixels (the hot
-    /// spot; it may be outside the area), and its shape when that changed
-    /// since the last call (XFixes tells when). Nil when the server has no
-    /// XFixes or `tracksPointer` is off.
-    public func readPointer() -> PointerState? {
-        guard tracksPointer else { return nil }
-        readEvents()
-        var shape: PointerShape?
-        if pointerShapeChanged {
-            pointerShapeChanged = false
-            let image = CursorImage(connection: connection)
-            if let s = image.shape {
-                shape = PointerShape(serial: s.serial, width: s.width, height: s.height, hotX: s.hotX, hotY: s.hotY, pixels: s.pixels)
-                pointerSerial = s.serial
-            }
-        }
-        // A resting pointer that did not move is where it was: no round trip.
-        let position: (x: Int, y: Int)
-        if shape == nil && !pointer.mayHaveMoved(now: SystemClock.monotonic()) {
-            position = pointer.position
-        } else {
-            guard let asked = pointer.ask() else { return nil }
-            position = asked
-        }
-        let (x, y) = (position.x - area.x, position.y - area.y)
-        return PointerState(x: x, y: y, areaWidth: width, areaHeight: height, serial: pointerSerial,
-                            visible: x >= 0 && y >= 0 && x < width && y < height, shape: shape)
-    }
-
-    /// From the next grab on, leaves the pointer out of the pictures for
-    /// `readPointer` (`apart`) or draws it in; either way its place is
-    /// grabbed again then, so the picture takes it in or lets it go. Nothing
-    /// changes when the pointer was neither drawn nor tracked at the start
-    /// (or the server has no XFixes).
-    public func placePointer(apart: Bool) {
-        guard followsCursor, apart != tracksPointer else { return }
-        tracksPointer = apart
-        drawsCursor = !apart
-        // `readPointer` gives the shape with the first position.
-        pointerShapeChanged = true
-        changedSinceGrab = true
-    }
-
-    /// Whether the pointer has been still for a second: the capture
-    /// thread may then look less often (with XInput 2 its first move wakes
-    /// a wait on the connection).
-    public var pointerResting: Bool { pointer.resting(now: SystemClock.monotonic()) }
-
-    /// Whether a resting pointer's move wakes `waitForChange` (the server
-    /// speaks XInput 2).
-    public var pointerWakes: Bool { pointer.tellsMotion }
-
-    /// How often a resting pointer that woke nothing is asked for all the
-    /// same (a program may have warped it): the longest a capture thread
-    /// woken by every other news need wait at rest.
-    public static var warpCheckNanoseconds: UInt64 { PointerWatch.warpCheck }
-    public var restingPointerCheck: UInt64? { pointerWakes ? Self.warpCheckNanoseconds : nil }
-
-    /// Round trips asking where the pointer is, so far (for tests).
-    public var pointerQuestions: Int { pointer.questions }
-
-    /// Whether the pointer moved, since it was last drawn, in a way that
-    /// shows in the picture (it was or is over the captured area).
-    private func pointerMoved() -> Bool {
-        guard pointer.mayHaveMoved(now: SystemClock.monotonic()), let position = pointer.ask() else { return false }
-        return drawn.shows(movedTo: position, in: area)
     }
 }
