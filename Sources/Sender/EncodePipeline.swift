@@ -113,121 +113,150 @@ final class EncodePipeline: @unchecked Sendable {
         var slice: [UInt8] = []
         slice.reserveCapacity(64 * 1024)
         while context.isActive {
-            // Screen capture hands each picture on with a signal (and the
-            // end signals too): a still screen does not wake this thread. A
-            // host's pushed pictures are repeated when it goes quiet.
-            if let idle {
-                if feed.frameReady.wait(timeout: .now() + .milliseconds(30)) == .timedOut { idle(context) }
-            } else {
-                feed.frameReady.wait()
-            }
-            guard let lease = feed.take() else {
-                continue
-            }
-            // Before the session is up there is no one to send to: the
-            // picture goes back to the pool unencoded.
-            guard network.link.ready.load(ordering: .acquiring) else {
-                context.stats.withLock { $0.framesBeforeSession += 1 }
-                continue
-            }
-            let captured = lease.time
+            guard let lease = nextPicture(context) else { continue }
             let began = Clock.monotonic()
-            let captureSize = VideoSize(width: lease.sourceWidth, height: lease.sourceHeight)
-            if captureSize != sourceSize {
-                // The first picture, or a resized window: a new base size for
-                // the ladders (the capture loop scales to it already).
-                let first = sourceSize == nil
-                sourceSize = captureSize
-                if configuration.size == nil && !first {
-                    baseSize = VideoSize(width: max(16, captureSize.width), height: max(16, captureSize.height)).even
-                    ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
-                    if let governor {
-                        governor.sourceChanged(width: baseSize.width, height: baseSize.height)
-                        network.video.withLock { $0.setHistoryCapacity(governor.current.historyPackets) }
-                    }
-                }
-            }
-            if lease.width != encoder.configuration.width || lease.height != encoder.configuration.height {
-                // A new size (a step, a resized window): a new encoder, a new
-                // SPS, which receivers take in band.
-                do {
-                    encoder = try Self.makeEncoder(configuration, size: VideoSize(width: lease.width, height: lease.height),
-                                                   bitrate: encoder.bitrateKbps,
-                                                   sliceMaxSize: encoder.configuration.sliceMaxSize)
-                } catch {
-                    context.fail(.encoder(error.description))
-                    return
-                }
-                lastRateChange = began
-                lastPicture = 0
-            }
-            let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
-            let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
-            let captureTime = NTPTimestamp(unixNanoseconds: captured.unixNanoseconds)
-            var firstSent: UInt64 = 0
-            var sendFailure: SRTPError?
-            var delivered = true
-            let info: EncodedFrameInfo?
-            do {
-                // What changed is only known against the picture just before.
-                let changes = lastPicture != 0 && lease.number == lastPicture + 1 ? lease.changes : nil
-                // Each slice is sent as x264 writes it, while it encodes the rest.
-                info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes,
-                                          time: captured.monotonicNanoseconds) { (part, endsFrame) -> Void in
-                    guard sendFailure == nil else { return }
-                    let now = Clock.monotonic()
-                    if firstSent == 0 { firstSent = now }
-                    // The encoder lends the bytes for the call: copied once, into reused storage.
-                    slice.removeAll(keepingCapacity: true)
-                    slice.append(contentsOf: part)
-                    do throws(SRTPError) {
-                        delivered = try network.sendVideo(part: slice[...], endsFrame: endsFrame, rtpTimestamp: rtpTimestamp,
-                                                          captureTime: captureTime, now: MonotonicTime(nanoseconds: now))
-                            && delivered
-                    } catch {
-                        sendFailure = error
-                    }
-                }
-                lastPicture = lease.number
-            } catch {
-                context.fail(.encoder(error.description))
-                return
-            }
-            // x264 has copied the picture in: its slot goes back to the pool.
-            _ = consume lease
-            let encoded = Clock.monotonic()
-            if let sendFailure {
-                context.fail(.encryption(sendFailure.description))
-                return
-            }
+            followSource(VideoSize(width: lease.sourceWidth, height: lease.sourceHeight))
+            guard followPictureSize(VideoSize(width: lease.width, height: lease.height), at: began, context) else { return }
+            guard let frame = encode(lease, began: began, slice: &slice, context) else { return }
             if configuration.simulatedEncodeDelay > .zero {
                 Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
             }
-            guard let info else { continue }
-            network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
-            // A picture that starts to sharpen: the capture thread's next
-            // refresh comes sooner, so it is told now.
-            let sharpening = encoder.rate.sharpening
-            if feed.sharpening.exchange(sharpening, ordering: .relaxed) != sharpening, sharpening {
-                context.captureWakeup.signal()
-            }
-            if !delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
-            let queued = Clock.monotonic()
-            context.captureToSend.record(milliseconds: Double(queued &- captured.monotonicNanoseconds) / 1e6)
-            context.encodeTime.record(milliseconds: Double(encoded - began) / 1e6)
-            context.firstPacketLead.record(milliseconds: Double(encoded &- min(firstSent, encoded)) / 1e6)
-            let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
-            context.stats.withLock { s in
-                s.framesEncoded += 1
-                if info.isKeyframe { s.keyframes += 1 }
-                s.encoderKbps = kbps
-                s.encodedFPS = fps
-                s.encodedWidth = width
-                s.encodedHeight = height
-                s.quantizer = Int(info.quantizer)
-            }
+            guard let info = frame.info else { continue }
+            account(frame, info: info, context)
             // Counted first: a frame sent is a frame counted, even the last.
             guard adapt(context) else { return }
+        }
+    }
+
+    /// Waits for the next picture. Screen capture hands each picture on
+    /// with a signal (and the end signals too): a still screen does not
+    /// wake this thread. A host's pushed pictures are repeated when it goes
+    /// quiet. Before the session is up there is no one to send to: the
+    /// picture goes back to the pool unencoded.
+    private func nextPicture(_ context: SenderContext) -> FrameLease? {
+        if let idle {
+            if feed.frameReady.wait(timeout: .now() + .milliseconds(30)) == .timedOut { idle(context) }
+        } else {
+            feed.frameReady.wait()
+        }
+        guard let lease = feed.take() else { return nil }
+        guard network.link.ready.load(ordering: .acquiring) else {
+            context.stats.withLock { $0.framesBeforeSession += 1 }
+            return nil
+        }
+        return lease
+    }
+
+    /// The first picture, or a resized window: a new base size for the
+    /// ladders (the capture loop scales to it already).
+    private func followSource(_ captureSize: VideoSize) {
+        guard captureSize != sourceSize else { return }
+        let first = sourceSize == nil
+        sourceSize = captureSize
+        guard configuration.size == nil && !first else { return }
+        baseSize = VideoSize(width: max(16, captureSize.width), height: max(16, captureSize.height)).even
+        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
+        if let governor {
+            governor.sourceChanged(width: baseSize.width, height: baseSize.height)
+            network.video.withLock { $0.setHistoryCapacity(governor.current.historyPackets) }
+        }
+    }
+
+    /// A picture of a new size (a step, a resized window): a new encoder, a
+    /// new SPS, which receivers take in band. False when it cannot be made.
+    private func followPictureSize(_ size: VideoSize, at now: UInt64, _ context: SenderContext) -> Bool {
+        guard size.width != encoder.configuration.width || size.height != encoder.configuration.height else { return true }
+        do {
+            encoder = try Self.makeEncoder(configuration, size: size, bitrate: encoder.bitrateKbps,
+                                           sliceMaxSize: encoder.configuration.sliceMaxSize)
+        } catch {
+            context.fail(.encoder(error.description))
+            return false
+        }
+        lastRateChange = now
+        lastPicture = 0
+        return true
+    }
+
+    /// One frame through x264 and out: when it began and was encoded, when
+    /// its first packet left, whether it reached a session, what x264 said.
+    private struct EncodedFrame {
+        var captured: CaptureTime
+        var began: UInt64
+        var encoded: UInt64
+        var firstSent: UInt64
+        var delivered: Bool
+        var info: EncodedFrameInfo?
+    }
+
+    /// Encodes the picture, each slice sent as x264 writes it while it
+    /// encodes the rest; the lease ends once x264 has copied the picture
+    /// in. Nil when encoding or protecting failed (the sender is told).
+    private func encode(_ lease: consuming FrameLease, began: UInt64, slice: inout [UInt8],
+                        _ context: SenderContext) -> EncodedFrame? {
+        let captured = lease.time
+        let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
+        let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
+        let captureTime = NTPTimestamp(unixNanoseconds: captured.unixNanoseconds)
+        var frame = EncodedFrame(captured: captured, began: began, encoded: 0, firstSent: 0, delivered: true, info: nil)
+        var sendFailure: SRTPError?
+        do {
+            // What changed is only known against the picture just before.
+            let changes = lastPicture != 0 && lease.number == lastPicture + 1 ? lease.changes : nil
+            frame.info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes,
+                                            time: captured.monotonicNanoseconds) { (part, endsFrame) -> Void in
+                guard sendFailure == nil else { return }
+                let now = Clock.monotonic()
+                if frame.firstSent == 0 { frame.firstSent = now }
+                // The encoder lends the bytes for the call: copied once, into reused storage.
+                slice.removeAll(keepingCapacity: true)
+                slice.append(contentsOf: part)
+                do throws(SRTPError) {
+                    frame.delivered = try network.sendVideo(part: slice[...], endsFrame: endsFrame, rtpTimestamp: rtpTimestamp,
+                                                            captureTime: captureTime, now: MonotonicTime(nanoseconds: now))
+                        && frame.delivered
+                } catch {
+                    sendFailure = error
+                }
+            }
+            lastPicture = lease.number
+        } catch {
+            context.fail(.encoder(error.description))
+            return nil
+        }
+        // x264 has copied the picture in: its slot goes back to the pool.
+        _ = consume lease
+        frame.encoded = Clock.monotonic()
+        if let sendFailure {
+            context.fail(.encryption(sendFailure.description))
+            return nil
+        }
+        return frame
+    }
+
+    /// What a frame tells the others: the quantizer, whether the picture
+    /// sharpens (the capture thread's next refresh comes sooner), the
+    /// latencies and the counters.
+    private func account(_ frame: EncodedFrame, info: EncodedFrameInfo, _ context: SenderContext) {
+        network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
+        let sharpening = encoder.rate.sharpening
+        if feed.sharpening.exchange(sharpening, ordering: .relaxed) != sharpening, sharpening {
+            context.captureWakeup.signal()
+        }
+        if !frame.delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
+        let queued = Clock.monotonic()
+        context.captureToSend.record(milliseconds: Double(queued &- frame.captured.monotonicNanoseconds) / 1e6)
+        context.encodeTime.record(milliseconds: Double(frame.encoded - frame.began) / 1e6)
+        context.firstPacketLead.record(milliseconds: Double(frame.encoded &- min(frame.firstSent, frame.encoded)) / 1e6)
+        let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
+        context.stats.withLock { s in
+            s.framesEncoded += 1
+            if info.isKeyframe { s.keyframes += 1 }
+            s.encoderKbps = kbps
+            s.encodedFPS = fps
+            s.encodedWidth = width
+            s.encodedHeight = height
+            s.quantizer = Int(info.quantizer)
         }
     }
 

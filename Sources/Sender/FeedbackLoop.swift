@@ -44,79 +44,26 @@ final class FeedbackLoop {
     /// `keyframe` is called for each honoured keyframe request and each
     /// new session.
     func run(_ context: SenderContext, keyframe: @escaping () -> Void) {
-        // The streams' locks take closures that may capture only what is
-        // shared (the driver), not this thread's own state.
-        let network = network
         var buffer = [UInt8](repeating: 0, count: 2048)
-        var count = 0
         let started = Clock.monotonic()
         let sendHandshake = { [socket = network.socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         network.link.begin(now: started, send: sendHandshake)
-        let controls = network.routes.controlSockets
         var wait = Self.shortestWait
         while context.isActive {
             do {
-                if controls.isEmpty {
-                    if try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / 1_000_000)) != nil {
-                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
-                    }
-                } else {
-                    let ready = try UDPSocket.waitForInput([network.socket] + controls.map(\.socket),
-                                                           timeout: .nanoseconds(Int64(wait)))
-                    if ready[0], try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
-                        receiveMain(buffer[0..<count], context: context, began: started, send: sendHandshake, keyframe: keyframe)
-                    }
-                    for (index, control) in controls.enumerated() where ready[index + 1] {
-                        try receiveControl(control.socket, stream: control.stream, buffer: &buffer, keyframe: keyframe)
-                    }
-                }
+                try receive(waiting: wait, into: &buffer, context: context, began: started, send: sendHandshake, keyframe: keyframe)
             } catch {
                 context.fail(.transport(error.description))
                 return
             }
             let clock = Clock.monotonic()
-            let now = MonotonicTime(nanoseconds: clock)
             if let outcome = network.link.poll(now: clock, send: sendHandshake) {
                 apply(outcome, context: context, began: started, keyframe: keyframe)
             }
             if network.link.firstHandshakeUnanswered(now: clock) { context.emit(.warning(unanswered)) }
             wait = Self.shortestWait
             guard network.link.ready.load(ordering: .relaxed) else { continue }
-            let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
-            apply(target: polled, pacingRate: pacing)
-            // Sleep until a timer is due or the receiver says something,
-            // not on a fixed tick: the streams' reports, announcements and
-            // repeats, the rate sample; the rest (the controller's feedback
-            // timeout, the receiver's silence) is coarse.
-            let (videoDue, drawnApart) = network.video.withLock { stream in
-                if let rtt { stream.observeRoundTrip(rtt) }
-                return (stream.poll(now: now) { network.sendRTCP($0, route: network.routes.video, now: now) },
-                        stream.pointerDrawnApart(now: now))
-            }
-            network.placePointer?(drawnApart)
-            var next = videoDue.nanoseconds
-            for (index, stream) in network.audio.enumerated() {
-                let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, route: network.routes.audio[index], now: now) } }
-                next = min(next, due.nanoseconds)
-            }
-            // Reports and repairs just queued leave now when the budget allows.
-            network.paced.flush()
-            tell(presence.poll(now: now), context)
-            if clock >= network.rates.next {
-                let bytes = network.paced.bytesSent
-                let state = network.controller.withLock { RateTimeline.ControllerState($0) }
-                let estimate = state.estimate
-                if presence.present, let news = estimateChanges.check(estimate, now: now) {
-                    context.emit(.networkEstimate(NetworkEstimate(news)))
-                }
-                protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
-                network.rates.record(at: clock, bytesSent: bytes, controller: state,
-                                     encoderKbps: network.encoderKbps.load(ordering: .relaxed),
-                                     quantizer: network.encoderQuantizer.load(ordering: .relaxed),
-                                     protectionGroup: network.protectionGroup.load(ordering: .relaxed),
-                                     framesEncoded: context.stats.withLock { $0.framesEncoded })
-            }
-            next = min(next, network.rates.next)
+            let next = serviceTimers(clock: clock, context: context)
             // A pointer sent apart needs no quicker turn: the capture thread
             // reads it at most every 16 ms (`CaptureLoop.pointerInterval`),
             // past the announcer's 8 ms minimum, so each position leaves at
@@ -124,6 +71,76 @@ final class FeedbackLoop {
             let longest = network.link.isBusy ? Self.shortestWait : Self.longestWait
             wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
         }
+    }
+
+    /// Waits up to `wait` nanoseconds for what the receiver sends, on the
+    /// main socket and the RTCP ports of their own, and handles it.
+    private func receive(waiting wait: UInt64, into buffer: inout [UInt8], context: SenderContext, began: UInt64,
+                         send: @escaping ([UInt8]) -> Void, keyframe: @escaping () -> Void) throws(TransportError) {
+        var count = 0
+        let controls = network.routes.controlSockets
+        if controls.isEmpty {
+            if try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / 1_000_000)) != nil {
+                receiveMain(buffer[0..<count], context: context, began: began, send: send, keyframe: keyframe)
+            }
+            return
+        }
+        let ready = try UDPSocket.waitForInput([network.socket] + controls.map(\.socket), timeout: .nanoseconds(Int64(wait)))
+        if ready[0], try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
+            receiveMain(buffer[0..<count], context: context, began: began, send: send, keyframe: keyframe)
+        }
+        for (index, control) in controls.enumerated() where ready[index + 1] {
+            try receiveControl(control.socket, stream: control.stream, buffer: &buffer, keyframe: keyframe)
+        }
+    }
+
+    /// The timers of a session that is up: the controller's target, the
+    /// streams' reports, announcements and repeats, the receivers'
+    /// presence, the rate sample. Returns when the next is due: the thread
+    /// sleeps until then or until the receiver says something, not on a
+    /// fixed tick (the rest, the controller's feedback timeout and the
+    /// receiver's silence, is coarse).
+    private func serviceTimers(clock: UInt64, context: SenderContext) -> UInt64 {
+        // The streams' locks take closures that may capture only what is
+        // shared (the driver), not this thread's own state.
+        let network = network
+        let now = MonotonicTime(nanoseconds: clock)
+        let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
+        apply(target: polled, pacingRate: pacing)
+        let (videoDue, drawnApart) = network.video.withLock { stream in
+            if let rtt { stream.observeRoundTrip(rtt) }
+            return (stream.poll(now: now) { network.sendRTCP($0, route: network.routes.video, now: now) },
+                    stream.pointerDrawnApart(now: now))
+        }
+        network.placePointer?(drawnApart)
+        var next = videoDue.nanoseconds
+        for (index, stream) in network.audio.enumerated() {
+            let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, route: network.routes.audio[index], now: now) } }
+            next = min(next, due.nanoseconds)
+        }
+        // Reports and repairs just queued leave now when the budget allows.
+        network.paced.flush()
+        tell(presence.poll(now: now), context)
+        if clock >= network.rates.next { sampleRates(clock: clock, context: context) }
+        return min(next, network.rates.next)
+    }
+
+    /// Four times a second: the estimate the host hears of, the FEC
+    /// policy, and a sample of the rates.
+    private func sampleRates(clock: UInt64, context: SenderContext) {
+        let now = MonotonicTime(nanoseconds: clock)
+        let bytes = network.paced.bytesSent
+        let state = network.controller.withLock { RateTimeline.ControllerState($0) }
+        let estimate = state.estimate
+        if presence.present, let news = estimateChanges.check(estimate, now: now) {
+            context.emit(.networkEstimate(NetworkEstimate(news)))
+        }
+        protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
+        network.rates.record(at: clock, bytesSent: bytes, controller: state,
+                             encoderKbps: network.encoderKbps.load(ordering: .relaxed),
+                             quantizer: network.encoderQuantizer.load(ordering: .relaxed),
+                             protectionGroup: network.protectionGroup.load(ordering: .relaxed),
+                             framesEncoded: context.stats.withLock { $0.framesEncoded })
     }
 
     /// What the host is told when the receiver has not answered the first

@@ -46,17 +46,17 @@ public final class ReceiveSession {
     }
 
     public let configuration: Configuration
-    public private(set) var statistics = ReceiveStatistics()
-    private var srtp: SRTPContext
-    private var outbound: SRTPContext
+    public internal(set) var statistics = ReceiveStatistics()
+    var srtp: SRTPContext
+    var outbound: SRTPContext
     /// What is known of the sender's streams, replaced whole for a new sender.
-    private var heard: StreamsHeard
+    var heard: StreamsHeard
     /// The pointer as the sender describes it (`--cursor metadata`).
-    private var cursor = CursorAssembler()
+    var cursor = CursorAssembler()
     /// The SRTP streams kept, at most `maximumStreams`.
-    private var streams = StreamLedger(capacity: ReceiveSession.maximumStreams)
+    var streams = StreamLedger(capacity: ReceiveSession.maximumStreams)
     /// Bounds the bytes hashed searching for late streams' rollover counters.
-    private var rolloverSearchBudget = RateLimiter(rate: ReceiveSession.rolloverSearchBytesPerSecond,
+    var rolloverSearchBudget = RateLimiter(rate: ReceiveSession.rolloverSearchBytesPerSecond,
                                                    burst: ReceiveSession.rolloverSearchBytesPerSecond)
 
     /// A session with one static key for both directions (SDES).
@@ -80,7 +80,7 @@ public final class ReceiveSession {
     }
 
     /// Keeps the SRTP streams within `maximumStreams` once `ssrc` authenticated.
-    private func noteStream(_ ssrc: UInt32, now: MonotonicTime) {
+    func noteStream(_ ssrc: UInt32, now: MonotonicTime) {
         if let stale = streams.authenticated(ssrc, now: now, keeping: heard.videoSSRC) {
             srtp.forget(ssrc: stale)
             statistics.streamsForgotten += 1
@@ -101,9 +101,13 @@ public final class ReceiveSession {
     /// to start a sender again.
     public static let streamTakeover = Duration.seconds(1)
 
+    /// The most SSRCs whose SRTP streams are kept at once: a sender uses
+    /// five or so (video, its repairs, FEC, two audio streams).
+    static let maximumStreams = 16
+
     /// Forgets the streams heard (a new sender): a fresh jitter buffer, NACK,
     /// FEC and report state.
-    private func forgetStreams() {
+    func forgetStreams() {
         heard = StreamsHeard(configuration)
     }
 
@@ -122,56 +126,10 @@ public final class ReceiveSession {
          configuration.congestionFeedback ? heard.feedback.deadline : nil, heard.nextReport].compactMap { $0 }.min()
     }
 
-    /// Rollover counters tried for a stream heard first after its sender's
-    /// sequence numbers wrapped: up to 1023 wraps, 67 million packets (62
-    /// hours at 300 packets a second).
-    static let rolloverCandidates: ClosedRange<UInt32> = 1...1023
-
-    /// Bytes a second the searches may hash, on average: a few HMAC
-    /// searches (about 130 KB each), or one GCM search of a full packet
-    /// every half second. Hashing runs at several hundred MB a second, so
-    /// a stranger flooding the port costs the network thread well under 1%
-    /// of a core here (the hostile suite's rollover flood measures it).
-    public static let rolloverSearchBytesPerSecond = 2_000_000.0
-
-    /// The most SSRCs whose SRTP streams are kept at once: a sender uses
-    /// five or so (video, its repairs, FEC, two audio streams).
-    static let maximumStreams = 16
-
-    /// The largest datagram searched: a genuine sender's packets fit a
-    /// path's MTU, so a larger one is never a stream joined late.
-    public static let largestSearchedDatagram = 1500
-
-    /// A receiver that starts after its sender's sequence numbers wrapped
-    /// cannot know the rollover counter (a static key carries none, RFC
-    /// 4568): libsrtp2 assumes 0 and would refuse every packet of the
-    /// stream. So the first packet of an SSRC not heard yet whose tag is
-    /// not genuine at 0 is tried at the counters after it; the one that
-    /// makes its tag genuine resumes the stream there. What the searches
-    /// hash is budgeted in bytes (`rolloverSearchBytesPerSecond`), and only
-    /// datagrams that fit an MTU are searched, so a stranger's packets under
-    /// ever new SSRCs cost bounded work.
-    private func resumeIfJoinedLate(_ datagram: PacketBuffer, now: MonotonicTime) {
-        let bytes = datagram.bytes
-        guard configuration.searchesRolloverCounters, bytes.count >= RTPPacket.fixedHeaderSize else { return }
-        let ssrc = bytes[(bytes.startIndex + 8)..<(bytes.startIndex + 12)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        guard !srtp.knows(ssrc: ssrc), srtp.rolloverCounter(of: datagram, among: 0...0) == nil else { return }
-        let cost = srtp.searchCost(length: bytes.count, candidates: Self.rolloverCandidates.count)
-        guard bytes.count <= Self.largestSearchedDatagram, rolloverSearchBudget.spend(Double(cost), now: now) else {
-            statistics.rolloverSearchesLimited += 1
-            return
-        }
-        statistics.rolloverSearches += 1
-        statistics.rolloverSearchBytes += cost
-        guard let counter = srtp.rolloverCounter(of: datagram, among: Self.rolloverCandidates),
-              (try? srtp.resume(ssrc: ssrc, rolloverCounter: counter)) != nil else { return }
-        statistics.streamsResumed += 1
-    }
-
     /// Waits sized to the path: the first NACK waits out the reordering,
     /// a repair takes a round trip, and one more try fits before the jitter
     /// buffer gives up (RTT 1 ms: 50 ms; RTT 100 ms: ~230 ms).
-    private func tuneDelays() {
+    func tuneDelays() {
         let rtt = heard.probe.smoothed ?? .milliseconds(50)
         heard.nack.roundTrip = rtt
         let wait = heard.nack.reorderWait + rtt * 2 + .milliseconds(30)
@@ -194,6 +152,35 @@ public final class ReceiveSession {
         if RTCPPacket.isRTCP(payloadTypeByte: second) {
             return handleRTCP(&datagram, now: now, emit: emit)
         }
+        guard let packet = unprotect(&datagram, now: now) else { return [] }
+        noteStream(packet.ssrc, now: now)
+        if configuration.congestionFeedback { heard.feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
+        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = heard.videoSSRC,
+           let videoPayloadType = heard.videoPayloadType, packet.ssrc != ssrc {
+            return retransmission(packet, of: ssrc, payloadType: videoPayloadType, now: now, emit: emit)
+        }
+        if let fecType = configuration.fecPayloadType, packet.payloadType == fecType, let ssrc = heard.videoSSRC,
+           packet.ssrc != ssrc {
+            return forwardErrorCorrection(packet, of: ssrc, now: now, emit: emit)
+        }
+        var events = followVideoStream(packet, now: now)
+        guard packet.ssrc == heard.videoSSRC, packet.payloadType == heard.videoPayloadType else {
+            return events + [.otherPacket(packet)]
+        }
+        heard.videoHeardAt = now
+        heard.reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
+        events += video(packet, isRepair: false, now: now, emit: emit)
+        if heard.fec.isActive(now: now) {
+            for rebuilt in heard.fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
+                events += recovered(rebuilt, now: now, emit: emit)
+            }
+        }
+        return events
+    }
+
+    /// Authenticates and decrypts an RTP datagram in place and parses it;
+    /// nil, counted, when it is forged, replayed or malformed.
+    private func unprotect(_ datagram: inout PacketBuffer, now: MonotonicTime) -> RTPPacket? {
         resumeIfJoinedLate(datagram, now: now)
         do {
             try srtp.unprotect(&datagram)
@@ -208,47 +195,56 @@ public final class ReceiveSession {
             case .badLength: statistics.malformed += 1
             default: statistics.authenticationFailures += 1
             }
-            return []
+            return nil
         }
         guard let packet = try? RTPPacket(parsing: datagram.bytes) else {
             statistics.malformed += 1
-            return []
+            return nil
         }
         statistics.rtpPackets += 1
-        noteStream(packet.ssrc, now: now)
-        if configuration.congestionFeedback { heard.feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
-        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = heard.videoSSRC,
-           let videoPayloadType = heard.videoPayloadType, packet.ssrc != ssrc {
-            // RFC 4588 §4: the original sequence number, then the original payload.
-            guard packet.payload.count >= 2 else {
-                statistics.malformed += 1
-                return []
-            }
-            let start = packet.payload.startIndex
-            let original = RTPPacket(marker: packet.marker, payloadType: videoPayloadType,
-                                     sequenceNumber: UInt16(packet.payload[start]) << 8 | UInt16(packet.payload[start + 1]),
-                                     timestamp: packet.timestamp, ssrc: ssrc, headerExtension: packet.headerExtension,
-                                     payload: packet.payload.dropFirst(2))
-            statistics.repairsReceived += 1
-            var events = video(original, isRepair: true, now: now, emit: emit)
-            if heard.fec.isActive(now: now) {
-                for rebuilt in heard.fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
-                    events += recovered(rebuilt, now: now, emit: emit)
-                }
-            }
-            return events
+        return packet
+    }
+
+    /// An RTX repair (RFC 4588 §4: the original sequence number, then the
+    /// original payload) of the video stream `ssrc`.
+    private func retransmission(_ packet: RTPPacket, of ssrc: UInt32, payloadType: UInt8, now: MonotonicTime,
+                                emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        guard packet.payload.count >= 2 else {
+            statistics.malformed += 1
+            return []
         }
-        if let fecType = configuration.fecPayloadType, packet.payloadType == fecType, let ssrc = heard.videoSSRC,
-           packet.ssrc != ssrc {
-            guard packet.csrcs.first == ssrc, let repair = FlexFEC.Repair(payload: packet.payload) else {
-                statistics.malformed += 1
-                return []
+        let start = packet.payload.startIndex
+        let original = RTPPacket(marker: packet.marker, payloadType: payloadType,
+                                 sequenceNumber: UInt16(packet.payload[start]) << 8 | UInt16(packet.payload[start + 1]),
+                                 timestamp: packet.timestamp, ssrc: ssrc, headerExtension: packet.headerExtension,
+                                 payload: packet.payload.dropFirst(2))
+        statistics.repairsReceived += 1
+        var events = video(original, isRepair: true, now: now, emit: emit)
+        if heard.fec.isActive(now: now) {
+            for rebuilt in heard.fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
+                events += recovered(rebuilt, now: now, emit: emit)
             }
-            statistics.fecPacketsReceived += 1
-            var events: [ReceiveEvent] = []
-            for rebuilt in heard.fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
-            return events
         }
+        return events
+    }
+
+    /// A FlexFEC repair (RFC 8627) of the video stream `ssrc`.
+    private func forwardErrorCorrection(_ packet: RTPPacket, of ssrc: UInt32, now: MonotonicTime,
+                                        emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
+        guard packet.csrcs.first == ssrc, let repair = FlexFEC.Repair(payload: packet.payload) else {
+            statistics.malformed += 1
+            return []
+        }
+        statistics.fecPacketsReceived += 1
+        var events: [ReceiveEvent] = []
+        for rebuilt in heard.fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
+        return events
+    }
+
+    /// Takes the video stream from `packet`: the first of a dynamic
+    /// payload type (or the one configured), or a new one that took the
+    /// place of a stream silent for `streamTakeover`.
+    private func followVideoStream(_ packet: RTPPacket, now: MonotonicTime) -> [ReceiveEvent] {
         var events: [ReceiveEvent] = []
         if let current = heard.videoSSRC, packet.ssrc != current, packet.payloadType == heard.videoPayloadType,
            let heardAt = heard.videoHeardAt, now.since(heardAt) >= Self.streamTakeover {
@@ -264,17 +260,6 @@ public final class ReceiveSession {
             heard.videoSSRC = packet.ssrc
             heard.videoPayloadType = packet.payloadType
             heard.reception = ReceptionStatistics(ssrc: packet.ssrc, clockRate: 90_000)
-        }
-        guard packet.ssrc == heard.videoSSRC, packet.payloadType == heard.videoPayloadType else {
-            return events + [.otherPacket(packet)]
-        }
-        heard.videoHeardAt = now
-        heard.reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-        events += video(packet, isRepair: false, now: now, emit: emit)
-        if heard.fec.isActive(now: now) {
-            for rebuilt in heard.fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
-                events += recovered(rebuilt, now: now, emit: emit)
-            }
         }
         return events
     }
@@ -301,78 +286,6 @@ public final class ReceiveSession {
         statistics.duplicates += heard.assembler.counters.duplicates - before.duplicates
         statistics.late += heard.assembler.counters.late - before.late
         events += poll(now: now, emit: emit)
-        return events
-    }
-
-    private func handleRTCP(_ datagram: inout PacketBuffer, now: MonotonicTime,
-                            emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
-        do {
-            try srtp.unprotectRTCP(&datagram)
-        } catch {
-            if (error.kind == .replayed || error.kind == .tooOld) && srtp.carriesGenuineTag(rtcp: datagram) {
-                statistics.replays += 1
-            } else {
-                statistics.authenticationFailures += 1
-            }
-            return []
-        }
-        guard let packets = try? RTCPPacket.parseCompound(datagram.bytes) else {
-            statistics.malformed += 1
-            return []
-        }
-        statistics.rtcpPackets += 1
-        let header = datagram.bytes
-        noteStream(header[(header.startIndex + 4)..<(header.startIndex + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }, now: now)
-        var events: [ReceiveEvent] = []
-        for packet in packets {
-            switch packet {
-            case .senderReport(let sr):
-                if sr.ssrc == heard.videoSSRC { heard.reception?.didReceive(senderReport: sr, at: now) }
-                events.append(.senderReport(ssrc: sr.ssrc, sr))
-            case .goodbye(let bye):
-                let reason = bye.reason.map { String(decoding: $0, as: UTF8.self) }
-                for ssrc in bye.sources where !(heard.goodbyeReported && ssrc == heard.videoSSRC) {
-                    if ssrc == heard.videoSSRC { heard.goodbyeReported = true }
-                    events.append(.goodbye(ssrc: ssrc, reason: reason))
-                }
-            case .application(let app) where heard.videoSSRC == nil || app.ssrc == heard.videoSSRC:
-                if let position = CursorPosition(app) {
-                    if cursor.receive(position), let overlay = cursor.overlay { events.append(.cursor(overlay)) }
-                    continue
-                }
-                if let chunk = CursorShapeChunk(app) {
-                    if cursor.receive(chunk), let overlay = cursor.overlay { events.append(.cursor(overlay)) }
-                    continue
-                }
-                guard let announcement = StateAnnouncement(app) else { continue }
-                // Every copy is answered (the answer may be lost); each state is reported once.
-                sendRTCP([StateAcknowledgement(sequence: announcement.sequence).packet(ssrc: configuration.ssrc)], emit: emit)
-                guard announcement.sequence != heard.stateSequence else { continue }
-                heard.stateSequence = announcement.sequence
-                if announcement.state == .finished {
-                    if !heard.goodbyeReported {
-                        heard.goodbyeReported = true
-                        events.append(.goodbye(ssrc: app.ssrc, reason: announcement.reason))
-                    }
-                } else {
-                    if let audio = announcement.audio, audio != heard.reportedAudio {
-                        heard.reportedAudio = audio
-                        events.append(.audioLayout(audio))
-                    }
-                    if announcement.state != heard.reportedState || announcement.reason != heard.reportedTitle {
-                        heard.reportedState = announcement.state
-                        heard.reportedTitle = announcement.reason
-                        events.append(.senderState(announcement.state, title: announcement.reason))
-                    }
-                }
-            case .extendedReport(let xr):
-                for echo in xr.delaySinceLastReceiverReports where echo.ssrc == configuration.ssrc {
-                    if heard.probe.handle(echo, now: now) != nil { tuneDelays() }
-                }
-            default:
-                continue
-            }
-        }
         return events
     }
 
@@ -446,7 +359,7 @@ public final class ReceiveSession {
                   .goodbye(Goodbye(sources: [configuration.ssrc], reason: reason))], emit: emit)
     }
 
-    private func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
+    func sendRTCP(_ packets: [RTCPPacket], emit: (ArraySlice<UInt8>) -> Void) {
         var rtcp = PacketBuffer(RTCPPacket.serializeCompound(packets))
         guard (try? outbound.protectRTCP(&rtcp)) != nil else { return }
         emit(rtcp.bytes)

@@ -109,7 +109,25 @@ public final class H264Encoder {
     private let parts: SliceCollector
 
     public init(_ configuration: Configuration) throws(EncoderError) {
+        try Self.validate(configuration)
+        var param = try Self.parameters(configuration)
         let c = configuration
+        guard let encoder = share_x264_encoder_open(&param) else {
+            throw EncoderError("x264_encoder_open failed for \(c.width)x\(c.height)")
+        }
+        self.encoder = encoder
+        self.configuration = configuration
+        // The first picture (an IDR) may take a third of the bucket: sent
+        // before any feedback, it must not overflow a slow path's queue on its own.
+        rate = QuantizerControl(bitrate: Double(c.bitrateKbps) * 1000, fps: c.fps, macroblocks: c.macroblocks,
+                                refreshMacroblocks: c.refreshMacroblocks, bufferFrames: c.vbvFrames, startFullness: 0.7)
+        parts = SliceCollector(macroblocks: Int32(c.macroblocks))
+        x264_picture_init(&picture)
+        if c.streamsSlices { picture.opaque = Unmanaged.passUnretained(parts).toOpaque() }
+    }
+
+    /// Refuses what x264 (or a receiver) cannot take, saying why.
+    private static func validate(_ c: Configuration) throws(EncoderError) {
         guard c.width >= 16, c.height >= 16, c.width % 2 == 0, c.height % 2 == 0 else {
             throw EncoderError("\(c.width)x\(c.height) is not an even size of at least 16x16")
         }
@@ -117,6 +135,12 @@ public final class H264Encoder {
         guard c.bitrateKbps >= 16 else { throw EncoderError("bitrate \(c.bitrateKbps) kbit/s is too low") }
         if let size = c.sliceMaxSize, size < 100 { throw EncoderError("slices of at most \(size) bytes are too small") }
         guard (1...64).contains(c.minimumSlices) else { throw EncoderError("\(c.minimumSlices) slices a picture: 1-64") }
+    }
+
+    /// x264's parameters for `c`: ultrafast and zero latency, a told
+    /// quantizer a picture, the colours said, slices as configured,
+    /// baseline-compatible.
+    private static func parameters(_ c: Configuration) throws(EncoderError) -> x264_param_t {
         var param = x264_param_t()
         guard x264_param_default_preset(&param, "ultrafast", "zerolatency") == 0 else {
             throw EncoderError("x264 rejected preset ultrafast/zerolatency")
@@ -177,18 +201,7 @@ public final class H264Encoder {
         guard x264_param_apply_profile(&param, "baseline") == 0 else {
             throw EncoderError("x264 rejected the baseline profile")
         }
-        guard let encoder = share_x264_encoder_open(&param) else {
-            throw EncoderError("x264_encoder_open failed for \(c.width)x\(c.height)")
-        }
-        self.encoder = encoder
-        self.configuration = configuration
-        // The first picture (an IDR) may take a third of the bucket: sent
-        // before any feedback, it must not overflow a slow path's queue on its own.
-        rate = QuantizerControl(bitrate: Double(c.bitrateKbps) * 1000, fps: c.fps, macroblocks: c.macroblocks,
-                                refreshMacroblocks: c.refreshMacroblocks, bufferFrames: c.vbvFrames, startFullness: 0.7)
-        parts = SliceCollector(macroblocks: Int32(c.macroblocks))
-        x264_picture_init(&picture)
-        if c.streamsSlices { picture.opaque = Unmanaged.passUnretained(parts).toOpaque() }
+        return param
     }
 
     deinit { x264_encoder_close(encoder) }
