@@ -21,109 +21,18 @@ struct Receive: ParsableCommand {
 
     func run() throws {
         let o = options
-        let (port, sdp, display, noWindow, record, duration, statsJson) =
-            (o.port, o.sdp, o.display, o.noWindow, o.record, o.duration, o.statsJson)
-        var keying: SRTPKeyingMaterial?
-        var configuration: ReceiverConfiguration
-        var sdpPort: Int?
-        if sdp != nil && o.keyFile != nil {
-            fail("--sdp describes another tool's stream, which cannot handshake: not with --key-file")
-        }
-        if let srtpKeyFile = o.srtpKeyFile {
-            do { keying = try KeyFile.read(srtpKeyFile) } catch { fail("\(error)") }
-        }
-        var description: SessionDescription?
-        if let sdp {
-            do {
-                description = try SessionDescription(parsing: String(contentsOfFile: sdp, encoding: .utf8))
-                // An SDP with a key is a key file: others must not read it.
-                if description?.media.contains(where: { $0.crypto != nil }) == true {
-                    try KeyFile.refuseIfReadableByOthers(sdp, what: "SDP (it holds an SRTP key)")
-                }
-            } catch {
-                fail("cannot use SDP \(sdp): \(error)")
-            }
-        }
-        let video = description?.video
-        /// The key of an `a=crypto` line, or the reason it cannot be used.
-        func key(_ crypto: (suite: String, keySalt: String)) -> SRTPKeyingMaterial {
-            guard let profile = SRTPProfile(name: crypto.suite) else {
-                fail("SDP \(sdp!): unsupported crypto suite \(crypto.suite) (share takes \(SRTPProfile.allNames))")
-            }
-            do { return try SRTPKeyingMaterial(profile: profile, inline: crypto.keySalt) } catch { fail("SDP \(sdp!): \(error)") }
-        }
-        if keying == nil, let crypto = description?.media.compactMap(\.crypto).first { keying = key(crypto) }
-        if let video {
-            guard video.codec.uppercased() == "H264" else { fail("SDP \(sdp!): video codec \(video.codec) is not H264") }
-            sdpPort = video.port
-            // A crypto line anywhere in the SDP has keyed it above.
-            if keying == nil { fail("SDP \(sdp!) has no a=crypto line and no --key-file was given") }
-        } else if description != nil {
-            fail("SDP \(sdp!) has no video stream")
-        }
-        if let keying {
-            configuration = ReceiverConfiguration(keying: keying)
-        } else {
-            do {
-                configuration = ReceiverConfiguration(keying: try Keying.resolve(keyFile: o.keyFile, srtpKeyFile: nil, name: o.name))
-            } catch {
-                fail("\(error)")
-            }
-            configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
-            configuration.handshakeName = o.name
-        }
-        configuration.port = port ?? sdpPort ?? 5004
-        configuration.display = display
-        configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
-        configuration.recordPath = record
-        configuration.playAudio = !o.noAudio
         let stamps = o.readStamps ? StampReader() : nil
+        var configuration = o.receiverConfiguration()
         if let stamps {
             configuration.onShown = { picture in
                 stamps.read(width: picture.width, height: picture.height) { x, y in picture.luma(x: x, y: y) }
             }
         }
-        configuration.decodesSlicesEarly = !o.wholeFrames
-        for audio in description?.audio ?? [] where audio.codec.lowercased() == "opus" {
-            configuration.audioPayloadTypes.insert(audio.payloadType)
-        }
-        if let video {
-            configuration.videoPayloadType = video.payloadType
-            configuration.parameterSets = video.parameterSets
-            configuration.captureTimeExtensionID = video.extensionID(AbsoluteCaptureTime.uri).map { UInt8(clamping: $0) }
-            // Repairs: the SDP's own rtx and flexfec types; else share's
-            // defaults, unless the SDP gives those numbers to something else.
-            let taken = Set(description?.media.map(\.payloadType) ?? [])
-            configuration.retransmissionPayloadType = video.retransmission?.payloadType
-                ?? (taken.contains(97) ? nil : configuration.retransmissionPayloadType)
-            configuration.fecPayloadType = video.forwardErrorCorrection?.payloadType
-                ?? (taken.contains(98) ? nil : configuration.fecPayloadType)
-        }
-        if !noWindow && !configuration.showWindow { note("no display: receiving without a window") }
+        if !o.noWindow && !configuration.showWindow { note("no display: receiving without a window") }
         let receiver: ScreenReceiver
         do { receiver = try ScreenReceiver(configuration: configuration) } catch { fail("\(error)") }
-        let stop = StopSignal(duration: duration)
-        receiver.start { event in
-            switch event {
-            case .listening(let port): note("listening on UDP port \(port)")
-            case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
-            case .senderTitled(let title): note("the sender calls its stream \"\(title)\"")
-            case .senderPaused: note("the sender paused")
-            case .senderResumed: note("the sender resumed")
-            case .senderLeft(let reason):
-                note("the sender ended the stream" + (reason.map { ": \($0)" } ?? "") + "; waiting for the next")
-            case .sessionStarted(let sender, let code, let firstMeeting, let renewed):
-                note("session with sender \"\(sender)\"" + (code.map { ", code \($0)" } ?? "")
-                     + (renewed ? " (keys renewed)" : "") + (firstMeeting ? " (remembered from now on)" : ""))
-            case .confirming(let sender, let code, let fingerprint):
-                note("accepting new sender \"\(sender)\" (\(fingerprint)), code \(code) (--accept)")
-            case .sessionRefused(let sender, let reason):
-                note("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
-            case .warning(let message): note(message)
-            case .finished:
-                stop.fire("finished")  // an error is reported once, on the way out
-            }
-        }
+        let stop = StopSignal(duration: o.duration)
+        receiver.start(events: Self.report(to: stop))
         let status = StatusLine()
         status.start {
             let s = receiver.statistics
@@ -134,8 +43,43 @@ struct Receive: ParsableCommand {
         status.stop()
         receiver.stop()
         let s = receiver.statistics
+        print(Self.summary(s, stamps: stamps?.counts))
+        if let statsJson = o.statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
+        if let error = receiver.error { fail("\(error)") }
+        if let failure = s.recordingFailure {
+            fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
+        }
+    }
+
+    /// What the person watching hears of the receiver's events.
+    private static func report(to stop: StopSignal) -> @Sendable (ReceiverEvent) -> Void {
+        { event in
+                switch event {
+                case .listening(let port): note("listening on UDP port \(port)")
+                case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
+                case .senderTitled(let title): note("the sender calls its stream \"\(title)\"")
+                case .senderPaused: note("the sender paused")
+                case .senderResumed: note("the sender resumed")
+                case .senderLeft(let reason):
+                    note("the sender ended the stream" + (reason.map { ": \($0)" } ?? "") + "; waiting for the next")
+                case .sessionStarted(let sender, let code, let firstMeeting, let renewed):
+                    note("session with sender \"\(sender)\"" + (code.map { ", code \($0)" } ?? "")
+                         + (renewed ? " (keys renewed)" : "") + (firstMeeting ? " (remembered from now on)" : ""))
+                case .confirming(let sender, let code, let fingerprint):
+                    note("accepting new sender \"\(sender)\" (\(fingerprint)), code \(code) (--accept)")
+                case .sessionRefused(let sender, let reason):
+                    note("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
+                case .warning(let message): note(message)
+                case .finished:
+                    stop.fire("finished")  // an error is reported once, on the way out
+                }
+        }
+    }
+
+    /// The closing summary; with `stamps`, what they said.
+    private static func summary(_ s: ReceiverStatistics, stamps: StampReader.Counts?) -> String {
         let notRecorded = s.recordingFaults > 0 ? ", \(s.framesNotRecorded) NOT recorded after the recording failed" : ""
-        print("""
+        return """
             received \(s.framesDecoded) frames (\(s.framesShown) shown, \(s.framesRecorded) recorded\(notRecorded), \(s.framesDecodedEarly) \
             begun before their last packet, \(s.framesConvertedEarly) of them converted for the window meanwhile) in \
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
@@ -149,18 +93,12 @@ struct Receive: ParsableCommand {
             \(s.packetsWithoutSession) without a session, \(s.packetsFromStrangers) from other addresses\(s.streamsResumed > 0 ? """
                 ; \(s.streamsResumed) streams joined after their sequence numbers wrapped
                 """ : "")
-            capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(stamps.map { stamps in
-                let c = stamps.counts
-                return "\nglass to glass: \(c.glassToGlass.text), \(c.stampsNew) stamps (\(c.stampsRepeated) repeated, \(c.stampsUnreadable) unreadable)"
+            capture to display: \(s.captureToDisplay.text); last packet to display: \(s.lastPacketToDisplay.text)\(stamps.map { c in
+                "\nglass to glass: \(c.glassToGlass.text), \(c.stampsNew) stamps (\(c.stampsRepeated) repeated, \(c.stampsUnreadable) unreadable)"
             } ?? "")
             audio: \(s.audio.streams) streams, \(s.audio.packetsReceived) packets, \(s.audio.packetsLost) lost, \
             \(s.audio.framesRecoveredByFEC) recovered by FEC, \(s.audio.framesConcealed) concealed, \(s.audio.packetsRecorded) recorded
-            """)
-        if let statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
-        if let error = receiver.error { fail("\(error)") }
-        if let failure = s.recordingFailure {
-            fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
-        }
+            """
     }
 }
 

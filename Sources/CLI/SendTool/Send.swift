@@ -23,119 +23,87 @@ struct Send: ParsableCommand {
     func run() throws {
         let o = options
         if o.list { return listSources(display: o.display) }
-        let (host, port, display, fps, bitrate, keyint, size, mtu, sdp, duration, statsJson) =
-            (o.host, o.port, o.display, o.fps, o.bitrate, o.keyint, o.size, o.mtu, o.sdp, o.duration, o.statsJson)
-        let keying: SessionKeying
-        do {
-            if sdp != nil && o.keyFile != nil {
-                fail("--sdp is for other tools, which cannot handshake: use it with --srtp-key-file (or alone), not --key-file")
-            }
-            if (sdp != nil || o.janus != nil) && o.srtpKeyFile == nil {
-                keying = .staticKey(.random(profile: .aes128CmHmacSha1_80))
-            } else {
-                keying = try Keying.resolve(keyFile: o.keyFile, srtpKeyFile: o.srtpKeyFile, name: o.name)
-            }
-        } catch {
-            fail("\(error)")
-        }
         ScreenSender.limitMallocArenas()
-        var configuration = SenderConfiguration(host: host ?? "", keying: keying)
-        configuration.handshakeName = o.name
-        // The process is the sender: its whole footprint counts, as iOS counts an extension's.
-        configuration.memoryAccounting = .process
-        configuration.confirmation = o.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
-        configuration.port = port
-        configuration.rtcpPort = o.rtcpPort
-        configuration.display = display
-        configuration.cursor = CursorMode(rawValue: o.cursor) ?? .auto
-        if let monitor = o.monitor { configuration.source = .monitor(monitor) }
-        if let window = o.window { configuration.source = .window(window) }
-        if let text = o.region {
-            guard let region = Rectangle(geometry: text) else { fail("--region \(text) is not WxH+X+Y") }
-            configuration.source = .region(region)
-        }
-        configuration.fps = fps
-        configuration.bitrateKbps = bitrate
-        // Standard receivers reading the SDP may join at any time and never
-        // ask for a keyframe: a decoder shows a picture once a whole sweep
-        // has passed (ffmpeg waits for the recovery point), so sweeps are short.
-        configuration.keyframeInterval = keyint ?? (sdp != nil ? max(4, fps / 4) : nil)
-        configuration.mtu = mtu
-        configuration.encoderThreads = o.threads
-        if o.everyFrame { configuration.stillRefresh = nil }
-        configuration.congestionControl = !o.fixedBitrate
-        configuration.intraRefresh = !o.periodicKeyframes
-        configuration.forwardErrorCorrection = !o.noFec
-        if let size {
-            guard let parsed = VideoSize(size) else { fail("--size \(size) is not WIDTHxHEIGHT (16 to 8192 each)") }
-            configuration.size = parsed
-        }
-        do { configuration.audio = try audioInputs(o) } catch { fail("\(error)") }
-        // Each further audio stream two ports up, as RTP ports go.
-        let streams = configuration.audio.indices
-        configuration.audioPorts = o.audioPort.map { port in streams.map { port + 2 * $0 } } ?? []
-        configuration.audioRTCPPorts = o.audioRTCPPort.map { port in streams.map { port + 2 * $0 } } ?? []
-        var janus: JanusMount?
-        if let url = o.janus {
-            if o.audioPort != nil || o.rtcpPort != nil || o.audioRTCPPort != nil { fail("--janus chooses the ports: no --audio-port or --rtcp-port") }
-            do { janus = try JanusMount.create(url: url, secretsFile: o.janusSecrets, name: o.name, configuration: &configuration) } catch {
-                fail("janus: \(error)")
-            }
-        }
-        if let text = o.memoryBudget {
-            if text == "0" {
-                configuration.memoryBudget = nil
-            } else {
-                guard let budget = MemoryBudget(text) else { fail("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T)") }
-                configuration.memoryBudget = budget
-            }
-        }
+        var configuration = o.senderConfiguration()
+        let janus = o.janus.map { JanusMount.mount(url: $0, options: o, configuration: &configuration) }
         let sender: ScreenSender
         do { sender = try ScreenSender(configuration: configuration) } catch {
             janus?.remove()
             fail("\(error)")
         }
-        if configuration.cursor == .metadata && (sdp != nil || o.janus != nil) {
-            note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(sdp != nil ? "players of the SDP" : "browsers") show none")
+        if configuration.cursor == .metadata && (o.sdp != nil || o.janus != nil) {
+            note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(o.sdp != nil ? "players of the SDP" : "browsers") show none")
         }
-        if let janus {
-            note("janus: mountpoint \(janus.mountpoint.id) at \(janus.client.url); watch: \(janus.viewerLink)")
-        }
-        let setup = sender.setup
-        if let sdp, let description = setup.sessionDescription {
+        if let janus { note("janus: mountpoint \(janus.mountpoint.id) at \(janus.client.url); watch: \(janus.viewerLink)") }
+        if let sdp = o.sdp, let description = sender.setup.sessionDescription {
             do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
         }
-        let stop = StopSignal(duration: duration)
+        let stop = StopSignal(duration: o.duration)
+        serveControl(sender, stop: stop, janus: janus)
+        sender.start(events: Self.report(to: stop))
+        for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
+            note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
+        }
+        let setup = sender.setup
+        note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
+        let status = StatusLine()
+        status.start {
+            let s = sender.statistics
+            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  footprint %@  rss %@  [%@]", s.fps, s.bitrateKbps,
+                          s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.footprintBytes),
+                          megabytes(s.residentBytes), s.memoryRung)
+        }
+        stop.wait()
+        status.stop()
+        sender.stop()
+        janus?.remove()
+        let s = sender.statistics
+        print(Self.summary(s))
+        if let statsJson = o.statsJson { writeJSON(s, to: statsJson) }
+        if let error = sender.error { fail("\(error)") }
+        if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
+    }
+
+    /// `share ctl` talks to the running sender through a local socket. A
+    /// path the user named must work; the default one is a convenience.
+    private func serveControl(_ sender: ScreenSender, stop: StopSignal, janus: JanusMount?) {
         do {
-            let controlPath = try o.control ?? ControlChannel.defaultPath()
-            try ControlChannel.serve(path: controlPath) { request in
-                switch request {
-                case .pause: sender.pause(); return #"{"ok":true,"state":"paused"}"#
-                case .resume: sender.resume(); return #"{"ok":true,"state":"running"}"#
-                case .stop: stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
-                case .budget(let text):
-                    guard let budget = MemoryBudget(text) else { return #"{"ok":false,"error":"\#(text) is not a size like 32M"}"# }
-                    guard sender.setMemoryBudget(budget) else {
-                        return #"{"ok":false,"error":"the memory governor is off (--memory-budget 0)"}"#
-                    }
-                    return #"{"ok":true,"budget":\#(budget.bytes)}"#
-                case .status:
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = [.sortedKeys]
-                    let body = (try? encoder.encode(sender.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-                    return #"{"ok":true,"state":"\#(sender.isPaused ? "paused" : "running")","statistics":\#(body)}"#
-                case .unknown, .malformed: return #"{"ok":false,"error":"unknown command"}"#
-                }
+            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath()) { request in
+                Self.answer(request, sender: sender, stop: stop)
             }
         } catch {
-            // A path the user named must work; the default one is a convenience.
-            guard o.control == nil else {
+            guard options.control == nil else {
                 janus?.remove()
                 fail("\(error)")
             }
             note("no control channel: \(error)")
         }
-        sender.start { event in
+    }
+
+    /// The answer to one `share ctl` request, as JSON.
+    private static func answer(_ request: ControlRequest, sender: ScreenSender, stop: StopSignal) -> String {
+        switch request {
+        case .pause: sender.pause(); return #"{"ok":true,"state":"paused"}"#
+        case .resume: sender.resume(); return #"{"ok":true,"state":"running"}"#
+        case .stop: stop.fire("stopped by share ctl"); return #"{"ok":true,"state":"stopping"}"#
+        case .budget(let text):
+            guard let budget = MemoryBudget(text) else { return #"{"ok":false,"error":"\#(text) is not a size like 32M"}"# }
+            guard sender.setMemoryBudget(budget) else {
+                return #"{"ok":false,"error":"the memory governor is off (--memory-budget 0)"}"#
+            }
+            return #"{"ok":true,"budget":\#(budget.bytes)}"#
+        case .status:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let body = (try? encoder.encode(sender.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            return #"{"ok":true,"state":"\#(sender.isPaused ? "paused" : "running")","statistics":\#(body)}"#
+        case .unknown, .malformed: return #"{"ok":false,"error":"unknown command"}"#
+        }
+    }
+
+    /// What the person sharing hears of the sender's events.
+    private static func report(to stop: StopSignal) -> @Sendable (SenderEvent) -> Void {
+        { event in
             switch event {
             case .finished(.some):
                 stop.fire("error")  // reported once, on the way out
@@ -155,43 +123,28 @@ struct Send: ParsableCommand {
                 break
             }
         }
-        for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
-            note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
-        }
-        note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
-        let status = StatusLine()
-        status.start {
-            let s = sender.statistics
-            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  footprint %@  rss %@  [%@]", s.fps, s.bitrateKbps,
-                          s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.footprintBytes),
-                          megabytes(s.residentBytes), s.memoryRung)
-        }
-        stop.wait()
-        status.stop()
-        sender.stop()
-        janus?.remove()
-        let s = sender.statistics
-        print("""
-            sent \(s.framesEncoded) frames (\(s.keyframes) keyframes) in \(String(format: "%.1f", s.elapsedSeconds)) s: \
-            \(String(format: "%.1f", s.fps)) fps, \(String(format: "%.0f", s.bitrateKbps)) kbit/s, \
-            \(s.packetsRetransmitted) retransmitted, \(s.fecPackets) FEC repairs
-            network: target \(String(format: "%.0f", s.targetKbps)) kbit/s, encoder \(s.encoderKbps) kbit/s at \
-            \(s.encodedWidth)x\(s.encodedHeight) \(s.encodedFPS) fps, round trip \
-            \(s.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"), \(s.qualitySteps) quality steps
-            session: \(s.sessions) established, first after \(s.handshakeMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"); \
-            \(s.framesBeforeSession) frames before it (not encoded), \(s.rtcpRejected) datagrams refused
-            keyframes asked for: \(s.keyframeRequests) (\(s.receiversJoined) for receivers joining)\(rtcpPortLine(s))
-            dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
-            cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
-            peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
-            capture to send: \(s.captureToSend.text); encode: \(s.encodeMilliseconds.text); \
-            first packet ahead of the encode's end: \(s.firstPacketLead.text)
-            audio: \(s.audioStreams) streams, \(s.audioPacketsSent) packets
-            memory: \(s.memoryRung) (budget \(s.memoryBudgetBytes > 0 ? megabytes(s.memoryBudgetBytes) : "off"), \(s.memorySteps) steps)
-            """)
-        if let statsJson { writeJSON(s, to: statsJson) }
-        if let error = sender.error { fail("\(error)") }
-        if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
+    }
+
+    /// The closing summary.
+    private static func summary(_ s: SenderStatistics) -> String {
+        """
+        sent \(s.framesEncoded) frames (\(s.keyframes) keyframes) in \(String(format: "%.1f", s.elapsedSeconds)) s: \
+        \(String(format: "%.1f", s.fps)) fps, \(String(format: "%.0f", s.bitrateKbps)) kbit/s, \
+        \(s.packetsRetransmitted) retransmitted, \(s.fecPackets) FEC repairs
+        network: target \(String(format: "%.0f", s.targetKbps)) kbit/s, encoder \(s.encoderKbps) kbit/s at \
+        \(s.encodedWidth)x\(s.encodedHeight) \(s.encodedFPS) fps, round trip \
+        \(s.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"), \(s.qualitySteps) quality steps
+        session: \(s.sessions) established, first after \(s.handshakeMilliseconds.map { String(format: "%.1f ms", $0) } ?? "-"); \
+        \(s.framesBeforeSession) frames before it (not encoded), \(s.rtcpRejected) datagrams refused
+        keyframes asked for: \(s.keyframeRequests) (\(s.receiversJoined) for receivers joining)\(rtcpPortLine(s))
+        dropped: \(s.framesDroppedPoolExhausted) pool exhausted, \(s.framesDroppedEncoderBusy) encoder busy
+        cpu: \(String(format: "%.2f", s.cpuMillisecondsPerFrame)) ms per frame; \
+        peak footprint \(megabytes(s.peakFootprintBytes)), peak rss \(megabytes(s.peakResidentBytes))
+        capture to send: \(s.captureToSend.text); encode: \(s.encodeMilliseconds.text); \
+        first packet ahead of the encode's end: \(s.firstPacketLead.text)
+        audio: \(s.audioStreams) streams, \(s.audioPacketsSent) packets
+        memory: \(s.memoryRung) (budget \(s.memoryBudgetBytes > 0 ? megabytes(s.memoryBudgetBytes) : "off"), \(s.memorySteps) steps)
+        """
     }
 }
 
