@@ -25,9 +25,9 @@ internal import ShareSync
 /// `stillRefresh` (every `sharpeningRefresh` while the encoder's picture of
 /// it is still sharpening), and a keyframe request always gets a fresh one.
 /// Without XDamage (or with `stillRefresh` nil) it grabs on a timer at `fps`.
-final class CaptureLoop: @unchecked Sendable {
-    // Safe: `capturer` and the pointer state are used by the capture thread
-    // only (the capturer's counters are atomic); the feed is Sendable.
+final class CaptureLoop: Sendable {
+    /// The screen; its capture calls are the capture thread's, its counters
+    /// any thread's (the statistics read them).
     let capturer: any ScreenSource
     /// Where the pictures go, and the rate and size asked for.
     let feed: VideoFeed
@@ -80,38 +80,52 @@ final class CaptureLoop: @unchecked Sendable {
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
     /// when it never is.
-    var pointerSink: ((PointerState) -> Void)?
+    /// Set before `run`, which takes it up.
+    let pointerSink = Locked<(@Sendable (PointerState) -> Void)?>(nil)
     /// Whether the pointer is to go apart from the pictures (set from any
     /// thread: the network thread follows what the receivers say, for
     /// `--cursor auto`); the capture thread takes it up at its next turn.
     let pointerWanted = Atomic<Bool>(false)
-    /// Whether it is apart now (the capture thread's).
-    private var pointerApart = false
     /// The pointer is read at most this often (and at every wake-up): past
     /// `CursorAnnouncer.minimumInterval` (8 ms), so no position it hands on
     /// is held back for the feedback thread to send later.
     static let pointerInterval: UInt64 = 16_000_000
-    private var pointerReadAt: UInt64 = 0
-    private var lastPointer: PointerState?
+
+    /// What the capture thread alone keeps from turn to turn.
+    private struct Turns {
+        /// The pointer's sink, taken up when the thread starts.
+        var sink: (@Sendable (PointerState) -> Void)?
+        /// Whether the pointer is apart now, when it was last read, and
+        /// what was handed on then.
+        var pointerApart = false
+        var pointerReadAt: UInt64 = 0
+        var lastPointer: PointerState?
+        /// Why the source held pictures back at the last grab (told once per change).
+        var paused: CapturePause?
+    }
+
+    private let turns = ThreadBound(Turns())
 
     /// Takes up a change of where the pointer goes: the capturer draws it
     /// in or leaves it out from the next grab (which takes its place
     /// again), and a receiver drawing it is told to stop (a pointer not
     /// shown) before the pictures hold it. Returns whether it changed.
     private func placePointer(_ context: SenderContext) -> Bool {
-        let wanted = pointerSink != nil && pointerWanted.load(ordering: .relaxed)
-        guard wanted != pointerApart else { return false }
-        pointerApart = wanted
-        capturer.placePointer(apart: wanted)
-        if !wanted, var hidden = lastPointer {
-            hidden.visible = false
-            hidden.shape = nil
-            pointerSink?(hidden)
+        turns.withValue { t in
+            let wanted = t.sink != nil && pointerWanted.load(ordering: .relaxed)
+            guard wanted != t.pointerApart else { return false }
+            t.pointerApart = wanted
+            capturer.placePointer(apart: wanted)
+            if !wanted, var hidden = t.lastPointer {
+                hidden.visible = false
+                hidden.shape = nil
+                t.sink?(hidden)
+            }
+            t.lastPointer = nil
+            t.pointerReadAt = 0
+            context.stats.withLock { $0.pointerSentApart = wanted }
+            return true
         }
-        lastPointer = nil
-        pointerReadAt = 0
-        context.stats.withLock { $0.pointerSentApart = wanted }
-        return true
     }
 
     /// Reads the pointer when it is sent apart and due, and hands it on
@@ -119,21 +133,28 @@ final class CaptureLoop: @unchecked Sendable {
     /// it costs nothing unless its device moved, and then its first move
     /// goes at once.
     private func followPointer() {
-        guard pointerApart, let pointerSink else { return }
-        let now = Clock.monotonic()
-        guard now &- pointerReadAt >= Self.pointerInterval || capturer.pointerResting else { return }
-        pointerReadAt = now
-        guard var pointer = capturer.readPointer() else { return }
-        if pointer.shape == nil, var last = lastPointer {
-            last.shape = nil
-            if last == pointer { return }
+        turns.withValue { t in
+            guard t.pointerApart, let sink = t.sink else { return }
+            let now = Clock.monotonic()
+            guard now &- t.pointerReadAt >= Self.pointerInterval || capturer.pointerResting else { return }
+            t.pointerReadAt = now
+            guard var pointer = capturer.readPointer() else { return }
+            if pointer.shape == nil, var last = t.lastPointer {
+                last.shape = nil
+                if last == pointer { return }
+            }
+            sink(pointer)
+            pointer.shape = nil
+            t.lastPointer = pointer
         }
-        pointerSink(pointer)
-        pointer.shape = nil
-        lastPointer = pointer
     }
 
+    /// Whether the pointer goes apart now (the capture thread's).
+    private var pointerApart: Bool { turns.withValue { $0.pointerApart } }
+
     func run(_ context: SenderContext) {
+        let sink = pointerSink.withLock { $0 }
+        turns.withValue { $0.sink = sink }
         capturer.wakeDescriptor = context.captureWakeup.descriptor
         let refresh = stillRefresh.map { $0.nanoseconds }
         if let refresh, capturer.trackChanges() {
@@ -239,9 +260,6 @@ final class CaptureLoop: @unchecked Sendable {
         if !capturer.idle(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.interval(feed)) }
     }
 
-    /// Why the source held pictures back at the last grab (told once per change).
-    private var paused: CapturePause?
-
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).
     private func grab(_ context: SenderContext) -> Bool {
         do {
@@ -252,13 +270,14 @@ final class CaptureLoop: @unchecked Sendable {
                 return (size.width, size.height)
             }
             let pause = capturer.pause
-            if pause != paused {
+            turns.withValue { t in
+                guard pause != t.paused else { return }
                 if let pause {
                     context.emit(.warning("\(pause.reason): nothing is sent until it is shown again"))
-                } else if let paused {
+                } else if let paused = t.paused {
                     context.emit(.warning(paused.resumed))
                 }
-                paused = pause
+                t.paused = pause
             }
             if let picture = incoming.take(), feed.put(picture) {
                 context.stats.withLock { $0.framesDroppedEncoderBusy += 1 }

@@ -118,7 +118,7 @@ extension ScreenSender {
                 if capture.pointerWanted.exchange(apart, ordering: .relaxed) != apart { context.captureWakeup.signal() }
             }
         }
-        capture.pointerSink = { [network] pointer in
+        capture.pointerSink.withLock { $0 = { @Sendable [network] pointer in
             let position = CursorPosition(x: Int16(clamping: pointer.x), y: Int16(clamping: pointer.y),
                                           areaWidth: UInt16(clamping: pointer.areaWidth),
                                           areaHeight: UInt16(clamping: pointer.areaHeight), shape: pointer.serial,
@@ -127,7 +127,7 @@ extension ScreenSender {
                 CursorShape(serial: $0.serial, width: $0.width, height: $0.height, hotX: $0.hotX, hotY: $0.hotY, pixels: $0.pixels)
             }
             network.updateCursor(position, shape: shape)
-        }
+        } }
     }
 
 

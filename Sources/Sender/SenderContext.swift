@@ -6,8 +6,7 @@ internal import ShareSync
 
 /// What the sender's parts share: the lifecycle state, the counters, the
 /// host's event handler, the keyframe flag and the way to end the run.
-final class SenderContext: @unchecked Sendable {
-    // Safe: every stored property is an atomic or a mutex.
+final class SenderContext: Sendable {
     enum State: Int {
         case idle, running, paused, stopping, finished
     }

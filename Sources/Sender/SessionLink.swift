@@ -28,7 +28,7 @@ final class SessionLink: Sendable {
     /// handshake with each receiver, run by the feedback thread.
     private enum Keying {
         case staticKey
-        case handshake(HandshakeRun)
+        case handshake(ThreadBound<HandshakeRun>)
     }
 
     private let keying: Keying
@@ -53,13 +53,14 @@ final class SessionLink: Sendable {
         case .handshake(let authentication, let store):
             let configuration = HandshakeInitiator.Configuration(authentication: authentication, name: name ?? keying.localName,
                                                                  profile: profile, instance: instance)
-            self.keying = .handshake(HandshakeRun(initiator: HandshakeInitiator(configuration: configuration), store: store,
-                                                  confirmation: confirmation))
+            self.keying = .handshake(ThreadBound(HandshakeRun(initiator: HandshakeInitiator(configuration: configuration),
+                                                              store: store, confirmation: confirmation)))
             ready = Atomic(false)
         }
     }
 
-    private var run: HandshakeRun? {
+    /// The handshakes, the feedback thread's alone.
+    private var run: ThreadBound<HandshakeRun>? {
         guard case .handshake(let run) = keying else { return nil }
         return run
     }
@@ -69,38 +70,41 @@ final class SessionLink: Sendable {
 
     /// Whether a handshake is under way or waits for this end's person:
     /// its retransmissions and answers need polling often (feedback thread).
-    var isBusy: Bool { run?.isBusy(ready: ready.load(ordering: .relaxed)) ?? false }
+    var isBusy: Bool {
+        let ready = ready.load(ordering: .relaxed)
+        return run?.withValue { $0.isBusy(ready: ready) } ?? false
+    }
 
     /// A new handshake (the first, or after the receiver went quiet).
-    func begin(now: UInt64, send: ([UInt8]) -> Void) { run?.begin(now: now, send: send) }
+    func begin(now: UInt64, send: ([UInt8]) -> Void) { run?.withValue { $0.begin(now: now, send: send) } }
 
     /// Authenticated RTCP arrived: the receiver holds our session.
-    func heardFeedback(at now: UInt64) { run?.lastFeedback = now }
+    func heardFeedback(at now: UInt64) { run?.withValue { $0.lastFeedback = now } }
 
     /// A handshake message from the receiver.
     func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
-        run?.handle(bytes, now: now, ready: ready.load(ordering: .relaxed), send: send)
+        let ready = ready.load(ordering: .relaxed)
+        return run?.withValue { $0.handle(bytes, now: now, ready: ready, send: send) }
     }
 
     /// True once, when nothing has answered the first handshake for
     /// `unansweredNotice`: the receiver is not running, or the path drops
     /// UDP (the handshake goes on being retried either way).
     func firstHandshakeUnanswered(now: UInt64) -> Bool {
-        !ready.load(ordering: .relaxed) && run?.firstUnanswered(now: now) == true
+        !ready.load(ordering: .relaxed) && run?.withValue({ $0.firstUnanswered(now: now) }) == true
     }
 
     /// Retransmissions, people's answers, and a new handshake after a long silence.
     func poll(now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
-        run?.poll(now: now, ready: ready.load(ordering: .relaxed), send: send)
+        let ready = ready.load(ordering: .relaxed)
+        return run?.withValue { $0.poll(now: now, ready: ready, send: send) }
     }
 }
 
 /// One receiver's handshakes, as the feedback thread runs them: the
 /// initiator, when attempts began and were answered, the confirmations
 /// asked for and given, and the waits after setbacks.
-private final class HandshakeRun: @unchecked Sendable {
-    // Safe: everything but `answers` belongs to the feedback thread;
-    // `answers` (a person's replies, from any thread) is a mutex.
+private struct HandshakeRun {
     private var initiator: HandshakeInitiator
     private let store: IdentityStore?
     private let confirmation: ConfirmationPolicy
@@ -118,6 +122,7 @@ private final class HandshakeRun: @unchecked Sendable {
     private var asked: UInt64?
     private var confirmed: Set<UInt64> = []
     private var held: EstablishedSession?
+    /// A person's replies, from whichever thread asked them.
     private let answers = Locked<[(id: UInt64, accept: Bool)]>([])
     private let questions = OneQuestionAtATime()
     /// After a setback: when the next attempt begins, and the wait after the
@@ -133,14 +138,14 @@ private final class HandshakeRun: @unchecked Sendable {
 
     func isBusy(ready: Bool) -> Bool { !ready || initiator.isInProgress || held != nil }
 
-    func begin(now: UInt64, send: ([UInt8]) -> Void) {
+    mutating func begin(now: UInt64, send: ([UInt8]) -> Void) {
         lastAttempt = now
         if firstAttempt == nil { firstAttempt = now }
         announced = false
         send(initiator.start(now: MonotonicTime(nanoseconds: now)))
     }
 
-    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    mutating func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         guard let message = HandshakeMessage(parsing: bytes) else { return nil }
         answered = true
         if case .retry = message {
@@ -154,13 +159,13 @@ private final class HandshakeRun: @unchecked Sendable {
         return apply(initiator.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
     }
 
-    func firstUnanswered(now: UInt64) -> Bool {
+    mutating func firstUnanswered(now: UInt64) -> Bool {
         guard !answered, !toldUnanswered, let firstAttempt, now &- firstAttempt >= SessionLink.unansweredNotice else { return false }
         toldUnanswered = true
         return true
     }
 
-    func poll(now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    mutating func poll(now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         for answer in answers.withLock({ list in defer { list.removeAll() }; return list }) {
             guard answer.accept else {
                 if let held, held.handshakeID == answer.id { self.held = nil }
@@ -184,7 +189,7 @@ private final class HandshakeRun: @unchecked Sendable {
         return apply(initiator.poll(now: MonotonicTime(nanoseconds: now)), now: now, send: send)
     }
 
-    private func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    private mutating func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         var outcome: SessionLink.Outcome?
         for action in actions {
             switch action {
@@ -223,7 +228,7 @@ private final class HandshakeRun: @unchecked Sendable {
         return outcome
     }
 
-    private func established(_ session: EstablishedSession, now: UInt64) -> SessionLink.Outcome {
+    private mutating func established(_ session: EstablishedSession, now: UInt64) -> SessionLink.Outcome {
         initiator.configuration.authentication.rememberNewPeer(of: session, in: store)
         lastFeedback = now
         setbackWait = SessionLink.firstSetbackWait
