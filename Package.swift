@@ -214,7 +214,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["ShareAudio", "ShareBase", "ShareWire", "TestSupport"], path: "Tests/AudioTests",
                     swiftSettings: strict),
         .testTarget(name: "SenderTests", dependencies: ["ShareSender", "ShareReceiver", "ShareSRTP", "ShareBase", "ShareWire", "ShareX11Capture",
-                                                     "ShareCapture", "ShareSync", "ShareGovernor", "ShareScene", "ShareAudio", "ShareCongestion", "ShareBase",
+                                                     "ShareCapture", "ShareSync", "ShareGovernor", "ShareScene", "ShareAudio", "ShareCongestion",
                                                      "ShareVideo", "ShareDecode", "ShareColor", "ShareSession", "ShareFrames",
                                                      "TestSupport"], path: "Tests/SenderTests",
                     swiftSettings: strict),

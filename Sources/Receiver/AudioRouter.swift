@@ -42,7 +42,7 @@ final class AudioRouter {
 
     /// Whether pictures wait for the sound, for lip sync: while it plays.
     var holdsPictures: Bool {
-        heardDelay != nil && player != nil && monotonicNow() - playedAt < 1_000_000_000
+        heardDelay != nil && player != nil && SystemClock.monotonic() - playedAt < 1_000_000_000
     }
 
     /// The tracks the sender said it sends, in its order, before their first
@@ -130,10 +130,10 @@ final class AudioRouter {
         }
         guard let player else { return }
         for frame in pcm { player.play(frame) }
-        let heard = Int64(wallNow() / 1000) + player.delayMicroseconds
+        let heard = Int64(SystemClock.wall() / 1000) + player.delayMicroseconds
         let sample = heard - captured
         heardDelay = heardDelay.map { ($0 * 7 + sample) / 8 } ?? sample
-        playedAt = monotonicNow()
+        playedAt = SystemClock.monotonic()
         if let failure = player.failure.withLock({ $0 }) {
             playerFailed = true
             self.player = nil

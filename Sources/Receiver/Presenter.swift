@@ -91,17 +91,17 @@ final class Presenter: @unchecked Sendable {
             sound.stop()
         }
         var sampledAt: UInt64 = 0
-        let began = monotonicNow()
-        shared.stats.withLock { $0.timelineOriginUnix = Double(wallNow()) / 1e9 }
+        let began = SystemClock.monotonic()
+        shared.stats.withLock { $0.timelineOriginUnix = Double(SystemClock.wall()) / 1e9 }
         while shared.running.load(ordering: .relaxed) {
             // Wake for the next held frame, or at least every 10 ms for timers.
-            let now = monotonicNow()
+            let now = SystemClock.monotonic()
             let untilDue = session.pending.first.map { $0.due > now ? $0.due - now : 0 } ?? 10_000_000
             let (work, broken) = queue.pop(timeout: .nanoseconds(Int64(min(untilDue, 10_000_000))))
             if broken { chainBroke() }
             do {
                 if let work { try handle(work) }
-                while let first = session.pending.first, first.due <= monotonicNow() {
+                while let first = session.pending.first, first.due <= SystemClock.monotonic() {
                     session.pending.removeFirst()
                     try present(first.unit)
                 }
@@ -115,8 +115,8 @@ final class Presenter: @unchecked Sendable {
             // Four samples a second for the timeline (an hour of them),
             // appended where it is kept: a copy kept here too would be
             // copied whole at the next append once published.
-            if monotonicNow() - sampledAt >= 250_000_000 {
-                sampledAt = monotonicNow()
+            if SystemClock.monotonic() - sampledAt >= 250_000_000 {
+                sampledAt = SystemClock.monotonic()
                 let (seconds, decoded, frozen) = (Double(sampledAt - began) / 1e9, local.framesDecoded, local.freezeSeconds)
                 shared.stats.withLock { s in
                     s.timeline.append(ReceiverSample(seconds: seconds, framesDecoded: decoded, freezeSeconds: frozen,
@@ -154,9 +154,9 @@ final class Presenter: @unchecked Sendable {
             // time plus the audio's capture-to-heard delay (at most 200 ms);
             // otherwise it is shown at once (as is one begun early, when
             // sound started to play meanwhile: it is half decoded).
-            var due = monotonicNow()
+            var due = SystemClock.monotonic()
             if let delay = sound.heardDelay, sound.holdsPictures, early?.timestamp != unit.timestamp {
-                let wait = min(max(captureMicroseconds(of: unit) + delay - Int64(wallNow() / 1000), 0), 200_000)
+                let wait = min(max(captureMicroseconds(of: unit) + delay - Int64(SystemClock.wall() / 1000), 0), 200_000)
                 due += UInt64(wait) * 1000
             }
             session.pending.append((unit, due))
@@ -231,7 +231,7 @@ final class Presenter: @unchecked Sendable {
         if let mapped = session.clocks.unixNanoseconds(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate) {
             return mapped / 1000
         }
-        return session.timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(wallNow() / 1000))
+        return session.timeline.estimate(ssrc: ssrc, timestamp: timestamp, clockRate: clockRate, arrival: Int64(SystemClock.wall() / 1000))
     }
 
     /// The sender-clock capture time (Unix microseconds) of a frame.
@@ -312,7 +312,7 @@ final class Presenter: @unchecked Sendable {
             unshownFormat = format
             events(.warning("the sender's pictures are in pixel format \(format), which share cannot show; recording goes on"))
         }
-        if local.firstPictureUnix == nil { local.firstPictureUnix = Double(wallNow()) / 1e9 }
+        if local.firstPictureUnix == nil { local.firstPictureUnix = Double(SystemClock.wall()) / 1e9 }
         session.frames += 1
         local.framesDecoded += 1
         local.width = picture.width
@@ -330,7 +330,7 @@ final class Presenter: @unchecked Sendable {
                 throw .window(error.description)
             }
         }
-        let shownAt = monotonicNow()
+        let shownAt = SystemClock.monotonic()
         if let last = session.lastShownAt {
             let gap = Double(shownAt - last) / 1e6
             let spacing = (session.frameSpacing ?? 3000) / 90
@@ -344,7 +344,7 @@ final class Presenter: @unchecked Sendable {
         if let onShown = configuration.onShown { lend(picture, of: unit, to: onShown) }
         if let id = configuration.captureTimeExtensionID,
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {
-            latency.record(milliseconds: (Double(wallNow()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
+            latency.record(milliseconds: (Double(SystemClock.wall()) - Double(capture.ntpTimestamp.unixNanoseconds)) / 1e6)
         }
         record(unit, width: picture.width, height: picture.height)
     }

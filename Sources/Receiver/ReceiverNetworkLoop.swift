@@ -59,13 +59,13 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var datagram = PacketBuffer(capacity: 65_536)
         var count = 0
-        var published = monotonicNow()
+        var published = SystemClock.monotonic()
         func reply(_ bytes: ArraySlice<UInt8>) {
             if let peer = gate.peer { socket.send(bytes, to: peer) }
         }
         func sendTo(_ bytes: [UInt8], _ address: SocketAddress) { socket.send(bytes[...], to: address) }
         while shared.running.load(ordering: .relaxed) {
-            let now = monotonicNow()
+            let now = SystemClock.monotonic()
             // Between sessions the session's timers are stale: wake for the handshake only.
             let deadline = (gate.hasSession ? session.nextDeadline : nil).map { $0.nanoseconds } ?? now + 10_000_000
             let wait = min(deadline > now ? deadline - now : 0, 10_000_000)
@@ -77,10 +77,10 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                     // monotonic clock), not by when this thread got to it.
                     var arrival: UInt64?
                     while let source = try socket.receiveNow(into: &buffer, count: &count, arrival: &arrival) {
-                        let mono = monotonicNow()
+                        let mono = SystemClock.monotonic()
                         var at = MonotonicTime(nanoseconds: mono)
                         if let arrival {
-                            let age = min(wallNow() &- min(arrival, wallNow()), 1_000_000_000)
+                            let age = min(SystemClock.wall() &- min(arrival, SystemClock.wall()), 1_000_000_000)
                             at = MonotonicTime(nanoseconds: mono - min(age, mono))
                         }
                         if count > 0, HandshakeMessage.isHandshake(firstByte: buffer[0]) {
@@ -101,7 +101,7 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             } catch {
                 return .transport(error.description)
             }
-            let at = MonotonicTime(nanoseconds: monotonicNow())
+            let at = MonotonicTime(nanoseconds: SystemClock.monotonic())
             handle(gate.poll(now: at, send: sendTo))
             if gate.hasSession {
                 if keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }

@@ -71,6 +71,4 @@ struct Timeline {
     }
 }
 
-func monotonicNow() -> UInt64 { SystemClock.monotonic() }
 
-func wallNow() -> UInt64 { SystemClock.wall() }

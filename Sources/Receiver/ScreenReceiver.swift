@@ -117,7 +117,7 @@ public final class ScreenReceiver: Sendable {
             broadcast.yield(event)
             if case .finished = event { broadcast.finish() }
         }
-        began.store(monotonicNow(), ordering: .relaxed)
+        began.store(SystemClock.monotonic(), ordering: .relaxed)
         let granted = socket.receiveBufferSize
         shared.stats.withLock { $0.receiveBufferBytes = granted }
         let queue = WorkQueue()
@@ -195,7 +195,7 @@ public final class ScreenReceiver: Sendable {
         // Sorted here, on the reader's thread, never on the decode thread's.
         let latencies = (shared.captureToDisplay.summary, shared.lastPacketToDisplay.summary)
         return shared.stats.withLock { s in
-            if start != 0 { s.elapsedSeconds = Double(monotonicNow() - start) / 1e9 }
+            if start != 0 { s.elapsedSeconds = Double(SystemClock.monotonic() - start) / 1e9 }
             s.captureToDisplay = latencies.0
             s.lastPacketToDisplay = latencies.1
             return s

@@ -2,6 +2,7 @@ internal import ShareDecode
 internal import ShareWire
 #if canImport(Glibc)
 internal import Glibc
+internal import ShareSync
 #endif
 
 /// The receiver's recording, one complete file per session: the first to
@@ -67,7 +68,7 @@ final class SessionRecording {
 
     /// Media of this session arrived (its clock starts the 2 s wait).
     func noteMedia(audio: Bool) {
-        let now = monotonicNow()
+        let now = SystemClock.monotonic()
         if firstPacketAt == nil { firstPacketAt = now }
         if audio && firstAudioAt == nil { firstAudioAt = now }
     }
@@ -101,7 +102,7 @@ final class SessionRecording {
     /// channel counts in track order.
     func openWhenReady(audioChannels: [Int]) {
         guard recorder == nil, !stopped, let first = firstPacketAt else { return }
-        let now = monotonicNow()
+        let now = SystemClock.monotonic()
         let audioSettled = layoutKnown || (firstAudioAt.map { now - $0 > 200_000_000 } ?? false)
         guard audioSettled || now - first > 2_000_000_000 else { return }
         do { try open(audioChannels: audioChannels) } catch { fail(error.description) }
@@ -110,7 +111,7 @@ final class SessionRecording {
     /// Once a second: the file is still where it was written (a recording
     /// removed from under the receiver would go on into an unlinked file).
     private func checkFileStillThere() throws(ReceiverError) {
-        let now = monotonicNow()
+        let now = SystemClock.monotonic()
         guard let file, now - lookedAt >= 1_000_000_000 else { return }
         lookedAt = now
         var info = stat()
@@ -153,7 +154,7 @@ final class SessionRecording {
         }
         var info = stat()
         if stat(file, &info) == 0 { self.file = (file, UInt(info.st_dev), UInt(info.st_ino)) }
-        lookedAt = monotonicNow()
+        lookedAt = SystemClock.monotonic()
         for item in preroll.drain() { try write(item) }
     }
 

@@ -2,6 +2,7 @@ internal import ShareAudio
 internal import ShareFrames
 #if canImport(Glibc)
 internal import Glibc
+internal import ShareSync
 #endif
 
 /// One audio stream the sender sends: where it comes from and how it is coded.
@@ -172,9 +173,9 @@ final class AudioReader {
     }
 
     private func pace() {
-        let now = Clock.monotonic()
+        let now = SystemClock.monotonic()
         if next == 0 || next + 100_000_000 < now { next = now }
-        Clock.sleep(until: next)
+        SystemClock.sleep(until: next)
         next += 20_000_000
     }
 }

@@ -135,7 +135,7 @@ final class CaptureLoop: Sendable {
     private func followPointer() {
         turns.withValue { t in
             guard t.pointerApart, let sink = t.sink else { return }
-            let now = Clock.monotonic()
+            let now = SystemClock.monotonic()
             guard now &- t.pointerReadAt >= Self.pointerInterval || capturer.pointerResting else { return }
             t.pointerReadAt = now
             guard var pointer = capturer.readPointer() else { return }
@@ -195,18 +195,18 @@ final class CaptureLoop: Sendable {
             let pending = found ?? capturer.screenChanged
             found = nil
             noteChanges(asTheyCame: false)
-            switch schedule.next(now: Clock.monotonic(), pending: pending,
+            switch schedule.next(now: SystemClock.monotonic(), pending: pending,
                                  keyframeWanted: context.keyframeRequested.load(ordering: .relaxed)) {
             case .waitForChange(let until):
-                found = capturer.waitForChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
+                found = capturer.waitForChange(timeoutNanoseconds: until &- min(until, SystemClock.monotonic()))
                 noteChanges(asTheyCame: true)
             case .watchForNextChange(let until):
-                _ = capturer.watchForNextChange(timeoutNanoseconds: until &- min(until, Clock.monotonic()))
+                _ = capturer.watchForNextChange(timeoutNanoseconds: until &- min(until, SystemClock.monotonic()))
                 noteChanges(asTheyCame: true)
             case .sleep(let until):
-                Clock.sleep(until: until)
+                SystemClock.sleep(until: until)
             case .grab:
-                let skipped = schedule.grabbed(at: Clock.monotonic())
+                let skipped = schedule.grabbed(at: SystemClock.monotonic())
                 if skipped > 0 { context.stats.withLock { $0.framesUnchanged += skipped } }
                 guard grab(context) else { return }
                 // Damage the grab read is in the picture, not a change after it.
@@ -220,7 +220,7 @@ final class CaptureLoop: Sendable {
         func noteChanges(asTheyCame: Bool) {
             guard capturer.changesSeen != seen else { return }
             seen = capturer.changesSeen
-            schedule.changed(at: Clock.monotonic(), asItCame: asTheyCame)
+            schedule.changed(at: SystemClock.monotonic(), asItCame: asTheyCame)
         }
     }
 
@@ -229,22 +229,22 @@ final class CaptureLoop: Sendable {
     }
 
     private func runOnTimer(_ context: SenderContext) {
-        var next = Clock.monotonic()
+        var next = SystemClock.monotonic()
         while context.isActive {
             let interval = Self.interval(feed)
             next += interval
             guard context.isRunning else {
                 pause(context)
-                next = Clock.monotonic()
+                next = SystemClock.monotonic()
                 continue
             }
             _ = placePointer(context)
             followPointer()
             guard grab(context) else { return }
-            let now = Clock.monotonic()
+            let now = SystemClock.monotonic()
             // Fell behind (a stall): skip ahead instead of bursting to catch up.
             if next + interval < now { next = now }
-            Clock.sleep(until: next)
+            SystemClock.sleep(until: next)
         }
     }
 
@@ -257,7 +257,7 @@ final class CaptureLoop: Sendable {
     /// neither the mouse nor drawing wakes the thread (`ScreenSource.idle`).
     private func pause(_ context: SenderContext) {
         let wait = capturer.wakeDescriptor >= 0 ? Self.pausedWait : Self.interval(feed)
-        if !capturer.idle(timeoutNanoseconds: wait) { Clock.sleep(until: Clock.monotonic() + Self.interval(feed)) }
+        if !capturer.idle(timeoutNanoseconds: wait) { SystemClock.sleep(until: SystemClock.monotonic() + Self.interval(feed)) }
     }
 
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).

@@ -114,12 +114,12 @@ final class EncodePipeline: @unchecked Sendable {
         slice.reserveCapacity(64 * 1024)
         while context.isActive {
             guard let lease = nextPicture(context) else { continue }
-            let began = Clock.monotonic()
+            let began = SystemClock.monotonic()
             followSource(VideoSize(width: lease.sourceWidth, height: lease.sourceHeight))
             guard followPictureSize(VideoSize(width: lease.width, height: lease.height), at: began, context) else { return }
             guard let frame = encode(lease, began: began, slice: &slice, context) else { return }
             if configuration.simulatedEncodeDelay > .zero {
-                Clock.sleep(until: Clock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
+                SystemClock.sleep(until: SystemClock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
             }
             guard let info = frame.info else { continue }
             account(frame, info: info, context)
@@ -206,7 +206,7 @@ final class EncodePipeline: @unchecked Sendable {
             frame.info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes,
                                             time: captured.monotonicNanoseconds) { (part, endsFrame) -> Void in
                 guard sendFailure == nil else { return }
-                let now = Clock.monotonic()
+                let now = SystemClock.monotonic()
                 if frame.firstSent == 0 { frame.firstSent = now }
                 // The encoder lends the bytes for the call: copied once, into reused storage.
                 slice.removeAll(keepingCapacity: true)
@@ -226,7 +226,7 @@ final class EncodePipeline: @unchecked Sendable {
         }
         // x264 has copied the picture in: its slot goes back to the pool.
         _ = consume lease
-        frame.encoded = Clock.monotonic()
+        frame.encoded = SystemClock.monotonic()
         if let sendFailure {
             context.fail(.encryption(sendFailure.description))
             return nil
@@ -244,7 +244,7 @@ final class EncodePipeline: @unchecked Sendable {
             context.captureWakeup.signal()
         }
         if !frame.delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
-        let queued = Clock.monotonic()
+        let queued = SystemClock.monotonic()
         context.captureToSend.record(milliseconds: Double(queued &- frame.captured.monotonicNanoseconds) / 1e6)
         context.encodeTime.record(milliseconds: Double(frame.encoded - frame.began) / 1e6)
         context.firstPacketLead.record(milliseconds: Double(frame.encoded &- min(frame.firstSent, frame.encoded)) / 1e6)
@@ -277,7 +277,7 @@ final class EncodePipeline: @unchecked Sendable {
                 network.video.withLock { $0.setHistoryCapacity(rung.historyPackets) }
             }
         }
-        let now = Clock.monotonic()
+        let now = SystemClock.monotonic()
         // What is left of the target for video: audio and retransmissions
         // come first, RTP/SRTP headers take about 4%, FEC its share.
         var videoBits = Double(baseBitrate) * 1000

@@ -45,7 +45,7 @@ final class FeedbackLoop {
     /// new session.
     func run(_ context: SenderContext, keyframe: @escaping () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 2048)
-        let started = Clock.monotonic()
+        let started = SystemClock.monotonic()
         let sendHandshake = { [socket = network.socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         network.link.begin(now: started, send: sendHandshake)
         var wait = Self.shortestWait
@@ -56,7 +56,7 @@ final class FeedbackLoop {
                 context.fail(.transport(error.description))
                 return
             }
-            let clock = Clock.monotonic()
+            let clock = SystemClock.monotonic()
             if let outcome = network.link.poll(now: clock, send: sendHandshake) {
                 apply(outcome, context: context, began: started, keyframe: keyframe)
             }
@@ -170,7 +170,7 @@ final class FeedbackLoop {
     private func receiveMain(_ bytes: ArraySlice<UInt8>, context: SenderContext, began: UInt64,
                              send: ([UInt8]) -> Void, keyframe: () -> Void) {
         let network = network
-        let clock = Clock.monotonic()
+        let clock = SystemClock.monotonic()
         let now = MonotonicTime(nanoseconds: clock)
         if let first = bytes.first, HandshakeMessage.isHandshake(firstByte: first) {
             if let outcome = network.link.handle(bytes, now: clock, send: send) {
@@ -216,7 +216,7 @@ final class FeedbackLoop {
         for _ in 0..<64 {
             guard try control.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil else { return }
             guard network.link.ready.load(ordering: .relaxed) else { continue }
-            let now = MonotonicTime(nanoseconds: Clock.monotonic())
+            let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
             var datagram = PacketBuffer(buffer[0..<count])
             if let index {
                 _ = network.audio[index].withLock { stream in
@@ -261,12 +261,12 @@ final class FeedbackLoop {
                     controller.observeRoundTrip(roundTrip)
                     return (controller.roundTrip, controller.estimate.lossFraction)
                 }
-                protect(lossFraction: loss, roundTrip: rtt, now: MonotonicTime(nanoseconds: Clock.monotonic()))
+                protect(lossFraction: loss, roundTrip: rtt, now: MonotonicTime(nanoseconds: SystemClock.monotonic()))
             }
             network.link.ready.store(true, ordering: .releasing)
             network.describeAudio()
             keyframe()
-            let elapsed = Double(Clock.monotonic() &- began) / 1e6
+            let elapsed = Double(SystemClock.monotonic() &- began) / 1e6
             context.stats.withLock { s in
                 s.sessions += 1
                 if s.handshakeMilliseconds == nil { s.handshakeMilliseconds = elapsed }

@@ -73,11 +73,11 @@ final class GovernorControl: @unchecked Sendable {
         guard governor.rung > 0 else { return }
         context.emit(.memoryStep(from: governor.ladder[0].name, to: governor.current.name,
                                  footprint: governor.account.predicted(governor.ladder[0]), budget: governor.budget.bytes))
-        settling = (governor.current.name, Clock.monotonic() + 1_000_000_000)
+        settling = (governor.current.name, SystemClock.monotonic() + 1_000_000_000)
     }
 
     func observe(_ context: SenderContext) -> Outcome {
-        let now = Clock.monotonic()
+        let now = SystemClock.monotonic()
         let requested = requestedBudget.exchange(0, ordering: .relaxed)
         if requested == 0, let sampledAt, now &- sampledAt < Self.sampleInterval { return .stay }
         sampledAt = now
@@ -110,7 +110,7 @@ final class GovernorControl: @unchecked Sendable {
             }
             context.emit(.memoryStep(from: governor.ladder[from].name, to: rung.name, footprint: footprint,
                                      budget: governor.budget.bytes))
-            settling = (rung.name, Clock.monotonic() + 1_000_000_000)
+            settling = (rung.name, SystemClock.monotonic() + 1_000_000_000)
             return .step(rung)
         }
     }

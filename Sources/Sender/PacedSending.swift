@@ -38,7 +38,7 @@ final class PacedSending: @unchecked Sendable {
     /// Sends what the pacer lets leave now, from the calling thread, and
     /// wakes the pacer thread for what must wait.
     func flush() {
-        if release(at: Clock.monotonic()) != nil { wake.signal() }
+        if release(at: SystemClock.monotonic()) != nil { wake.signal() }
     }
 
     /// The pacer thread: sends as the budget refills, sleeping in between.
@@ -47,7 +47,7 @@ final class PacedSending: @unchecked Sendable {
     /// out of the repair rate: a still screen does not wake it.
     func loop(_ context: SenderContext) {
         while context.isActive {
-            let clock = Clock.monotonic()
+            let clock = SystemClock.monotonic()
             let next = release(at: clock)?.nanoseconds ?? repairs.withLock { $0.first.map { $0.at &+ Self.repairWindow &+ 1 } }
             guard let next else {
                 wake.wait()

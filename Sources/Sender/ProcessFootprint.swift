@@ -72,18 +72,6 @@ final class FootprintReader {
     }
 }
 
-/// The monotonic clock and the wall clock, read together.
-enum Clock {
-    static func monotonic() -> UInt64 { SystemClock.monotonic() }
-    static func wall() -> UInt64 { SystemClock.wall() }
-
-    /// Sleeps until the monotonic clock reads `deadline` nanoseconds.
-    static func sleep(until deadline: UInt64) {
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
-}
-
 /// Caps glibc's malloc arenas at two (M_ARENA_MAX): with one arena per busy
 /// thread, a loaded sender grows dirty memory it never returns. It is a
 /// process-wide setting, so the library never makes it on its own: `share

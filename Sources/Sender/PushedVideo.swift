@@ -65,7 +65,7 @@ final class PushedVideo: @unchecked Sendable {
             return .busy
         }
         defer { pushing.store(false, ordering: .releasing) }
-        let now = Clock.monotonic()
+        let now = SystemClock.monotonic()
         sequence += 1
         // Up to a tenth of an interval early is on time (hosts' clocks jitter).
         let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed))) * 9 / 10
@@ -111,7 +111,7 @@ final class PushedVideo: @unchecked Sendable {
               pushing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { pushing.store(false, ordering: .releasing) }
         guard lastAccepted != 0 else { return }
-        let now = Clock.monotonic()
+        let now = SystemClock.monotonic()
         let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
         let wanted = context.keyframeRequested.load(ordering: .relaxed) ? 2 * interval : stillRefresh
         guard let wanted, now &- lastAccepted >= wanted, let pool, let source = lastSource else { return }

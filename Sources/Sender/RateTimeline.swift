@@ -11,8 +11,8 @@ internal import ShareBase
 final class RateTimeline: Sendable {
     static let interval: UInt64 = 250_000_000
     /// The wall-clock time (Unix seconds) the timeline counts from.
-    let beganUnix = Double(Clock.wall()) / 1e9
-    private let began = Clock.monotonic()
+    let beganUnix = Double(SystemClock.wall()) / 1e9
+    private let began = SystemClock.monotonic()
 
     private struct State {
         var samples = BoundedHistory<RateSample>(capacity: 1200)

@@ -155,10 +155,10 @@ public final class ScreenSender: Sendable {
         if case .staticKey = configuration.keying { network.describeAudio() }
         if let interval = configuration.statisticsInterval?.nanoseconds, interval > 0 {
             spawn("statistics") { [weak self] in
-                var next = Clock.monotonic() + interval
+                var next = SystemClock.monotonic() + interval
                 while context.isActive {
-                    Clock.sleep(until: min(next, Clock.monotonic() + 50_000_000))
-                    guard Clock.monotonic() >= next, context.isActive, let self else { continue }
+                    SystemClock.sleep(until: min(next, SystemClock.monotonic() + 50_000_000))
+                    guard SystemClock.monotonic() >= next, context.isActive, let self else { continue }
                     next += interval
                     context.emit(.statistics(statistics))
                 }
@@ -169,9 +169,9 @@ public final class ScreenSender: Sendable {
             // keys: the handshake (a few milliseconds) gets up to a second.
             let link = network.link
             DispatchQueue.global().async { [self] in
-                let deadline = Clock.monotonic() + 1_000_000_000
-                while !link.ready.load(ordering: .acquiring) && Clock.monotonic() < deadline {
-                    Clock.sleep(until: Clock.monotonic() + 5_000_000)
+                let deadline = SystemClock.monotonic() + 1_000_000_000
+                while !link.ready.load(ordering: .acquiring) && SystemClock.monotonic() < deadline {
+                    SystemClock.sleep(until: SystemClock.monotonic() + 5_000_000)
                 }
                 finish(with: startupFailure)
             }

@@ -31,7 +31,7 @@ final class StatisticsGatherer: Sendable {
 
     /// The run starts now: elapsed time and CPU are counted from here.
     func started() {
-        startTime.withLock { $0 = (Clock.monotonic(), ProcessFootprint.cpuTime()) }
+        startTime.withLock { $0 = (SystemClock.monotonic(), ProcessFootprint.cpuTime()) }
     }
 
     /// Updates the context's counters (footprint sampled now).
@@ -61,7 +61,7 @@ final class StatisticsGatherer: Sendable {
             s.audioPacketsSent = audioPackets
             s.audioStreams = audioCount
             s.audioFramesDropped = audioDropped
-            s.elapsedSeconds = began == 0 ? 0 : Double(Clock.monotonic() - began) / 1e9
+            s.elapsedSeconds = began == 0 ? 0 : Double(SystemClock.monotonic() - began) / 1e9
             s.cpuSeconds = cpu.seconds
             // Pushed pictures are counted as they are pushed.
             if let captured, let droppedPool {

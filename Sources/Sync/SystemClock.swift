@@ -2,12 +2,19 @@
 internal import Glibc
 #endif
 
-/// The system's clocks in nanoseconds: the monotonic one (CLOCK_MONOTONIC)
-/// for intervals and deadlines on this machine, the wall clock
-/// (CLOCK_REALTIME) for instants told to another machine.
+/// The system's clocks in nanoseconds, the one place the code reads them:
+/// the monotonic one (CLOCK_MONOTONIC) for intervals and deadlines on this
+/// machine, the wall clock (CLOCK_REALTIME) for instants told to another
+/// machine. Protocol code never calls it: it is told the time.
 package enum SystemClock {
     package static func monotonic() -> UInt64 { read(CLOCK_MONOTONIC) }
     package static func wall() -> UInt64 { read(CLOCK_REALTIME) }
+
+    /// Sleeps until the monotonic clock reads `deadline` nanoseconds.
+    package static func sleep(until deadline: UInt64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
 
     private static func read(_ clock: clockid_t) -> UInt64 {
         var ts = timespec()
