@@ -39,13 +39,14 @@ deps:
 build: deps
 	swift build $(SWIFT_FLAGS)
 
-## test: the import graph of docs/architecture.md, then every test, including the ones that
+## test: the import graph of docs/architecture.md and the sizes of files and functions, then every test, including the ones that
 ## start Xvfb, PulseAudio, ffmpeg and GStreamer;
 ## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change,
 ## and `make docs`, so the documentation cannot rot
 CI_FUZZ_SECONDS ?= 20
 test: deps
 	python3 Tests/Docs/imports.py
+	python3 Tests/Docs/sizes.py
 	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
 	@# The whole output streams and goes to .build/test.log; on a failure what
