@@ -192,11 +192,17 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["ShareSync"], path: "Tests/SyncTests", swiftSettings: strict),
         .testTarget(name: "SupportTests", dependencies: ["TestSupport"], path: "Tests/SupportTests", swiftSettings: strict),
-        // H.264 encode (ShareVideo) and decode (ShareDecode) together: each is checked by the other.
+        // H.264 encode (ShareVideo) and decode (ShareDecode) together, end to end in one process:
+        // slices, skipped macroblocks, the round trip.
         .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareFrames", "ShareBase", "ShareWire", "ShareScene",
                                                     "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
-        .testTarget(name: "FramesTests", dependencies: ["ShareFrames"], path: "Tests/FramesTests", swiftSettings: strict),
+        .testTarget(name: "FramesTests", dependencies: ["ShareFrames", "ShareColor"], path: "Tests/FramesTests", swiftSettings: strict),
+        .testTarget(name: "VideoTests", dependencies: ["ShareVideo", "ShareColor", "TestSupport"], path: "Tests/VideoTests",
+                    swiftSettings: strict),
+        // The decoder fed by x264 (and by ffmpeg's other formats): ShareVideo makes its input.
+        .testTarget(name: "DecodeTests", dependencies: ["ShareDecode", "ShareVideo", "ShareColor", "ShareWire", "TestSupport"],
+                    path: "Tests/DecodeTests", swiftSettings: strict),
         .testTarget(name: "X11CaptureTests", dependencies: ["ShareX11Capture", "ShareCapture", "ShareX11", "ShareScene", "ShareFrames",
                                                          "ShareColor", "ShareSync", "TestSupport"],
                     path: "Tests/X11CaptureTests", swiftSettings: strict),

@@ -6,22 +6,6 @@ import ShareWire
 import TestSupport
 import Testing
 
-/// A BGRA test picture: four coloured quadrants and a bar at `offset`.
-func testPicture(width: Int, height: Int, offset: Int) -> [UInt8] {
-    var pixels = [UInt8](repeating: 0, count: width * height * 4)
-    let colours: [(UInt8, UInt8, UInt8)] = [(0, 0, 255), (0, 255, 0), (255, 0, 0), (255, 255, 255)]  // BGR
-    for y in 0..<height {
-        for x in 0..<width {
-            let quadrant = (y < height / 2 ? 0 : 2) + (x < width / 2 ? 0 : 1)
-            var (b, g, r) = colours[quadrant]
-            if (x + offset) % width < 16 { (b, g, r) = (0, 0, 0) }
-            let i = (y * width + x) * 4
-            pixels[i] = b; pixels[i + 1] = g; pixels[i + 2] = r; pixels[i + 3] = 255
-        }
-    }
-    return pixels
-}
-
 @Suite("x264 → libavcodec round trip, libyuv, recorder", .busy)
 struct CodecTests {
     @Test func colourConversionKeepsColours() {

@@ -284,7 +284,7 @@ struct SliceTests {
                                         "-c:v", "libx264", "-preset", "veryfast", "-bf", "0", "-b:v", "1500k",
                                         "-x264-params", "aud=1:threads=1:keyint=4:slice-max-size=1100", "-f", "h264", "-y", out])
         guard result.status == 0 else { throw TestEnvironmentError("ffmpeg: \(result.stderr)") }
-        return ReorderedPictureTests.split([UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))).map { unit in
+        return annexBAccessUnits([UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))).map { unit in
             var parts: [[UInt8]] = [[]]
             for nal in AnnexB.nalUnits(in: unit) {
                 let isSlice = (1...5).contains(unit[nal.lowerBound] & 0x1F)

@@ -21,24 +21,7 @@ struct ReorderedPictureTests {
                                         "-frames:v", "\(frames)", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-g", "30",
                                         "-x264-params", "aud=1", "-f", "h264", "-y", out])
         guard result.status == 0 else { throw TestEnvironmentError("ffmpeg: \(result.stderr)") }
-        return split([UInt8](try Data(contentsOf: URL(fileURLWithPath: out))))
-    }
-
-    /// An Annex B stream's access units: a delimiter after a unit's slices
-    /// starts the next (parameter sets may come before the first one's).
-    static func split(_ stream: [UInt8]) -> [[UInt8]] {
-        var units: [[UInt8]] = [[]]
-        var sliced = false
-        for nal in AnnexB.nalUnits(in: stream) {
-            let type = stream[nal.lowerBound] & 0x1F
-            if type == 9 && sliced {
-                units.append([])
-                sliced = false
-            }
-            if (1...5).contains(type) { sliced = true }
-            units[units.count - 1] += [0, 0, 0, 1] + stream[nal]
-        }
-        return units
+        return annexBAccessUnits([UInt8](try Data(contentsOf: URL(fileURLWithPath: out))))
     }
 
     @Test func everyUnitIsTakenAndPicturesComeOutInDisplayOrder() throws {
@@ -80,7 +63,7 @@ struct ReorderedPictureTests {
         let presentation = probe.stdout.split(separator: "\n").compactMap { Int($0) }
         #expect(presentation.count == 30)
         _ = try run("ffmpeg", ["-v", "error", "-i", dir.path("b.mkv"), "-c", "copy", "-f", "h264", "-y", out])
-        let units = Self.split([UInt8](try Data(contentsOf: URL(fileURLWithPath: out))))
+        let units = annexBAccessUnits([UInt8](try Data(contentsOf: URL(fileURLWithPath: out))))
         #expect(units.count == presentation.count)
         let decoder = try H264Decoder()
         var shownTimes: [Int] = []
