@@ -23,8 +23,24 @@ final class ReceiverShared: Sendable {
 /// sync), measures latency and freezes, records the video and hands the
 /// sound to its router. Asks the network thread for a keyframe when the
 /// picture chain breaks.
-final class Presenter: @unchecked Sendable {
-    // Safe: everything here is used by the decode thread only, after init.
+final class Presenter: Sendable {
+    /// Everything the decode thread works with, its alone.
+    private let decoding: ThreadBound<Decoding>
+
+    init(configuration: ReceiverConfiguration, decoder: H264Decoder, queue: WorkQueue, network: ReceiverNetworkLoop,
+         latencies: ReceiverShared, events: @escaping @Sendable (ReceiverEvent) -> Void) {
+        decoding = ThreadBound(Decoding(configuration: configuration, decoder: decoder, queue: queue, network: network,
+                                        latencies: latencies, events: events))
+    }
+
+    /// Runs the decode thread until the receiver stops (or its window is closed).
+    func run(_ shared: ReceiverShared) -> ReceiverError? {
+        decoding.withValue { $0.run(shared) }
+    }
+}
+
+/// The decode thread's state and work (see `Presenter`).
+private struct Decoding {
     private let configuration: ReceiverConfiguration
     private let decoder: H264Decoder
     private let queue: WorkQueue
@@ -85,7 +101,7 @@ final class Presenter: @unchecked Sendable {
         sound = AudioRouter(configuration: configuration, recording: recording, events: events)
     }
 
-    func run(_ shared: ReceiverShared) -> ReceiverError? {
+    mutating func run(_ shared: ReceiverShared) -> ReceiverError? {
         defer {
             recording?.finish(audioChannels: sound.channels)
             sound.stop()
@@ -131,13 +147,13 @@ final class Presenter: @unchecked Sendable {
         return nil
     }
 
-    private func chainBroke() {
+    private mutating func chainBroke() {
         abandonEarly()
         session.waitingForKeyframe = true
         network.keyframeWanted.store(true, ordering: .relaxed)
     }
 
-    private func handle(_ work: ReceivedWork) throws(ReceiverError) {
+    private mutating func handle(_ work: ReceivedWork) throws(ReceiverError) {
         switch work {
         case .video, .audio, .senderReport, .loss:
             session.hasMedia = true
@@ -201,7 +217,7 @@ final class Presenter: @unchecked Sendable {
     /// The session ended (BYE) or another began: its recording is finished
     /// (complete and playable), and everything learned of its streams is
     /// forgotten. Nothing happens for a session that brought nothing.
-    private func endSession() {
+    private mutating func endSession() {
         guard session.hasMedia else { return }
         recording?.endSession(audioChannels: sound.channels)
         local.framesRecorded = recording?.framesWritten ?? 0
@@ -212,7 +228,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     /// The sender's frame spacing, from consecutive frames' RTP timestamps.
-    private func noteSpacing(_ timestamp: UInt32) {
+    private mutating func noteSpacing(_ timestamp: UInt32) {
         defer { session.lastTimestamp = timestamp }
         guard let last = session.lastTimestamp else { return }
         let ticks = Double(Int32(bitPattern: timestamp &- last))
@@ -222,7 +238,7 @@ final class Presenter: @unchecked Sendable {
 
     /// The sender-clock capture time (Unix microseconds) of a packet: its
     /// abs-capture-time, else its stream's sender report, else arrival.
-    private func captureMicroseconds(extension header: RTPHeaderExtension?, ssrc: UInt32, timestamp: UInt32,
+    private mutating func captureMicroseconds(extension header: RTPHeaderExtension?, ssrc: UInt32, timestamp: UInt32,
                                      clockRate: Int) -> Int64 {
         if let id = configuration.captureTimeExtensionID, let data = header?.element(id: id),
            let capture = AbsoluteCaptureTime(data) {
@@ -235,7 +251,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     /// The sender-clock capture time (Unix microseconds) of a frame.
-    private func captureMicroseconds(of unit: AccessUnit) -> Int64 {
+    private mutating func captureMicroseconds(of unit: AccessUnit) -> Int64 {
         captureMicroseconds(extension: unit.headerExtension, ssrc: network.senderSSRC ?? 0, timestamp: unit.timestamp,
                             clockRate: 90_000)
     }
@@ -244,7 +260,7 @@ final class Presenter: @unchecked Sendable {
     /// will be shown as soon as it is whole (nothing before it waits, no lip
     /// sync holds it) and its references are there: its last packet then
     /// leaves only its last slices to decode.
-    private func decodeEarly(_ slices: EarlySlices) {
+    private mutating func decodeEarly(_ slices: EarlySlices) {
         if let begun = early, begun.timestamp == slices.timestamp, begun.decoded == slices.offset {
             // The next part of the frame begun.
         } else {
@@ -269,7 +285,7 @@ final class Presenter: @unchecked Sendable {
 
     /// A frame begun early whose rest will not be decoded: the decoder
     /// forgets it (and its references: the next frame decoded must be a keyframe).
-    private func abandonEarly() {
+    private mutating func abandonEarly() {
         guard early != nil else { return }
         early = nil
         window?.dropAhead()
@@ -278,7 +294,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     /// Decodes one access unit, shows it, measures its latency and records it.
-    private func present(_ unit: AccessUnit) throws(ReceiverError) {
+    private mutating func present(_ unit: AccessUnit) throws(ReceiverError) {
         local.framesAssembled += 1
         var begun: Int?
         if let early, early.timestamp == unit.timestamp, early.decoded <= unit.data.count {
@@ -350,7 +366,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     /// Records a decoded unit (with its capture instant) when recording.
-    private func record(_ unit: AccessUnit, width: Int, height: Int) {
+    private mutating func record(_ unit: AccessUnit, width: Int, height: Int) {
         guard let recording else { return }
         recording.reorderDepth = decoder.reorderDepth
         recording.add(.video(unit.data, captureMicroseconds(of: unit), unit.isKeyframe, width, height))
@@ -358,7 +374,7 @@ final class Presenter: @unchecked Sendable {
     }
 
     /// Lends the picture just decoded to a host's hook, as I420.
-    private func lend(_ picture: DecodedPicture, of unit: AccessUnit, to body: (borrowing ReceivedPicture) -> Void) {
+    private mutating func lend(_ picture: DecodedPicture, of unit: AccessUnit, to body: (borrowing ReceivedPicture) -> Void) {
         // The picture shown is this unit's, or with B-frames an earlier one's.
         let shown = picture.timestamp ?? unit.timestamp
         let captured = shown == unit.timestamp ? captureMicroseconds(of: unit)
@@ -371,7 +387,7 @@ final class Presenter: @unchecked Sendable {
         }
     }
 
-    private func publish(_ shared: ReceiverShared) {
+    private mutating func publish(_ shared: ReceiverShared) {
         local.audio = sound.statistics
         if let faults = recording?.faults {
             (local.recordingFaults, local.recordingFailure, local.framesNotRecorded) = (faults.count, faults.last, faults.framesNotRecorded)
