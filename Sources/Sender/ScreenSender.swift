@@ -64,9 +64,9 @@ public final class ScreenSender: Sendable {
         try Self.validate(configuration)
         self.configuration = configuration
         let (socket, destination) = try Self.openSocket(configuration)
-        let screen = try Self.openScreen(configuration)
-        let plan = SenderPlan(configuration: configuration, source: try Self.sourceSize(configuration, screen: screen),
-                              captureBuffers: screen?.heldBytes ?? 0, ssrcs: .random(for: configuration))
+        let (screen, source) = try Self.openVideo(configuration)
+        let plan = SenderPlan(configuration: configuration, source: source, captureBuffers: screen?.heldBytes ?? 0,
+                              ssrcs: .random(for: configuration))
         governor = plan.governor.map { GovernorControl(governor: $0, accounting: configuration.memoryAccounting) }
         startupFailure = plan.startupFailure.map(SenderError.memory)
         let feed = VideoFeed(fps: plan.fps, maxHeight: plan.encodedSize.height)

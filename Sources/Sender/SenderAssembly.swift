@@ -35,23 +35,23 @@ extension ScreenSender {
         }
     }
 
-    /// The screen to capture behind the capture seam; nil when the host
-    /// pushes its own pictures.
-    static func openScreen(_ configuration: SenderConfiguration) throws(SenderError) -> (any ScreenSource)? {
-        guard case .screen = configuration.video else { return nil }
-        let pointer = pointerPlacement(configuration)
-        do {
-            return try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots, source: configuration.source,
-                                      drawsCursor: pointer == .embed || pointer == .auto, tracksPointer: pointer == .metadata)
-        } catch {
-            throw .capture("\(error)")
+    /// Where the pictures come from, and their size: the screen behind the
+    /// capture seam, or (no screen) the host's pushed pictures.
+    static func openVideo(_ configuration: SenderConfiguration) throws(SenderError) -> (screen: (any ScreenSource)?, size: VideoSize) {
+        switch configuration.video {
+        case .pushed(let size):
+            return (nil, size)
+        case .screen:
+            let pointer = pointerPlacement(configuration)
+            do {
+                let screen = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
+                                                source: configuration.source, drawsCursor: pointer == .embed || pointer == .auto,
+                                                tracksPointer: pointer == .metadata)
+                return (screen, VideoSize(width: screen.width, height: screen.height))
+            } catch {
+                throw .capture("\(error)")
+            }
         }
-    }
-
-    static func sourceSize(_ configuration: SenderConfiguration, screen: (any ScreenSource)?) throws(SenderError) -> VideoSize {
-        if let screen { return VideoSize(width: screen.width, height: screen.height) }
-        guard case .pushed(let size) = configuration.video else { throw .configuration("no screen and no pushed pictures") }
-        return size
     }
 
     /// With a handshake, the streams start with throwaway keys: nothing is
