@@ -64,7 +64,7 @@ public final class ScreenSender: Sendable {
         try Self.validate(configuration)
         self.configuration = configuration
         let (socket, destination) = try Self.openSocket(configuration)
-        let (screen, source) = try Self.openVideo(configuration)
+        let (screen, source, captureSummary) = try Self.openVideo(configuration)
         let plan = SenderPlan(configuration: configuration, source: source, captureBuffers: screen?.heldBytes ?? 0,
                               ssrcs: .random(for: configuration))
         governor = plan.governor.map { GovernorControl(governor: $0, accounting: configuration.memoryAccounting) }
@@ -108,7 +108,7 @@ public final class ScreenSender: Sendable {
         }
         setup = SenderSetup(sourceSize: plan.sourceSize, encodedSize: plan.encodedSize, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
-                            title: configuration.title, sessionDescription: description)
+                            title: configuration.title, sessionDescription: description, capture: captureSummary)
     }
 
     deinit {

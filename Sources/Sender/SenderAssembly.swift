@@ -7,6 +7,7 @@ internal import ShareSession
 internal import ShareTransport
 internal import ShareWire
 internal import ShareX11Capture
+internal import SharePipeWireCapture
 internal import ShareSync
 import Synchronization
 
@@ -37,20 +38,28 @@ extension ScreenSender {
 
     /// Where the pictures come from, and their size: the screen behind the
     /// capture seam, or (no screen) the host's pushed pictures.
-    static func openVideo(_ configuration: SenderConfiguration) throws(SenderError) -> (screen: (any ScreenSource)?, size: VideoSize) {
-        switch configuration.video {
-        case .pushed(let size):
-            return (nil, size)
-        case .screen:
-            let pointer = pointerPlacement(configuration)
-            do {
+    static func openVideo(_ configuration: SenderConfiguration) throws(SenderError)
+        -> (screen: (any ScreenSource)?, size: VideoSize, summary: String?) {
+        if case .pushed(let size) = configuration.video { return (nil, size, nil) }
+        let pointer = pointerPlacement(configuration)
+        do {
+            switch CaptureChoice.resolve(configuration.capture, display: configuration.display) {
+            case .x11:
                 let screen = try ScreenCapturer(display: configuration.display, slots: configuration.captureSlots,
                                                 source: configuration.source, drawsCursor: pointer == .embed || pointer == .auto,
                                                 tracksPointer: pointer == .metadata)
-                return (screen, VideoSize(width: screen.width, height: screen.height))
-            } catch {
-                throw .capture("\(error)")
+                return (screen, VideoSize(width: screen.width, height: screen.height),
+                        "\(configuration.source) of X display \(configuration.display ?? CaptureChoice.environment("DISPLAY") ?? "(none)")")
+            case .wayland(let backend):
+                // The compositor draws the pointer in (embed, auto) or sends
+                // it as metadata; it cannot switch mid-cast as X11 can.
+                let screen = try PipeWireCapturer(backend: backend, source: configuration.source, slots: configuration.captureSlots,
+                                                  drawsCursor: pointer != .none, tracksPointer: pointer == .metadata,
+                                                  maxFPS: configuration.fps)
+                return (screen, VideoSize(width: screen.width, height: screen.height), CaptureChoice.describe(screen))
             }
+        } catch {
+            throw .capture("\(error)")
         }
     }
 

@@ -63,6 +63,21 @@ public enum CursorMode: String, Sendable, CaseIterable {
     case none
 }
 
+/// How the screen is captured.
+public enum CaptureBackend: String, Sendable, Equatable, CaseIterable {
+    /// A Wayland desktop's screen cast when `WAYLAND_DISPLAY` is set
+    /// (GNOME's own when its service answers, the portal otherwise), the X
+    /// display otherwise.
+    case auto
+    /// The X display (XCB, MIT-SHM, XDamage): on Wayland it sees only XWayland's windows.
+    case x11
+    /// The xdg-desktop-portal ScreenCast portal, any Wayland desktop with a
+    /// backend: the desktop asks the person sharing once, then remembers.
+    case portal
+    /// GNOME's org.gnome.Mutter.ScreenCast: no dialog.
+    case gnome
+}
+
 /// Where the pictures come from.
 public enum VideoInput: Sendable, Equatable {
     /// The X display (`display`, `source`, `cursor`).
@@ -97,6 +112,9 @@ public struct SenderConfiguration: Sendable {
     public var rtcpPort: Int?
     /// Each audio stream's RTCP on a port of its own. Empty: muxed.
     public var audioRTCPPorts: [Int] = []
+    /// How the screen is captured: X11, or a Wayland desktop's screen cast
+    /// through PipeWire; `auto` follows `WAYLAND_DISPLAY`.
+    public var capture: CaptureBackend = .auto
     /// X display to capture; nil means $DISPLAY.
     public var display: String?
     /// What of it: the screen, a region, a monitor, or a window followed as it moves.
@@ -223,6 +241,9 @@ public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomD
     /// The SDP a third-party receiver (ffmpeg, ffplay, GStreamer, VLC) can
     /// use, with the static key: nil when keys come from a handshake.
     public var sessionDescription: SessionDescription?
+    /// What is captured and how, in words for the person sharing ("monitor
+    /// Meta-0 through GNOME's screen cast ..."); nil for pushed pictures.
+    public var capture: String?
 
     public var description: String {
         "SenderSetup(" + (title.map { "\"\($0)\", " } ?? "")

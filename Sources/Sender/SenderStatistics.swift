@@ -6,6 +6,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var elapsedSeconds = 0.0
     /// Pictures captured from the screen, or pushed pictures accepted.
     public var framesCaptured = 0
+    /// Pictures the desktop's screen cast delivered (Wayland), captured or
+    /// replaced by a newer one before the capture thread took them; nil
+    /// where capture grabs each picture itself (X11).
+    public var framesDelivered: Int?
     /// Capture ticks skipped because nothing on screen had changed.
     public var framesUnchanged = 0
     /// Frames not captured because every pool slot was still leased.

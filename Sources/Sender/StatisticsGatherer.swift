@@ -41,7 +41,7 @@ final class StatisticsGatherer: Sendable {
         let cpu = ProcessFootprint.cpuTime() - cpuAtStart
         let streamStats = network.video.withLock { $0.statistics }
         let capturer = capture?.capturer
-        let (captured, droppedPool) = (capturer?.captured, capturer?.droppedForPool)
+        let (captured, droppedPool, delivered) = (capturer?.captured, capturer?.droppedForPool, capturer?.picturesDelivered)
         let (bandsGrabbed, bandsKept) = (capturer?.bandsGrabbed ?? 0, capturer?.bandsKept ?? 0)
         let captureBytes = capturer?.heldBytes ?? pushed?.heldBytes ?? 0
         let drops = network.socket.sendDrops
@@ -67,6 +67,7 @@ final class StatisticsGatherer: Sendable {
             if let captured, let droppedPool {
                 s.framesCaptured = captured
                 s.framesDroppedPoolExhausted = droppedPool
+                s.framesDelivered = delivered
             }
             s.bandsGrabbed = bandsGrabbed
             s.bandsKept = bandsKept

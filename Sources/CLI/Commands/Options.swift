@@ -11,6 +11,8 @@ public struct SendOptions: ParsableArguments {
     public var rtcpPort: Int?
     @Option(help: "The audio's RTCP on this port of its own (default: muxed on the audio port).")
     public var audioRTCPPort: Int?
+    @Option(help: "How to capture the screen: auto (a Wayland desktop's screen cast when WAYLAND_DISPLAY is set, X11 otherwise), x11, portal (the desktop's ScreenCast portal: it asks once, then remembers) or gnome (GNOME's own screen cast: no dialog).")
+    public var capture = "auto"
     @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
     @Option(help: "Share one monitor only: its name or index (see --list).") public var monitor: String?
     @Option(help: "Share a region of the screen: WxH+X+Y.") public var region: String?
@@ -65,6 +67,9 @@ public struct SendOptions: ParsableArguments {
             throw ValidationError("--cursor \(cursor) is not auto, embed, metadata or none")
         }
         if host != nil && janus != nil { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
+        if !["auto", "x11", "portal", "gnome"].contains(capture) {
+            throw ValidationError("--capture \(capture) is not auto, x11, portal or gnome")
+        }
     }
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?

@@ -45,6 +45,7 @@ struct Send: ParsableCommand {
             note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
         let setup = sender.setup
+        if let capture = setup.capture { note("capturing \(capture)") }
         note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
         let status = StatusLine()
         status.start {

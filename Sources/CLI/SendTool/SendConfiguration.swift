@@ -15,6 +15,7 @@ extension SendOptions {
         configuration.port = port
         configuration.rtcpPort = rtcpPort
         configuration.display = display
+        configuration.capture = CaptureBackend(rawValue: capture) ?? .auto
         configuration.cursor = CursorMode(rawValue: cursor) ?? .auto
         configuration.source = captureSource()
         configuration.fps = fps

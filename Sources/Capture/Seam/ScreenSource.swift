@@ -90,6 +90,9 @@ public protocol ScreenSource: AnyObject, Sendable {
     var bandsKept: Int { get }
     /// Bytes held for capture now: the pictures and the source's buffers.
     var heldBytes: Int { get }
+    /// Pictures the desktop delivered, taken or not (a compositor's screen
+    /// cast sends them at its own pace); nil where capture grabs each one.
+    var picturesDelivered: Int? { get }
 }
 
 /// Why a source captures nothing for now, in words for the person sharing.

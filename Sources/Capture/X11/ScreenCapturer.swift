@@ -81,6 +81,8 @@ public final class ScreenCapturer: ScreenSource, @unchecked Sendable {
     /// Bytes held for capture now: the pictures and the band buffers
     /// (read from any thread: atomic).
     public var heldBytes: Int { held.load(ordering: .relaxed) }
+    /// X11 capture grabs each picture itself.
+    public var picturesDelivered: Int? { nil }
     private let held = Atomic<Int>(0)
     /// Times what is captured changed size (a followed window was resized,
     /// the screen changed size).

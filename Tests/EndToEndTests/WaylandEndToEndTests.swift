@@ -1,0 +1,119 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Sharing a Wayland desktop: a headless GNOME session (Mutter with a
+/// virtual monitor, PipeWire, XWayland for the drawing), captured through
+/// GNOME's screen cast by the real `share send` run as the session's user.
+@Suite("End to end: a GNOME Wayland desktop through PipeWire", .serialized, .alone)
+struct WaylandEndToEndTests {
+    /// Orange, #ff8000.
+    static let orange: UInt32 = 0xff8000
+
+    /// The sender's statistics file, once it exists.
+    static func stats(_ path: String) throws -> [String: Any] { try readStats(path) }
+
+    /// A moving desktop (the scene at 30 fps through XWayland), an orange
+    /// patch and a white one with the pointer over it: the pictures come
+    /// at the rate the compositor draws and are nearly all decoded, the
+    /// patch keeps its colour, and the pointer goes apart from the
+    /// pictures for `share recv` to draw where a person moves it.
+    @Test func aGnomeDesktopIsSentWithItsColoursAndItsPointerApart() throws {
+        let session = try GnomeSession()
+        let dir = try TemporaryDirectory()
+        session.lend(dir)
+        let key = try ShareBinary.keyFile(in: dir)
+        session.lend(file: key)
+        let scene = try ShareBinary.start(["scene", "--display", session.xDisplay, "--fps", "30"])
+        defer { scene.stop() }
+        usleep(500_000)
+        let client = try TestClient(display: session.xDisplay)
+        _ = client.window(x: 40, y: 40, width: 160, height: 120, rgb: Self.orange, name: "orange")
+        _ = client.window(x: 800, y: 400, width: 320, height: 240, rgb: 0xffffff, name: "white")
+        let input = try session.remoteInput()
+        input.move(x: 850, y: 450)
+        let viewer = try VirtualDisplay(width: 1280, height: 720)
+        let port = freeUDPPort()
+        let recording = dir.path("gnome.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--display", viewer.display,
+                                              "--no-audio", "--record", recording, "--duration", "20",
+                                              "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try session.start(["send", "127.0.0.1", "--port", "\(port)", "--key-file", key, "--audio", "none",
+                                        "--cursor", "metadata", "--duration", "10", "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("session with", timeout: 10), "\(sender.output)")
+        usleep(1_000_000)
+        // Mutter tells the pointer's shape and place once it moves under a cast.
+        input.move(x: 900, y: 500)
+        func dark(around x: Int, _ y: Int) throws -> Int {
+            try CaptureSourceEndToEndTests.darkPixels(on: viewer.display, around: x, y, in: dir)
+        }
+        #expect(try CaptureSourceEndToEndTests.settles { try dark(around: 900, 500) >= 10 }, "the pointer drawn at (900, 500)")
+        input.move(x: 1050, y: 560)
+        #expect(try CaptureSourceEndToEndTests.settles { try dark(around: 1050, 560) >= 10 }, "the pointer drawn at (1050, 560)")
+        #expect(try CaptureSourceEndToEndTests.settles { try dark(around: 900, 500) == 0 }, "and no longer at (900, 500)")
+        let sent = sender.wait(timeout: 30)
+        #expect(sent.status == 0, "\(sent.output)")
+        #expect(sent.output.contains("through GNOME's screen cast") && sent.output.contains("no dialog"),
+                "the sender says plainly what it captures: \(sent.output)")
+        _ = receiver.wait(timeout: 30)
+        let sending = try Self.stats(dir.path("send.json"))
+        let receiving = try Self.stats(dir.path("recv.json"))
+        let (delivered, encoded) = (sending["framesDelivered"] as? Int ?? 0, sending["framesEncoded"] as? Int ?? 0)
+        let decoded = receiving["framesDecoded"] as? Int ?? 0
+        // The compositor draws the scene at up to 30 pictures a second; the
+        // sender takes every one it is given (at most 30 a second) and the
+        // receiver decodes them.
+        let offered = min(delivered, 300)
+        #expect(offered >= 150, "the compositor delivered \(delivered) pictures in 10 s")
+        #expect(Double(encoded) >= 0.9 * Double(offered), "encoded \(encoded) of the \(delivered) delivered")
+        #expect(Double(decoded) >= 0.95 * Double(encoded), "decoded \(decoded) of \(encoded)")
+        #expect("\(receiving["width"] ?? 0)x\(receiving["height"] ?? 0)" == "1280x720", "\(receiving)")
+        // The patch in the recording is orange; the pointer is not in the pictures.
+        let pixel = dir.path("patch.rgb")
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-sseof", "-1", "-i", recording, "-vf", "crop=2:2:120:100", "-f", "rawvideo",
+                               "-pix_fmt", "rgb24", pixel])
+        let rgb = Array((FileManager.default.contents(atPath: pixel) ?? Data()).suffix(12).prefix(3)).map(Int.init)
+        #expect(rgb.count == 3 && abs(rgb[0] - 255) <= 10 && abs(rgb[1] - 128) <= 10 && rgb[2] <= 10, "the patch is \(rgb), not orange")
+        let picture = try CaptureSourceEndToEndTests.lastPicture(of: recording, in: dir)
+        #expect(picture.count == 1280 * 720 && CaptureSourceEndToEndTests.darkPixels(picture, around: 1050, 560) == 0,
+                "the recorded pictures hold no pointer")
+    }
+
+    /// Nothing moves: the compositor sends nothing, and the sender sends
+    /// the still screen's refresh (about a picture a second, a few more
+    /// while the first picture sharpens), not 30 a second.
+    @Test func aStillGnomeDesktopSendsAboutAPictureASecond() throws {
+        let session = try GnomeSession()
+        let dir = try TemporaryDirectory()
+        session.lend(dir)
+        let client = try TestClient(display: session.xDisplay)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0x3060a0, name: "still")
+        usleep(500_000)
+        let sender = try session.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("still.sdp"),
+                                        "--audio", "none", "--duration", "8", "--stats-json", dir.path("send.json")])
+        let sent = sender.wait(timeout: 30)
+        #expect(sent.status == 0, "\(sent.output)")
+        let stats = try Self.stats(dir.path("send.json"))
+        let encoded = stats["framesEncoded"] as? Int ?? 0
+        #expect(encoded >= 6 && encoded <= 30, "\(encoded) pictures in 8 s of a still screen")
+        #expect((stats["framesDelivered"] as? Int ?? 99) <= 5, "the compositor sent \(stats["framesDelivered"] ?? "?") pictures")
+    }
+
+    /// The compositor going away ends the sender at once, with what happened.
+    @Test func theDesktopEndingEndsTheSenderWithItsReason() throws {
+        var session: GnomeSession? = try GnomeSession()
+        let dir = try TemporaryDirectory()
+        session!.lend(dir)
+        let sender = try session!.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("end.sdp"),
+                                         "--audio", "none", "--duration", "30"])
+        #expect(sender.waitForOutput("capturing", timeout: 15), "\(sender.output)")
+        usleep(1_000_000)
+        let ended = Date()
+        session = nil
+        let result = sender.wait(timeout: 15)
+        #expect(Date().timeIntervalSince(ended) < 12, "the sender went on for \(Date().timeIntervalSince(ended)) s")
+        #expect(result.status != 0, "\(result.output)")
+        #expect(result.output.contains("screen cast"), "says the screen cast ended: \(result.output)")
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""Input into a headless GNOME session, as a person would give it, through
+Mutter's RemoteDesktop D-Bus API (the session lives as long as this process's
+bus connection). Reads commands on standard input, one a line, and answers
+each with "ok" once Mutter took it:
+    move X Y      the pointer to (X, Y) of the first monitor
+    key KEYSYM    press and release a key (an X keysym, decimal or 0x hex)
+Run as the session's user with the session's DBUS_SESSION_BUS_ADDRESS.
+Debian's python3-dbus; no main loop is needed for calls alone."""
+import sys
+
+import dbus
+
+MUTTER_RD = "org.gnome.Mutter.RemoteDesktop"
+MUTTER_SC = "org.gnome.Mutter.ScreenCast"
+
+
+def main():
+    bus = dbus.SessionBus()
+    desktop = dbus.Interface(bus.get_object(MUTTER_RD, "/org/gnome/Mutter/RemoteDesktop"), MUTTER_RD)
+    session_path = desktop.CreateSession()
+    session_object = bus.get_object(MUTTER_RD, session_path)
+    session = dbus.Interface(session_object, MUTTER_RD + ".Session")
+    session_id = session_object.Get(MUTTER_RD + ".Session", "SessionId",
+                                    dbus_interface="org.freedesktop.DBus.Properties")
+    # Absolute motion is given on a screen cast stream of the same session.
+    cast = dbus.Interface(bus.get_object(MUTTER_SC, "/org/gnome/Mutter/ScreenCast"), MUTTER_SC)
+    cast_path = cast.CreateSession({"remote-desktop-session-id": session_id})
+    state = dbus.Interface(bus.get_object("org.gnome.Mutter.DisplayConfig", "/org/gnome/Mutter/DisplayConfig"),
+                           "org.gnome.Mutter.DisplayConfig").GetCurrentState()
+    connector = state[1][0][0][0]
+    cast_session = dbus.Interface(bus.get_object(MUTTER_SC, cast_path), MUTTER_SC + ".Session")
+    stream = cast_session.RecordMonitor(connector, {"cursor-mode": dbus.UInt32(0)})
+    session.Start()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "move" and len(words) == 3:
+            session.NotifyPointerMotionAbsolute(stream, float(words[1]), float(words[2]))
+        elif words[0] == "key" and len(words) == 2:
+            keysym = dbus.UInt32(int(words[1], 0))
+            session.NotifyKeyboardKeysym(keysym, True)
+            session.NotifyKeyboardKeysym(keysym, False)
+        else:
+            print("unknown: " + line.strip(), flush=True)
+            continue
+        print("ok", flush=True)
+    session.Stop()
+
+
+if __name__ == "__main__":
+    main()
