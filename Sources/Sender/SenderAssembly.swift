@@ -55,7 +55,7 @@ extension ScreenSender {
                 // it as metadata; it cannot switch mid-cast as X11 can.
                 let screen = try PipeWireCapturer(backend: backend, source: configuration.source, slots: configuration.captureSlots,
                                                   drawsCursor: pointer != .none, tracksPointer: pointer == .metadata,
-                                                  maxFPS: configuration.fps)
+                                                  maxFPS: configuration.fps, askAgain: configuration.askForScreenAgain)
                 return (screen, VideoSize(width: screen.width, height: screen.height), CaptureChoice.describe(screen))
             }
         } catch {

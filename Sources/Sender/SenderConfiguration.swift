@@ -115,6 +115,9 @@ public struct SenderConfiguration: Sendable {
     /// How the screen is captured: X11, or a Wayland desktop's screen cast
     /// through PipeWire; `auto` follows `WAYLAND_DISPLAY`.
     public var capture: CaptureBackend = .auto
+    /// Through the portal: ask the person which screen to share even when
+    /// the desktop remembered an earlier choice.
+    public var askForScreenAgain = false
     /// X display to capture; nil means $DISPLAY.
     public var display: String?
     /// What of it: the screen, a region, a monitor, or a window followed as it moves.

@@ -13,6 +13,8 @@ public struct SendOptions: ParsableArguments {
     public var audioRTCPPort: Int?
     @Option(help: "How to capture the screen: auto (a Wayland desktop's screen cast when WAYLAND_DISPLAY is set, X11 otherwise), x11, portal (the desktop's ScreenCast portal: it asks once, then remembers) or gnome (GNOME's own screen cast: no dialog).")
     public var capture = "auto"
+    @Flag(help: "With the portal: ask which screen to share again, instead of the one the desktop remembered.")
+    public var forgetScreenChoice = false
     @Option(help: "The X display to capture (default: $DISPLAY).") public var display: String?
     @Option(help: "Share one monitor only: its name or index (see --list).") public var monitor: String?
     @Option(help: "Share a region of the screen: WxH+X+Y.") public var region: String?

@@ -16,6 +16,7 @@ extension SendOptions {
         configuration.rtcpPort = rtcpPort
         configuration.display = display
         configuration.capture = CaptureBackend(rawValue: capture) ?? .auto
+        configuration.askForScreenAgain = forgetScreenChoice
         configuration.cursor = CursorMode(rawValue: cursor) ?? .auto
         configuration.source = captureSource()
         configuration.fps = fps

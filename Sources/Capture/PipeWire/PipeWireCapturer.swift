@@ -76,14 +76,15 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     /// Asks the desktop for a cast of `source` through `backend` and waits
     /// until PipeWire agreed a format. The pointer is always asked for as
     /// metadata when it is wanted at all (drawn in by the compositor when
-    /// `drawsCursor` and not `tracksPointer`).
+    /// `drawsCursor` and not `tracksPointer`). Through the portal, the
+    /// desktop's remembered choice is used unless `askAgain`.
     public init(backend: Backend, source: CaptureSource = .screen, slots: Int = PipeWireCapturer.defaultSlots,
-                drawsCursor: Bool = false, tracksPointer: Bool = false, maxFPS: Int = 60,
+                drawsCursor: Bool = false, tracksPointer: Bool = false, maxFPS: Int = 60, askAgain: Bool = false,
                 bandBytes: Int = PipeWireCapturer.defaultBandBytes) throws(ScreenCastError) {
         let cursor: MutterScreenCast.CursorMode = tracksPointer ? .metadata : drawsCursor ? .embedded : .hidden
         switch backend {
         case .gnome: session = try MutterScreenCast(source: source, cursor: cursor)
-        case .portal: session = try ScreenCastPortal(source: source, cursor: cursor)
+        case .portal: session = try ScreenCastPortal(source: source, cursor: cursor, remembered: !askAgain)
         }
         self.backend = backend
         summary = session.summary

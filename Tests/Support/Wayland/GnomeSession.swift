@@ -149,6 +149,9 @@ public final class RemoteInput: @unchecked Sendable {
     /// Moves the pointer to (x, y) of the monitor, and waits until Mutter took it.
     public func move(x: Int, y: Int) { send("move \(x) \(y)") }
 
+    /// Clicks the left button at (x, y).
+    public func click(x: Int, y: Int) { send("click \(x) \(y)") }
+
     /// Presses and releases a key (an X keysym: 0xff0d is Return).
     public func press(keysym: UInt32) { send("key \(keysym)") }
 

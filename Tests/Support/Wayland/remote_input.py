@@ -4,6 +4,7 @@ Mutter's RemoteDesktop D-Bus API (the session lives as long as this process's
 bus connection). Reads commands on standard input, one a line, and answers
 each with "ok" once Mutter took it:
     move X Y      the pointer to (X, Y) of the first monitor
+    click X Y     there, and a click of the left button
     key KEYSYM    press and release a key (an X keysym, decimal or 0x hex)
 Run as the session's user with the session's DBUS_SESSION_BUS_ADDRESS.
 Debian's python3-dbus; no main loop is needed for calls alone."""
@@ -13,6 +14,7 @@ import dbus
 
 MUTTER_RD = "org.gnome.Mutter.RemoteDesktop"
 MUTTER_SC = "org.gnome.Mutter.ScreenCast"
+BTN_LEFT = dbus.Int32(0x110)  # linux/input-event-codes.h
 
 
 def main():
@@ -39,6 +41,10 @@ def main():
             continue
         if words[0] == "move" and len(words) == 3:
             session.NotifyPointerMotionAbsolute(stream, float(words[1]), float(words[2]))
+        elif words[0] == "click" and len(words) == 3:
+            session.NotifyPointerMotionAbsolute(stream, float(words[1]), float(words[2]))
+            session.NotifyPointerButton(BTN_LEFT, True)
+            session.NotifyPointerButton(BTN_LEFT, False)
         elif words[0] == "key" and len(words) == 2:
             keysym = dbus.UInt32(int(words[1], 0))
             session.NotifyKeyboardKeysym(keysym, True)

@@ -20,7 +20,9 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
     let summary: String
     private var tokens = 0
 
-    init(source: CaptureSource, cursor: MutterScreenCast.CursorMode,
+    /// `remembered`: start from the choice the desktop remembered last
+    /// time (its restore token), asking only when it has none; false asks again.
+    init(source: CaptureSource, cursor: MutterScreenCast.CursorMode, remembered: Bool = true,
          tokenStore: RestoreTokenStore = RestoreTokenStore()) throws(ScreenCastError) {
         let types: UInt32
         switch source {
@@ -46,7 +48,7 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
             var options: [String: DBusValue] = ["types": .uint32(types), "multiple": .bool(false), "persist_mode": .uint32(2)]
             let mode = Self.cursorMode(cursor, available: cursorModes)
             if let mode { options["cursor_mode"] = .uint32(mode) }
-            let saved = tokenStore.load(types: types)
+            let saved = remembered ? tokenStore.load(types: types) : nil
             if let saved { options["restore_token"] = .string(saved) }
             _ = try Self.request(bus: bus, method: "SelectSources", token: "share_s") { token in
                 var withToken = options
@@ -65,8 +67,10 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
                                       [.objectPath(session), .dictionary([:])])
             guard case .fd(let fd)? = remote.first?.unwrapped else { throw ScreenCastError.unexpected("no PipeWire remote") }
             pipeWireDescriptor = fd
-            summary = "the \(types == 2 ? "window" : "monitor") chosen in the desktop's dialog (node \(node))"
-                + (saved != nil ? ", restored without asking" : "")
+            let what = types == 2 ? "window" : "monitor"
+            summary = saved != nil && started["restore_token"] != nil
+                ? "the \(what) chosen before (the desktop remembered it; --forget-screen-choice asks again)"
+                : "the \(what) chosen in the desktop's dialog"
         } catch let error as DBusError {
             if error.name == "org.freedesktop.DBus.Error.UnknownMethod" || error.name == "org.freedesktop.DBus.Error.UnknownInterface" {
                 throw ScreenCastError.unavailable("the desktop portal has no ScreenCast backend for this desktop (\(error))")
