@@ -100,6 +100,37 @@ struct WaylandEndToEndTests {
         #expect((stats["framesDelivered"] as? Int ?? 99) <= 5, "the compositor sent \(stats["framesDelivered"] ?? "?") pictures")
     }
 
+    /// The monitor turned a quarter (its pictures now 720x1280): GNOME ends
+    /// the cast, the sender casts the monitor again and goes on at the new
+    /// size, and the receiver follows.
+    @Test func aMonitorThatChangesSizeIsFollowed() throws {
+        let session = try GnomeSession()
+        let dir = try TemporaryDirectory()
+        session.lend(dir)
+        let key = try ShareBinary.keyFile(in: dir)
+        session.lend(file: key)
+        let scene = try ShareBinary.start(["scene", "--display", session.xDisplay, "--fps", "15"])
+        defer { scene.stop() }
+        let input = try session.remoteInput()
+        let port = freeUDPPort()
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--duration", "16", "--stats-json", dir.path("recv.json")])
+        usleep(300_000)
+        let sender = try session.start(["send", "127.0.0.1", "--port", "\(port)", "--key-file", key, "--audio", "none",
+                                        "--duration", "9", "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("session with", timeout: 10), "\(sender.output)")
+        usleep(2_000_000)
+        input.rotate(quarterTurns: 1)
+        let sent = sender.wait(timeout: 30)
+        #expect(sent.status == 0, "goes on after the monitors changed: \(sent.output)")
+        _ = receiver.wait(timeout: 30)
+        let sending = try Self.stats(dir.path("send.json"))
+        let receiving = try Self.stats(dir.path("recv.json"))
+        #expect("\(sending["encodedWidth"] ?? 0)x\(sending["encodedHeight"] ?? 0)" == "720x1280", "\(sending)")
+        #expect("\(receiving["width"] ?? 0)x\(receiving["height"] ?? 0)" == "720x1280", "\(receiving)")
+        #expect((receiving["framesDecoded"] as? Int ?? 0) >= 30, "pictures after the turn too: \(receiving)")
+    }
+
     /// The compositor going away ends the sender at once, with what happened.
     @Test func theDesktopEndingEndsTheSenderWithItsReason() throws {
         var session: GnomeSession? = try GnomeSession()

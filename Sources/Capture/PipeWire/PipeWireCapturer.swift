@@ -31,11 +31,20 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     public let summary: String
     public let backend: Backend
     /// Times what is cast changed size.
-    public private(set) var resizes = 0
+    public internal(set) var resizes = 0
     public var wakeDescriptor: Int32 = -1
 
-    let session: any ScreenCastSession
-    let stream: PipeWireStream
+    /// The cast and its stream; GNOME's are opened again when it ends the
+    /// cast because the monitors changed (`followDisplayChange`).
+    var session: any ScreenCastSession
+    var stream: PipeWireStream
+    let cursor: MutterScreenCast.CursorMode
+    let source: CaptureSource
+    let maxFPS: Int
+    /// Casts opened again after the desktop reconfigured its monitors.
+    public internal(set) var reopened = 0
+    /// Pictures delivered by the casts before this one.
+    var deliveredBefore = 0
     private var pool: FramePool?
     private var plan: BandPlan?
     /// Room for one band in BGRX when the stream's layout is another, and
@@ -47,9 +56,9 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     private var sequence: UInt64 = 0
     private var pictures: UInt64 = 0
     /// Whether the pool's newest picture is the stream's picture before the next one.
-    private var pictureKept = false
+    var pictureKept = false
     /// Whether any picture came yet.
-    private var hasPicture = false
+    var hasPicture = false
     var pointerApart: Bool
     var pointerShape: [UInt32] = []
     var pointerSerial: UInt32 = 0
@@ -57,7 +66,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     var pointerMovedAt: UInt64 = 0
     /// Arrivals seen at the last capture (`changesSeen` counts from them).
     var arrivalsTaken: UInt64 = 0
-    private(set) var ended: ScreenCastError?
+    var ended: ScreenCastError?
 
     private let dropped = Atomic<Int>(0), grabbed = Atomic<Int>(0), grabbedBands = Atomic<Int>(0)
     private let keptBands = Atomic<Int>(0), held = Atomic<Int>(0)
@@ -66,7 +75,8 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     public var bandsGrabbed: Int { grabbedBands.load(ordering: .relaxed) }
     public var bandsKept: Int { keptBands.load(ordering: .relaxed) }
     public var heldBytes: Int { held.load(ordering: .relaxed) }
-    public var picturesDelivered: Int? { Int(stream.locked { $0.counts.arrived }) }
+    public var picturesDelivered: Int? { delivered.load(ordering: .relaxed) }
+    let delivered = Atomic<Int>(0)
 
     public static let defaultSlots = 3
     public static let defaultBandBytes = 1 << 20
@@ -82,13 +92,10 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
                 drawsCursor: Bool = false, tracksPointer: Bool = false, maxFPS: Int = 60, askAgain: Bool = false,
                 bandBytes: Int = PipeWireCapturer.defaultBandBytes) throws(ScreenCastError) {
         let cursor: MutterScreenCast.CursorMode = tracksPointer ? .metadata : drawsCursor ? .embedded : .hidden
-        switch backend {
-        case .gnome: session = try MutterScreenCast(source: source, cursor: cursor)
-        case .portal: session = try ScreenCastPortal(source: source, cursor: cursor, remembered: !askAgain)
-        }
+        (session, stream) = try Self.open(backend, source: source, cursor: cursor, maxFPS: maxFPS, askAgain: askAgain)
         self.backend = backend
+        (self.cursor, self.source, self.maxFPS) = (cursor, source, maxFPS)
         summary = session.summary
-        stream = try PipeWireStream(node: session.node, descriptor: session.pipeWireDescriptor, maxFPS: maxFPS)
         slotsWanted = max(1, slots)
         self.bandBytes = bandBytes
         pointerApart = tracksPointer
@@ -99,8 +106,24 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
 
     deinit { session.stop() }
 
+    /// A cast of `source` and its PipeWire stream.
+    static func open(_ backend: Backend, source: CaptureSource, cursor: MutterScreenCast.CursorMode, maxFPS: Int,
+                     askAgain: Bool) throws(ScreenCastError) -> (any ScreenCastSession, PipeWireStream) {
+        let session: any ScreenCastSession
+        switch backend {
+        case .gnome: session = try MutterScreenCast(source: source, cursor: cursor)
+        case .portal: session = try ScreenCastPortal(source: source, cursor: cursor, remembered: !askAgain)
+        }
+        do {
+            return (session, try PipeWireStream(node: session.node, descriptor: session.pipeWireDescriptor, maxFPS: maxFPS))
+        } catch {
+            session.stop()
+            throw error
+        }
+    }
+
     /// Waits for the stream's format, or says why it never came.
-    private func awaitFormat() throws(ScreenCastError) -> (width: Int, height: Int) {
+    func awaitFormat() throws(ScreenCastError) -> (width: Int, height: Int) {
         let deadline = SystemClock.monotonic() + Self.negotiation
         while true {
             let (state, format) = stream.locked { ($0.state, $0.format) }
@@ -130,6 +153,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             let frame = locked.take()
             defer { if frame != nil { locked.giveBack() } }
             arrivalsTaken = locked.counts.arrived
+            delivered.store(deliveredBefore + Int(arrivalsTaken), ordering: .relaxed)
             if let frame, Int(frame.width) != width || Int(frame.height) != height {
                 resizes += 1
                 (width, height) = (Int(frame.width), Int(frame.height))
@@ -250,16 +274,5 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             pictureKept = false
         }
         held.store((pool?.bytes ?? 0) + (scaledBand?.size ?? 0) + (convertedBand?.size ?? 0), ordering: .relaxed)
-    }
-
-    /// Throws once the desktop ended the cast or PipeWire lost the stream.
-    func checkEnded() throws(ScreenCastError) {
-        if let ended { throw ended }
-        if session.closed() {
-            ended = .ended("the screen cast was stopped by the desktop (\(backend == .gnome ? "GNOME" : "the portal") closed the session)")
-        } else if stream.locked({ $0.state }) == .ended {
-            ended = .ended("the screen cast's PipeWire stream ended (the shared source went away)")
-        }
-        if let ended { throw ended }
     }
 }

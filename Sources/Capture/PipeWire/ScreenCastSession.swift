@@ -10,7 +10,8 @@ protocol ScreenCastSession: AnyObject, Sendable {
     var busDescriptor: Int32 { get }
     /// What is cast, in words ("monitor Meta-0").
     var summary: String { get }
-    /// Whether the desktop closed the cast (reads what is there, never waits).
+    /// Whether the desktop closed the cast (reads what the bus has, never
+    /// waits; once closed, always closed).
     func closed() -> Bool
     /// Ends the cast.
     func stop()

@@ -152,6 +152,10 @@ public final class RemoteInput: @unchecked Sendable {
     /// Clicks the left button at (x, y).
     public func click(x: Int, y: Int) { send("click \(x) \(y)") }
 
+    /// Turns the monitor `quarterTurns` quarter turns from upright, as the
+    /// display settings do (its pictures change size).
+    public func rotate(quarterTurns: Int) { send("rotate \(quarterTurns)") }
+
     /// Presses and releases a key (an X keysym: 0xff0d is Return).
     public func press(keysym: UInt32) { send("key \(keysym)") }
 

@@ -6,6 +6,8 @@ each with "ok" once Mutter took it:
     move X Y      the pointer to (X, Y) of the first monitor
     click X Y     there, and a click of the left button
     key KEYSYM    press and release a key (an X keysym, decimal or 0x hex)
+    rotate N      turn the first monitor N quarter turns (0-3), as the
+                  display settings do: its pictures change size
 Run as the session's user with the session's DBUS_SESSION_BUS_ADDRESS.
 Debian's python3-dbus; no main loop is needed for calls alone."""
 import sys
@@ -15,6 +17,18 @@ import dbus
 MUTTER_RD = "org.gnome.Mutter.RemoteDesktop"
 MUTTER_SC = "org.gnome.Mutter.ScreenCast"
 BTN_LEFT = dbus.Int32(0x110)  # linux/input-event-codes.h
+
+
+def rotate(bus, quarter_turns):
+    config = dbus.Interface(bus.get_object("org.gnome.Mutter.DisplayConfig", "/org/gnome/Mutter/DisplayConfig"),
+                            "org.gnome.Mutter.DisplayConfig")
+    serial, monitors, logical, _ = config.GetCurrentState()
+    connector = monitors[0][0][0]
+    mode = next(m[0] for m in monitors[0][1] if m[6].get("is-current"))
+    x, y, scale = logical[0][0], logical[0][1], logical[0][2]
+    config.ApplyMonitorsConfig(serial, dbus.UInt32(1),
+                               [(x, y, scale, dbus.UInt32(quarter_turns), True, [(connector, mode, {})])],
+                               dbus.Dictionary({}, signature="sv"))
 
 
 def main():
@@ -49,6 +63,8 @@ def main():
             keysym = dbus.UInt32(int(words[1], 0))
             session.NotifyKeyboardKeysym(keysym, True)
             session.NotifyKeyboardKeysym(keysym, False)
+        elif words[0] == "rotate" and len(words) == 2:
+            rotate(bus, int(words[1]))
         else:
             print("unknown: " + line.strip(), flush=True)
             continue

@@ -16,6 +16,10 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     let bus: DBusConnection
     let sessionPath: String
     var busDescriptor: Int32 { bus.descriptor }
+    /// Whether the desktop closed the cast (once told, for good).
+    private var hasClosed = false
+    /// Whether the desktop said its monitors changed since the cast started.
+    private var sawMonitorsChange = false
     let node: UInt32
     var pipeWireDescriptor: Int32 { -1 }
     let summary: String
@@ -32,6 +36,7 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
             guard let path = created.first?.string else { throw ScreenCastError.unexpected("CreateSession gave no session") }
             sessionPath = path
             try bus.listen("type='signal',sender='\(Self.service)',path='\(path)',interface='\(Self.sessionInterface)',member='Closed'")
+            try bus.listen("type='signal',interface='org.gnome.Mutter.DisplayConfig',member='MonitorsChanged'")
             let (stream, summary) = try Self.record(source, cursor: cursor, bus: bus, session: path)
             self.summary = summary
             try bus.listen("type='signal',sender='\(Self.service)',path='\(stream)',interface='\(Self.streamInterface)'")
@@ -103,11 +108,25 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     /// Whether the compositor closed the session (the cast stopped from the
     /// top bar, the desktop ending); reads what the bus has without waiting.
     func closed() -> Bool {
-        guard bus.isConnected else { return true }
-        while let signal = bus.nextSignal(timeoutMilliseconds: 0) {
-            if signal.member == "Closed" && signal.path == sessionPath { return true }
+        while !hasClosed, let signal = bus.nextSignal(timeoutMilliseconds: 0) { note(signal) }
+        if !bus.isConnected { hasClosed = true }
+        return hasClosed
+    }
+
+    private func note(_ signal: DBusSignal) {
+        if signal.member == "Closed" && signal.path == sessionPath { hasClosed = true }
+        if signal.member == "MonitorsChanged" { sawMonitorsChange = true }
+    }
+
+    /// Whether the desktop said its monitors changed, waiting up to
+    /// `nanoseconds` for it (it comes just after the cast closes).
+    func monitorsChanged(within nanoseconds: UInt64) -> Bool {
+        let deadline = SystemClock.monotonic() + nanoseconds
+        while !sawMonitorsChange, bus.isConnected, SystemClock.monotonic() < deadline {
+            let left = (deadline &- min(deadline, SystemClock.monotonic())) / 1_000_000
+            if let signal = bus.nextSignal(timeoutMilliseconds: Int32(clamping: max(1, left))) { note(signal) }
         }
-        return !bus.isConnected
+        return sawMonitorsChange
     }
 
     func stop() {

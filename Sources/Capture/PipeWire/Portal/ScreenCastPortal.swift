@@ -15,6 +15,8 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
     let bus: DBusConnection
     let sessionPath: String
     var busDescriptor: Int32 { bus.descriptor }
+    /// Whether the desktop closed the cast (once told, for good).
+    private var hasClosed = false
     let node: UInt32
     let pipeWireDescriptor: Int32
     let summary: String
@@ -127,11 +129,11 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
     }
 
     func closed() -> Bool {
-        guard bus.isConnected else { return true }
-        while let signal = bus.nextSignal(timeoutMilliseconds: 0) {
-            if signal.member == "Closed" && signal.path == sessionPath { return true }
+        while !hasClosed, let signal = bus.nextSignal(timeoutMilliseconds: 0) {
+            if signal.member == "Closed" && signal.path == sessionPath { hasClosed = true }
         }
-        return !bus.isConnected
+        if !bus.isConnected { hasClosed = true }
+        return hasClosed
     }
 
     func stop() {
