@@ -10,6 +10,16 @@ struct WaylandEndToEndTests {
     /// Orange, #ff8000.
     static let orange: UInt32 = 0xff8000
 
+    /// A GNOME session, a directory and a key file its user may use.
+    static func stage() throws -> (GnomeSession, TemporaryDirectory, String) {
+        let session = try GnomeSession()
+        let dir = try TemporaryDirectory()
+        session.lend(dir)
+        let key = try ShareBinary.keyFile(in: dir)
+        session.lend(file: key)
+        return (session, dir, key)
+    }
+
     /// The sender's statistics file, once it exists.
     static func stats(_ path: String) throws -> [String: Any] { try readStats(path) }
 
@@ -19,11 +29,7 @@ struct WaylandEndToEndTests {
     /// patch keeps its colour, and the pointer goes apart from the
     /// pictures for `share recv` to draw where a person moves it.
     @Test func aGnomeDesktopIsSentWithItsColoursAndItsPointerApart() throws {
-        let session = try GnomeSession()
-        let dir = try TemporaryDirectory()
-        session.lend(dir)
-        let key = try ShareBinary.keyFile(in: dir)
-        session.lend(file: key)
+        let (session, dir, key) = try Self.stage()
         let scene = try ShareBinary.start(["scene", "--display", session.xDisplay, "--fps", "30"])
         defer { scene.stop() }
         usleep(500_000)
@@ -94,6 +100,9 @@ struct WaylandEndToEndTests {
                                         "--audio", "none", "--duration", "8", "--stats-json", dir.path("send.json")])
         let sent = sender.wait(timeout: 30)
         #expect(sent.status == 0, "\(sent.output)")
+        let listed = try session.start(["send", "--list"]).wait(timeout: 20)
+        #expect(listed.status == 0 && listed.output.contains("Meta-0") && listed.output.contains("1280x720"),
+                "--list names GNOME's monitor: \(listed.output)")
         let stats = try Self.stats(dir.path("send.json"))
         let encoded = stats["framesEncoded"] as? Int ?? 0
         #expect(encoded >= 6 && encoded <= 30, "\(encoded) pictures in 8 s of a still screen")
@@ -104,11 +113,7 @@ struct WaylandEndToEndTests {
     /// the cast, the sender casts the monitor again and goes on at the new
     /// size, and the receiver follows.
     @Test func aMonitorThatChangesSizeIsFollowed() throws {
-        let session = try GnomeSession()
-        let dir = try TemporaryDirectory()
-        session.lend(dir)
-        let key = try ShareBinary.keyFile(in: dir)
-        session.lend(file: key)
+        let (session, dir, key) = try Self.stage()
         let scene = try ShareBinary.start(["scene", "--display", session.xDisplay, "--fps", "15"])
         defer { scene.stop() }
         let input = try session.remoteInput()
@@ -129,6 +134,37 @@ struct WaylandEndToEndTests {
         #expect("\(sending["encodedWidth"] ?? 0)x\(sending["encodedHeight"] ?? 0)" == "720x1280", "\(sending)")
         #expect("\(receiving["width"] ?? 0)x\(receiving["height"] ?? 0)" == "720x1280", "\(receiving)")
         #expect((receiving["framesDecoded"] as? Int ?? 0) >= 30, "pictures after the turn too: \(receiving)")
+    }
+
+    /// Both ends on the PipeWire desktop, as its user: system sound and the
+    /// microphone go through PulseAudio's API, which pipewire-pulse serves
+    /// (a tone played into the session is what is recorded), and the
+    /// receiver's window opens on the desktop through XWayland.
+    @Test func soundAndTheReceiversWindowWorkOnAPipeWireDesktop() throws {
+        let (session, dir, key) = try Self.stage()
+        let wav = dir.path("tone.wav")
+        try writeToneWAV(wav, hertz: 440, seconds: 14)
+        let player = try session.start([wav], executable: "/usr/bin/paplay")
+        defer { player.stop() }
+        let port = freeUDPPort()
+        let recording = dir.path("sound.mkv")
+        // It plays nothing: played into the desktop it would be captured again, a loop.
+        let receiver = try session.start(["recv", "--port", "\(port)", "--key-file", key, "--no-audio", "--record", recording,
+                                          "--duration", "13", "--stats-json", dir.path("recv.json")])
+        usleep(500_000)
+        let sender = try session.start(["send", "127.0.0.1", "--port", "\(port)", "--key-file", key, "--audio", "both",
+                                        "--duration", "9", "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("session with", timeout: 10), "\(sender.output)")
+        let client = try TestClient(display: session.xDisplay)
+        #expect(client.window(namedLike: "share") != nil, "the receiver's window on XWayland: \(receiver.output)")
+        let sent = sender.wait(timeout: 30)
+        #expect(sent.status == 0 && !sent.output.contains("sending without"), "both sound inputs start: \(sent.output)")
+        let received = receiver.wait(timeout: 30)
+        #expect(received.status == 0, "\(received.output)")
+        let audio = try Self.stats(dir.path("recv.json"))["audio"] as? [String: Any] ?? [:]
+        #expect(audio["streams"] as? Int == 2, "system sound and the microphone: \(audio)")
+        let samples = try decodeAudio(recording)
+        #expect(toneFrequency(samples).map { abs($0 - 440) <= 2 } == true, "the tone played on the desktop is what was sent")
     }
 
     /// The compositor going away ends the sender at once, with what happened.

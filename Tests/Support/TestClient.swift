@@ -90,8 +90,11 @@ public final class TestClient {
         }
     }
 
-    private func topLevelWindow(namedLike prefix: String) -> UInt32? {
-        guard let tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, screen.root), nil) else { return nil }
+    /// A window named `prefix...` among the root's children, or one level
+    /// down (a window manager such as Mutter puts each in a frame of its own).
+    private func topLevelWindow(namedLike prefix: String, under parent: UInt32? = nil, depth: Int = 0) -> UInt32? {
+        let parent = parent ?? screen.root
+        guard let tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, parent), nil) else { return nil }
         defer { free(tree) }
         let children = UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(xcb_query_tree_children_length(tree)))
         for child in children {
@@ -101,6 +104,10 @@ public final class TestClient {
             defer { free(reply) }
             let bytes = UnsafeRawBufferPointer(start: xcb_get_property_value(reply), count: Int(xcb_get_property_value_length(reply)))
             if String(decoding: bytes, as: UTF8.self).hasPrefix(prefix) { return child }
+        }
+        guard depth == 0 else { return nil }
+        for child in children {
+            if let found = topLevelWindow(namedLike: prefix, under: child, depth: 1) { return found }
         }
         return nil
     }

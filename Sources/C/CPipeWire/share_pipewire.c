@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 // The largest pointer shape kept (a 4x scaled 64x64 cursor).
 #define SHARE_PW_POINTER_SIDE 256
+#define SHARE_PW_BUFFERS 3
 // The largest cursor metadata accepted: compositors offer a fixed size of
 // their own (Mutter 43: room for 384x384), which must fall in the range.
 #define SHARE_PW_CURSOR_META_SIDE 1024
@@ -43,6 +45,9 @@ struct share_pw_capture {
     uint64_t held_arrived;
     struct pw_buffer *lent;
     uint64_t arrived, replaced, empty;
+    // Buffers PipeWire gave this stream, and the bytes they map.
+    uint32_t buffers;
+    uint64_t buffer_bytes;
 
     // Damage since the last take.
     bool damage_all;
@@ -225,7 +230,10 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     struct spa_pod_builder builder = SPA_POD_BUILDER_INIT(storage, sizeof storage);
     const struct spa_pod *params[4];
     params[0] = spa_pod_builder_add_object(&builder, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
+        // Three: one the compositor writes, the newest kept for capture, one
+        // spare. Each is a whole picture mapped into this process and read
+        // in full, so each counts in the footprint (Mutter offers up to 16).
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(SHARE_PW_BUFFERS, 2, SHARE_PW_BUFFERS),
         SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
         SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)));
     params[1] = spa_pod_builder_add_object(&builder, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
@@ -244,8 +252,22 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     wake(c);
 }
 
+static uint64_t mapped_bytes(struct pw_buffer *buffer) {
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < buffer->buffer->n_datas; i++) bytes += buffer->buffer->datas[i].maxsize;
+    return bytes;
+}
+
+static void on_add_buffer(void *data, struct pw_buffer *buffer) {
+    struct share_pw_capture *c = data;
+    c->buffers += 1;
+    c->buffer_bytes += mapped_bytes(buffer);
+}
+
 static void on_remove_buffer(void *data, struct pw_buffer *buffer) {
     struct share_pw_capture *c = data;
+    c->buffers -= c->buffers > 0 ? 1 : 0;
+    c->buffer_bytes -= SPA_MIN(c->buffer_bytes, mapped_bytes(buffer));
     if (c->held == buffer) c->held = NULL;
     if (c->lent == buffer) c->lent = NULL;
 }
@@ -254,6 +276,7 @@ static const struct pw_stream_events stream_events = {
     PW_VERSION_STREAM_EVENTS,
     .state_changed = on_state_changed,
     .param_changed = on_param_changed,
+    .add_buffer = on_add_buffer,
     .remove_buffer = on_remove_buffer,
     .process = on_process,
 };
@@ -412,8 +435,27 @@ int share_pw_take(share_pw_capture *c, share_pw_frame *frame) {
     return 1;
 }
 
+// Drops this process's view of a buffer's pages once they were read: the
+// compositor's memory stays the compositor's, and reading the next picture
+// maps it again. Without it every buffer ever read stays mapped, whole, in
+// this process (RssShmem), and three 1080p buffers alone are half the
+// memory budget.
+static void unmap_pages(struct pw_buffer *buffer) {
+    for (uint32_t i = 0; i < buffer->buffer->n_datas; i++) {
+        struct spa_data *d = &buffer->buffer->datas[i];
+        if (d->type != SPA_DATA_MemFd || d->data == NULL || d->maxsize == 0) continue;
+        long page = sysconf(_SC_PAGESIZE);
+        uintptr_t start = (uintptr_t)d->data & ~(uintptr_t)(page - 1);
+        uintptr_t end = ((uintptr_t)d->data + d->maxsize) & ~(uintptr_t)(page - 1);
+        if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+    }
+}
+
 void share_pw_give_back(share_pw_capture *c) {
-    if (c->lent != NULL) pw_stream_queue_buffer(c->stream, c->lent);
+    if (c->lent != NULL) {
+        unmap_pages(c->lent);
+        pw_stream_queue_buffer(c->stream, c->lent);
+    }
     c->lent = NULL;
 }
 
@@ -424,3 +466,5 @@ void share_pw_pointer_read(share_pw_capture *c, share_pw_pointer *pointer, uint3
 }
 
 uint64_t share_pw_pointer_changes(share_pw_capture *c) { return c->pointer_changes; }
+
+uint64_t share_pw_buffer_bytes(share_pw_capture *c) { return c->buffer_bytes; }

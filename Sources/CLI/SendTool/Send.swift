@@ -7,6 +7,7 @@ import ShareSender
 import ShareSession
 import ShareSRTP
 import ShareX11Capture
+import SharePipeWireCapture
 import ShareGovernor
 import ShareLatency
 
@@ -22,7 +23,7 @@ struct Send: ParsableCommand {
 
     func run() throws {
         let o = options
-        if o.list { return listSources(display: o.display) }
+        if o.list { return listSources(o) }
         ScreenSender.limitMallocArenas()
         var configuration = o.senderConfiguration()
         let janus = o.janus.map { JanusMount.mount(url: $0, options: o, configuration: &configuration) }
@@ -149,10 +150,26 @@ struct Send: ParsableCommand {
     }
 }
 
-/// `share send --list`: what can be shared.
-func listSources(display: String?) {
+/// `share send --list`: what can be shared, on the desktop `--capture` takes.
+func listSources(_ options: SendOptions) {
+    let wayland = ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"].map { !$0.isEmpty } ?? false
+    let auto = options.capture == "auto" && options.display == nil && wayland
+    if options.capture == "portal" || (auto && !PipeWireCapturer.gnomeAnswers()) {
+        print("the desktop's screen cast portal lists nothing: its dialog asks what to share (a monitor, or a window with --window)")
+        return
+    }
+    if options.capture == "gnome" || auto {
+        let monitors: [Monitor]
+        do { monitors = try PipeWireCapturer.gnomeMonitors() } catch { fail("\(error)") }
+        print("monitors of this GNOME desktop (--monitor CONNECTOR or INDEX):")
+        for (index, monitor) in monitors.enumerated() {
+            print("  \(index)  \(monitor.name)  \(monitor.bounds)\(monitor.primary ? "  primary" : "")")
+        }
+        print("windows: GNOME's screen cast takes a window by Mutter's id (--window ID); it has no list to give")
+        return
+    }
     let inventory: (monitors: [Monitor], windows: [TopLevelWindow])
-    do { inventory = try ScreenCapturer.inventory(display: display) } catch { fail("\(error)") }
+    do { inventory = try ScreenCapturer.inventory(display: options.display) } catch { fail("\(error)") }
     print("monitors (--monitor NAME or INDEX):")
     for (index, monitor) in inventory.monitors.enumerated() {
         print("  \(index)  \(monitor.name)  \(monitor.bounds)\(monitor.primary ? "  primary" : "")")

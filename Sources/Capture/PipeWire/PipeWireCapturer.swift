@@ -122,7 +122,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
         }
     }
 
-    /// Waits for the stream's format, or says why it never came.
+    /// Waits for the stream's format (and its buffers), or says why it never came.
     func awaitFormat() throws(ScreenCastError) -> (width: Int, height: Int) {
         let deadline = SystemClock.monotonic() + Self.negotiation
         while true {
@@ -161,7 +161,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             }
             guard frame != nil || hasPicture else { return nil }
             let wanted = size?(width, height) ?? (width: width, height: height)
-            preparePool(width: max(2, wanted.width), height: max(2, wanted.height))
+            preparePool(width: max(2, wanted.width), height: max(2, wanted.height), mapped: locked.bufferBytes)
             guard let pool, let plan else { return nil }
             let time = frame.map { Self.captureTime(arrived: $0.arrived_ns) } ?? CaptureTime.now()
             guard var lease = pool.lease(time: time, sequence: sequence, sourceWidth: width, sourceHeight: height) else {
@@ -258,8 +258,9 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
         }
     }
 
-    /// The pool and band plan for pictures of this size from what is cast now.
-    private func preparePool(width pictureWidth: Int, height pictureHeight: Int) {
+    /// The pool and band plan for pictures of this size from what is cast
+    /// now; `mapped`: PipeWire's buffers, which count as held (each is read whole).
+    private func preparePool(width pictureWidth: Int, height pictureHeight: Int, mapped: Int) {
         if pool?.width != pictureWidth || pool?.height != pictureHeight {
             pool = FramePool(width: pictureWidth, height: pictureHeight, slots: slotsWanted)
         }
@@ -273,6 +274,6 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             plan = newPlan
             pictureKept = false
         }
-        held.store((pool?.bytes ?? 0) + (scaledBand?.size ?? 0) + (convertedBand?.size ?? 0), ordering: .relaxed)
+        held.store((pool?.bytes ?? 0) + (scaledBand?.size ?? 0) + (convertedBand?.size ?? 0) + mapped, ordering: .relaxed)
     }
 }

@@ -66,6 +66,9 @@ final class PipeWireStream: @unchecked Sendable {
 
         var hasFrame: Bool { share_pw_has_frame(handle) != 0 }
 
+        /// Bytes of PipeWire's buffers mapped into this process (each read whole).
+        var bufferBytes: Int { Int(share_pw_buffer_bytes(handle)) }
+
         var counts: (arrived: UInt64, replaced: UInt64, empty: UInt64) {
             var c: (UInt64, UInt64, UInt64) = (0, 0, 0)
             share_pw_counts(handle, &c.0, &c.1, &c.2)

@@ -8,9 +8,15 @@ each with "ok" once Mutter took it:
     key KEYSYM    press and release a key (an X keysym, decimal or 0x hex)
     rotate N      turn the first monitor N quarter turns (0-3), as the
                   display settings do: its pictures change size
+    cast          cast the first monitor (no pointer) for another program,
+                  and answer "node ID": its PipeWire node (GStreamer's
+                  pipewiresrc path=ID in the benchmarks)
 Run as the session's user with the session's DBUS_SESSION_BUS_ADDRESS.
 Debian's python3-dbus; no main loop is needed for calls alone."""
+import json
+import subprocess
 import sys
+import time
 
 import dbus
 
@@ -29,6 +35,29 @@ def rotate(bus, quarter_turns):
     config.ApplyMonitorsConfig(serial, dbus.UInt32(1),
                                [(x, y, scale, dbus.UInt32(quarter_turns), True, [(connector, mode, {})])],
                                dbus.Dictionary({}, signature="sv"))
+
+
+def video_nodes():
+    dump = json.loads(subprocess.run(["pw-dump"], capture_output=True, text=True).stdout or "[]")
+    return {o["id"] for o in dump if o.get("type", "").endswith("Node")
+            and o.get("info", {}).get("props", {}).get("media.class") == "Stream/Output/Video"}
+
+
+def hold_cast(bus, connector):
+    """A screen cast of `connector` held as long as this process, and its PipeWire node (found as the
+    video output node that appeared: python3-dbus hears no signal without a main loop)."""
+    before = video_nodes()
+    cast = dbus.Interface(bus.get_object(MUTTER_SC, "/org/gnome/Mutter/ScreenCast"), MUTTER_SC)
+    path = cast.CreateSession(dbus.Dictionary({}, signature="sv"))
+    session = dbus.Interface(bus.get_object(MUTTER_SC, path), MUTTER_SC + ".Session")
+    session.RecordMonitor(connector, {"cursor-mode": dbus.UInt32(0)})
+    session.Start()
+    for _ in range(100):
+        new = video_nodes() - before
+        if new:
+            return max(new)
+        time.sleep(0.05)
+    raise SystemExit("remote_input: the cast gave no PipeWire node")
 
 
 def main():
@@ -63,6 +92,8 @@ def main():
             keysym = dbus.UInt32(int(words[1], 0))
             session.NotifyKeyboardKeysym(keysym, True)
             session.NotifyKeyboardKeysym(keysym, False)
+        elif words[0] == "cast":
+            print("node %d" % hold_cast(bus, connector), flush=True)
         elif words[0] == "rotate" and len(words) == 2:
             rotate(bus, int(words[1]))
         else:

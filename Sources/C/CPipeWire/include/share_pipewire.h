@@ -99,6 +99,8 @@ void share_pw_give_back(share_pw_capture *capture);
 /// The pointer; its shape is copied into `pixels` (premultiplied ARGB,
 /// `capacity` words at most) when `pixels` is not NULL.
 void share_pw_pointer_read(share_pw_capture *capture, share_pw_pointer *pointer, uint32_t *pixels, size_t capacity);
+/// Bytes of the stream's buffers mapped into this process.
+uint64_t share_pw_buffer_bytes(share_pw_capture *capture);
 /// Times the pointer moved or changed shape.
 uint64_t share_pw_pointer_changes(share_pw_capture *capture);
 

@@ -71,7 +71,7 @@ enum DBusReader {
         return out
     }
 
-    private static func basic<T>(_ iterator: inout DBusMessageIter, _ zero: T) -> T {
+    private static func basic<T: BitwiseCopyable>(_ iterator: inout DBusMessageIter, _ zero: T) -> T {
         var v = zero
         dbus_message_iter_get_basic(&iterator, &v)
         return v

@@ -1,3 +1,5 @@
+public import ShareCapture
+internal import ShareColor
 /// GNOME's monitors as org.gnome.Mutter.DisplayConfig tells them: the
 /// connector names RecordMonitor takes, which is primary, and where each
 /// sits (for `--list` and `--monitor`).
@@ -65,5 +67,25 @@ struct MutterDisplays {
         if let index = Int(name), monitors.indices.contains(index) { return monitors[index].connector }
         let known = monitors.map { "\($0.connector) (\($0.name))" }.joined(separator: ", ")
         throw .unsupported("no monitor \"\(name)\" on this desktop; it has \(known.isEmpty ? "none" : known)")
+    }
+}
+
+extension PipeWireCapturer {
+    /// GNOME's monitors as `--monitor` takes them (connector name or index),
+    /// for `share send --list` on a GNOME Wayland desktop.
+    public static func gnomeMonitors() throws(ScreenCastError) -> [Monitor] {
+        do {
+            let bus = try DBusConnection.session()
+            return try MutterDisplays(bus: bus).monitors.map {
+                Monitor(name: "\($0.connector) (\($0.name))", bounds: Rectangle(x: $0.x, y: $0.y, width: $0.width, height: $0.height),
+                        primary: $0.primary)
+            }
+        } catch let error as DBusError {
+            throw ScreenCastError(error, missing: "GNOME's display service is not on this session's bus: not a GNOME desktop?")
+        } catch let error as ScreenCastError {
+            throw error
+        } catch {
+            throw .failed("\(error)")
+        }
     }
 }

@@ -1,4 +1,4 @@
-public import ShareCapture
+internal import ShareCapture
 internal import ShareSync
 
 /// A screen cast through the xdg-desktop-portal ScreenCast portal, which
