@@ -14,10 +14,12 @@ extension PipeWireCapturer {
     /// Pictures that came since capture started.
     public var changesSeen: Int { Int(stream.locked { $0.counts.arrived }) }
 
+    /// True as well once the desktop closed the cast: the next capture
+    /// says why at once, instead of at the still screen's next refresh.
     public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
         if screenChanged { return true }
         wait(timeoutNanoseconds) { self.screenChanged }
-        return screenChanged
+        return screenChanged || session.closed()
     }
 
     public func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool {
