@@ -78,6 +78,10 @@ public final class FramePool: Sendable {
     func wrote(_ slot: Int) { newest.withLock { $0 = slot } }
     /// The slot with the newest picture, for a writer that copies what did not change.
     func newestSlot() -> Int? { newest.withLock { $0 } }
+
+    /// The newest picture written, to carry into a pool of another size
+    /// (valid while nobody writes its slot: a pool no longer leased from).
+    package func newestPlanes() -> I420Planes? { newestSlot().map(planes) }
 }
 
 /// A captured picture in a pool slot. It cannot be copied, so nothing

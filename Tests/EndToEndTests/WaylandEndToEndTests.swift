@@ -109,6 +109,42 @@ struct WaylandEndToEndTests {
         #expect((stats["framesDelivered"] as? Int ?? 99) <= 5, "the compositor sent \(stats["framesDelivered"] ?? "?") pictures")
     }
 
+    /// A still desktop sends nothing new, yet when the memory governor
+    /// steps the picture down (its budget set under the footprint), the
+    /// next pictures are the same desktop at the smaller size: the last
+    /// picture, scaled.
+    @Test func aStillDesktopKeepsItsPictureWhenThePictureGetsSmaller() throws {
+        let (session, dir, key) = try Self.stage()
+        let client = try TestClient(display: session.xDisplay)
+        _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0x3060a0, name: "still")
+        usleep(500_000)
+        let port = freeUDPPort()
+        let recording = dir.path("smaller.mkv")
+        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
+                                              "--record", recording, "--duration", "16"])
+        usleep(300_000)
+        let socket = dir.path("send.sock")
+        let sender = try session.start(["send", "127.0.0.1", "--port", "\(port)", "--key-file", key, "--audio", "none",
+                                        "--duration", "8", "--control", socket, "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("session with", timeout: 10), "\(sender.output)")
+        usleep(1_500_000)
+        let footprint = try CaptureSourceEndToEndTests.status(socket)["footprintBytes"] as? Int ?? 0
+        let budget = max(1, (footprint - 3 << 19) >> 20)
+        _ = try ShareBinary.run(["ctl", "budget", "\(budget)M", "--socket", socket])
+        let sent = sender.wait(timeout: 30)
+        _ = receiver.wait(timeout: 30)
+        let stats = try Self.stats(dir.path("send.json"))
+        #expect((stats["encodedHeight"] as? Int ?? 720) < 720, "stepped down under a \(budget) MiB budget: \(sent.output)")
+        #expect((stats["framesDelivered"] as? Int ?? 99) <= 3, "the desktop sent nothing new: \(stats)")
+        // The last picture recorded, at the smaller size, is the desktop.
+        let pixel = dir.path("last.rgb")
+        let decoded = try run("ffmpeg", ["-v", "error", "-y", "-i", recording, "-vf", "crop=2:2:iw/2:ih/2", "-f", "rawvideo",
+                                         "-pix_fmt", "rgb24", pixel])
+        let rgb = Array((FileManager.default.contents(atPath: pixel) ?? Data()).suffix(12).prefix(3)).map(Int.init)
+        #expect(rgb.count == 3 && abs(rgb[0] - 0x30) <= 10 && abs(rgb[1] - 0x60) <= 10 && abs(rgb[2] - 0xa0) <= 10,
+                "the smaller picture is \(rgb), not the desktop's (48, 96, 160): \(decoded.stderr)")
+    }
+
     /// The monitor turned a quarter (its pictures now 720x1280): GNOME ends
     /// the cast, the sender casts the monitor again and goes on at the new
     /// size, and the receiver follows.

@@ -46,6 +46,11 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     /// Pictures delivered by the casts before this one.
     var deliveredBefore = 0
     private var pool: FramePool?
+    /// The pool before a change of picture size, while its newest picture
+    /// is the only one there is (a still screen sends nothing new to
+    /// convert at the new size: that picture is scaled instead).
+    private var carried: FramePool?
+    private let rescaler = PixelConverter()
     private var plan: BandPlan?
     /// Room for one band in BGRX when the stream's layout is another, and
     /// for a band's scaled rows.
@@ -84,10 +89,10 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     static let negotiation: UInt64 = 10_000_000_000
 
     /// Asks the desktop for a cast of `source` through `backend` and waits
-    /// until PipeWire agreed a format. The pointer is always asked for as
-    /// metadata when it is wanted at all (drawn in by the compositor when
-    /// `drawsCursor` and not `tracksPointer`). Through the portal, the
-    /// desktop's remembered choice is used unless `askAgain`.
+    /// until PipeWire agreed a format. The pointer comes as metadata with
+    /// `tracksPointer`, drawn in by the compositor with `drawsCursor` alone,
+    /// and not at all otherwise. Through the portal, the desktop's
+    /// remembered choice is used unless `askAgain`.
     public init(backend: Backend, source: CaptureSource = .screen, slots: Int = PipeWireCapturer.defaultSlots,
                 drawsCursor: Bool = false, tracksPointer: Bool = false, maxFPS: Int = 60, askAgain: Bool = false,
                 bandBytes: Int = PipeWireCapturer.defaultBandBytes) throws(ScreenCastError) {
@@ -174,12 +179,20 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             if let frame {
                 changes = convert(frame, into: lease, plan: plan)
                 hasPicture = true
-            } else {
+            } else if lease.holdsNewest || lease.hasPrevious {
                 // Nothing came since: the newest picture again.
-                if !lease.holdsNewest, let previous = lease.previousPlanes { lease.planes.copyRows(0..<plan.height, from: previous) }
+                if let previous = lease.previousPlanes { lease.planes.copyRows(0..<plan.height, from: previous) }
                 keptBands.add(plan.bands.count, ordering: .relaxed)
                 changes = pictureKept ? [] : nil
+            } else if let old = carried?.newestPlanes() {
+                // A new picture size and nothing new from the desktop: the last picture, scaled.
+                rescaler.convert(.i420(y: old.y, yStride: old.lumaStride, u: old.u, uStride: old.chromaStride, v: old.v,
+                                       vStride: old.chromaStride), width: old.width, height: old.height, into: lease.planes)
+                changes = nil
+            } else {
+                return nil
             }
+            carried = nil
             pictures += 1
             lease.number = pictures
             lease.changes = changes
@@ -262,6 +275,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     /// now; `mapped`: PipeWire's buffers, which count as held (each is read whole).
     private func preparePool(width pictureWidth: Int, height pictureHeight: Int, mapped: Int) {
         if pool?.width != pictureWidth || pool?.height != pictureHeight {
+            if pool?.newestPlanes() != nil { carried = pool }
             pool = FramePool(width: pictureWidth, height: pictureHeight, slots: slotsWanted)
         }
         if plan?.sourceWidth != width || plan?.sourceHeight != height || plan?.width != pictureWidth
