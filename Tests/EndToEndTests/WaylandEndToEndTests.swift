@@ -118,10 +118,8 @@ struct WaylandEndToEndTests {
         let client = try TestClient(display: session.xDisplay)
         _ = client.window(x: 0, y: 0, width: 1280, height: 720, rgb: 0x3060a0, name: "still")
         usleep(500_000)
-        let port = freeUDPPort()
-        let recording = dir.path("smaller.mkv")
-        let receiver = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
-                                              "--record", recording, "--duration", "16"])
+        let (port, recording) = (freeUDPPort(), dir.path("smaller.mkv"))
+        let receiver = try ShareBinary.recorder(port: port, key: key, recording: recording, seconds: 16)
         usleep(300_000)
         let socket = dir.path("send.sock")
         let sender = try session.start(["send", "127.0.0.1", "--port", "\(port)", "--key-file", key, "--audio", "none",

@@ -28,6 +28,13 @@ public enum ShareBinary {
         try start(arguments, environment: environment).wait(timeout: timeout)
     }
 
+    /// `share recv` recording what a key holder sends to `port` into
+    /// `recording`, with no window and no sound, for `seconds`.
+    public static func recorder(port: Int, key: String, recording: String, seconds: Int) throws -> ChildProcess {
+        try start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio", "--record", recording,
+                   "--duration", "\(seconds)"])
+    }
+
     /// A fresh key file (mode 0600) in `directory`.
     public static func keyFile(in directory: TemporaryDirectory, name: String = "share.key",
                                profile: String = "AES_CM_128_HMAC_SHA1_80") throws -> String {
