@@ -18,8 +18,9 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     var busDescriptor: Int32 { bus.descriptor }
     /// Whether the desktop closed the cast (once told, for good).
     private var hasClosed = false
-    /// Whether the desktop said its monitors changed since the cast started.
-    private var sawMonitorsChange = false
+    /// When the cast closed, and when the desktop last said its monitors changed.
+    private var closedAt: UInt64?
+    private var monitorsChangedAt: UInt64?
     let node: UInt32
     var pipeWireDescriptor: Int32 { -1 }
     let summary: String
@@ -114,19 +115,26 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     }
 
     private func note(_ signal: DBusSignal) {
-        if signal.member == "Closed" && signal.path == sessionPath { hasClosed = true }
-        if signal.member == "MonitorsChanged" { sawMonitorsChange = true }
+        if signal.member == "Closed" && signal.path == sessionPath {
+            hasClosed = true
+            closedAt = SystemClock.monotonic()
+        }
+        if signal.member == "MonitorsChanged" { monitorsChangedAt = SystemClock.monotonic() }
     }
 
-    /// Whether the desktop said its monitors changed, waiting up to
-    /// `nanoseconds` for it (it comes just after the cast closes).
+    /// Whether the desktop said its monitors changed within `nanoseconds`
+    /// of the cast closing, waiting that long for it (it comes just after):
+    /// a cast stopped from the top bar long after a monitor was plugged in
+    /// is not a reconfiguration.
     func monitorsChanged(within nanoseconds: UInt64) -> Bool {
-        let deadline = SystemClock.monotonic() + nanoseconds
-        while !sawMonitorsChange, bus.isConnected, SystemClock.monotonic() < deadline {
+        let closed = closedAt ?? SystemClock.monotonic()
+        let deadline = closed + nanoseconds
+        func near() -> Bool { monitorsChangedAt.map { $0 + nanoseconds >= closed } ?? false }
+        while !near(), bus.isConnected, SystemClock.monotonic() < deadline {
             let left = (deadline &- min(deadline, SystemClock.monotonic())) / 1_000_000
             if let signal = bus.nextSignal(timeoutMilliseconds: Int32(clamping: max(1, left))) { note(signal) }
         }
-        return sawMonitorsChange
+        return near()
     }
 
     func stop() {
