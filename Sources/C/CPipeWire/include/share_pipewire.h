@@ -94,7 +94,8 @@ int share_pw_has_frame(share_pw_capture *capture);
 /// Lends the newest picture (1), or nothing new (0). The damage gathered so
 /// far goes with it and starts again.
 int share_pw_take(share_pw_capture *capture, share_pw_frame *frame);
-/// Hands the lent picture's buffer back to PipeWire.
+/// Hands the lent picture's buffer back to PipeWire, its pages dropped from
+/// this process first (they are the compositor's memory, read whole).
 void share_pw_give_back(share_pw_capture *capture);
 /// The pointer; its shape is copied into `pixels` (premultiplied ARGB,
 /// `capacity` words at most) when `pixels` is not NULL.
