@@ -11,6 +11,15 @@ struct PortalEndToEndTests {
     /// Where the portal's dialog puts its parts on a 1280x720 monitor.
     static let monitorRow = (x: 470, y: 386), share = (x: 852, y: 233), cancel = (x: 430, y: 233)
 
+    /// `share send --capture portal` started in `session` for `seconds`,
+    /// its SDP and statistics in `dir` as `name`.sdp and `name`.json.
+    static func sendThroughPortal(in session: GnomeSession, _ dir: TemporaryDirectory, name: String,
+                                  seconds: Int) throws -> ChildProcess {
+        try session.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("\(name).sdp"),
+                           "--capture", "portal", "--audio", "none", "--duration", "\(seconds)",
+                           "--stats-json", dir.path("\(name).json")])
+    }
+
     /// Clicks `spots` in turn, again and again, until `sender` says
     /// `done` (the dialog opens a moment after the request, and a click
     /// before it is lost).
@@ -34,9 +43,7 @@ struct PortalEndToEndTests {
         let dir = try TemporaryDirectory()
         session.lend(dir)
         let input = try session.remoteInput()
-        let first = try session.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("first.sdp"),
-                                       "--capture", "portal", "--audio", "none", "--duration", "3",
-                                       "--stats-json", dir.path("first.json")])
+        let first = try Self.sendThroughPortal(in: session, dir, name: "first", seconds: 3)
         #expect(Self.answer(input, clicking: [Self.monitorRow, Self.share]) { first.output.contains("capturing") },
                 "the dialog was answered: \(first.output)")
         let ran = first.wait(timeout: 30)
@@ -47,8 +54,7 @@ struct PortalEndToEndTests {
         let attributes = try FileManager.default.attributesOfItem(atPath: token)
         #expect(attributes[.posixPermissions] as? Int == 0o600, "the restore token is private")
 
-        let again = try session.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("again.sdp"),
-                                       "--capture", "portal", "--audio", "none", "--duration", "2"])
+        let again = try Self.sendThroughPortal(in: session, dir, name: "again", seconds: 2)
         let second = again.wait(timeout: 20)
         #expect(second.status == 0 && second.output.contains("remembered it"), "shared without asking: \(second.output)")
     }
@@ -59,8 +65,7 @@ struct PortalEndToEndTests {
         let dir = try TemporaryDirectory()
         session.lend(dir)
         let input = try session.remoteInput()
-        let sender = try session.start(["send", "127.0.0.1", "--port", "\(freeUDPPort())", "--sdp", dir.path("no.sdp"),
-                                        "--capture", "portal", "--audio", "none", "--duration", "5"])
+        let sender = try Self.sendThroughPortal(in: session, dir, name: "no", seconds: 5)
         #expect(Self.answer(input, clicking: [Self.cancel]) { !sender.isRunning }, "the sender ended: \(sender.output)")
         let ran = sender.wait(timeout: 10)
         #expect(ran.status != 0 && ran.output.contains("cancelled in the desktop's dialog"), "\(ran.output)")

@@ -42,15 +42,22 @@ public enum ScreenCastError: Error, Equatable, CustomStringConvertible, Sendable
 }
 
 extension ScreenCastError {
-    /// A D-Bus failure in words for the person sharing: no bus, the
-    /// service not there (`missing` says what that means), or the cause.
-    init(_ error: DBusError, missing: String) {
-        if error.name == DBusError.noSessionBus {
-            self = .unavailable(error.message)
-        } else if error.serviceMissing {
-            self = .unavailable(missing)
-        } else {
-            self = .failed(error.message)
+    /// Runs `body`, which talks to the desktop over D-Bus, and puts what
+    /// fails in words for the person sharing: no bus, the service not there
+    /// (`missing` says what that means), the service without the interface
+    /// (`noInterface`, when given), or the cause.
+    static func during<T>(missing: String, noInterface: String? = nil, _ body: () throws -> T) throws(ScreenCastError) -> T {
+        do {
+            return try body()
+        } catch let error as ScreenCastError {
+            throw error
+        } catch let error as DBusError {
+            if error.name == DBusError.noSessionBus { throw .unavailable(error.message) }
+            if error.serviceMissing { throw .unavailable(missing) }
+            if let noInterface, error.interfaceMissing { throw .unavailable("\(noInterface) (\(error))") }
+            throw .failed(error.message)
+        } catch {
+            throw .failed("\(error)")
         }
     }
 }

@@ -15,6 +15,10 @@ struct DBusError: Error, CustomStringConvertible, Sendable {
     /// Ours: there is no session bus to connect to.
     static let noSessionBus = "share.NoSessionBus"
 
+    var interfaceMissing: Bool {
+        name == "org.freedesktop.DBus.Error.UnknownMethod" || name == "org.freedesktop.DBus.Error.UnknownInterface"
+    }
+
     var serviceMissing: Bool {
         name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NameHasNoOwner"
     }

@@ -44,11 +44,8 @@ enum DBusValue: Equatable, Sendable {
     }
 
     var array: [DBusValue]? {
-        switch unwrapped {
-        case .array(let a): a
-        case .dictionary(let d): d.sorted { $0.key < $1.key }.map { .structure([.string($0.key), $0.value]) }
-        default: nil
-        }
+        if case .array(let a) = unwrapped { return a }
+        return nil
     }
 
     var structure: [DBusValue]? {

@@ -74,18 +74,11 @@ extension PipeWireCapturer {
     /// GNOME's monitors as `--monitor` takes them (connector name or index),
     /// for `share send --list` on a GNOME Wayland desktop.
     public static func gnomeMonitors() throws(ScreenCastError) -> [Monitor] {
-        do {
-            let bus = try DBusConnection.session()
-            return try MutterDisplays(bus: bus).monitors.map {
+        try ScreenCastError.during(missing: "GNOME's display service is not on this session's bus: not a GNOME desktop?") {
+            try MutterDisplays(bus: try DBusConnection.session()).monitors.map {
                 Monitor(name: "\($0.connector) (\($0.name))", bounds: Rectangle(x: $0.x, y: $0.y, width: $0.width, height: $0.height),
                         primary: $0.primary)
             }
-        } catch let error as DBusError {
-            throw ScreenCastError(error, missing: "GNOME's display service is not on this session's bus: not a GNOME desktop?")
-        } catch let error as ScreenCastError {
-            throw error
-        } catch {
-            throw .failed("\(error)")
         }
     }
 }

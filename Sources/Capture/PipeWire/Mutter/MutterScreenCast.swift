@@ -30,26 +30,19 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
 
     /// Starts a cast of `source` and waits for its PipeWire node.
     init(source: CaptureSource, cursor: CursorMode) throws(ScreenCastError) {
-        do {
-            bus = try DBusConnection.session()
+        (bus, sessionPath, summary, node) = try ScreenCastError.during(
+            missing: "GNOME's screen cast service (\(Self.service)) is not on this session's bus: "
+                + "not a GNOME desktop? (--capture portal asks the desktop's portal)") {
+            let bus = try DBusConnection.session()
             let created = try bus.call(Self.service, path: "/org/gnome/Mutter/ScreenCast", interface: Self.service,
                                        method: "CreateSession", [.dictionary([:])])
             guard let path = created.first?.string else { throw ScreenCastError.unexpected("CreateSession gave no session") }
-            sessionPath = path
             try bus.listen("type='signal',sender='\(Self.service)',path='\(path)',interface='\(Self.sessionInterface)',member='Closed'")
             try bus.listen("type='signal',interface='org.gnome.Mutter.DisplayConfig',member='MonitorsChanged'")
             let (stream, summary) = try Self.record(source, cursor: cursor, bus: bus, session: path)
-            self.summary = summary
             try bus.listen("type='signal',sender='\(Self.service)',path='\(stream)',interface='\(Self.streamInterface)'")
             _ = try bus.call(Self.service, path: path, interface: Self.sessionInterface, method: "Start")
-            node = try Self.awaitNode(bus: bus, stream: stream)
-        } catch let error as DBusError {
-            throw ScreenCastError(error, missing: "GNOME's screen cast service (\(Self.service)) is not on this session's bus: "
-                                  + "not a GNOME desktop? (--capture portal asks the desktop's portal)")
-        } catch let error as ScreenCastError {
-            throw error
-        } catch {
-            throw .failed("\(error)")
+            return (bus, path, summary, try Self.awaitNode(bus: bus, stream: stream))
         }
     }
 
@@ -61,14 +54,9 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
         let reply: [DBusValue]
         let summary: String
         switch source {
-        case .screen:
-            let connector = try MutterDisplays(bus: bus).primary
-            reply = try bus.call(service, path: session, interface: sessionInterface, method: "RecordMonitor",
-                                 [.string(connector), .dictionary(properties)])
-            summary = "monitor \(connector)"
-        case .monitor(let name):
+        case .screen, .monitor:
             let displays = try MutterDisplays(bus: bus)
-            let connector = try displays.connector(named: name)
+            let connector = if case .monitor(let name) = source { try displays.connector(named: name) } else { try displays.primary }
             reply = try bus.call(service, path: session, interface: sessionInterface, method: "RecordMonitor",
                                  [.string(connector), .dictionary(properties)])
             summary = "monitor \(connector)"
@@ -79,8 +67,8 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
             summary = "region \(r)"
         case .window(let name):
             guard let id = UInt64(name) else {
-                throw ScreenCastError.unsupported("GNOME's screen cast takes a window by its numeric id (--window ID) "
-                                                  + "or, with --window focused, the focused window")
+                throw ScreenCastError.unsupported("GNOME's screen cast takes a window by Mutter's numeric id (--window ID), "
+                                                  + "not \"\(name)\"; the portal (--capture portal --window) lets you pick one")
             }
             var withWindow = properties
             withWindow["window-id"] = .uint64(id)

@@ -20,7 +20,6 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
     let node: UInt32
     let pipeWireDescriptor: Int32
     let summary: String
-    private var tokens = 0
 
     /// `remembered`: start from the choice the desktop remembered last
     /// time (its restore token), asking only when it has none; false asks again.
@@ -34,56 +33,55 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
             throw .unsupported("the screen cast portal shares monitors and windows, not regions: "
                                + "use --capture gnome on GNOME, or share the monitor")
         }
-        do {
-            bus = try DBusConnection.session()
-            let available = try Self.property("AvailableSourceTypes", bus: bus)?.uint32 ?? 1
-            guard available & types != 0 else {
-                throw ScreenCastError.unsupported("this desktop's portal cannot share a \(types == 2 ? "window" : "monitor")")
-            }
-            let cursorModes = try Self.property("AvailableCursorModes", bus: bus)?.uint32 ?? 0
-            let created = try Self.request(bus: bus, method: "CreateSession", token: "share_c") { token in
-                [.dictionary(["handle_token": .string(token), "session_handle_token": .string("share_session")])]
-            }
-            guard let session = created["session_handle"]?.string else { throw ScreenCastError.unexpected("no session handle") }
-            sessionPath = session
-            try bus.listen("type='signal',sender='\(Self.service)',path='\(session)',interface='org.freedesktop.portal.Session'")
-            var options: [String: DBusValue] = ["types": .uint32(types), "multiple": .bool(false), "persist_mode": .uint32(2)]
-            let mode = Self.cursorMode(cursor, available: cursorModes)
-            if let mode { options["cursor_mode"] = .uint32(mode) }
-            let saved = remembered ? tokenStore.load(types: types) : nil
-            if let saved { options["restore_token"] = .string(saved) }
-            _ = try Self.request(bus: bus, method: "SelectSources", token: "share_s") { token in
-                var withToken = options
-                withToken["handle_token"] = .string(token)
-                return [.objectPath(session), .dictionary(withToken)]
-            }
-            let started = try Self.request(bus: bus, method: "Start", token: "share_t") { token in
-                [.objectPath(session), .string(""), .dictionary(["handle_token": .string(token)])]
-            }
-            guard let first = started["streams"]?.array?.first?.structure, let node = first.first?.uint32 else {
-                throw ScreenCastError.unexpected("Start gave no stream")
-            }
-            self.node = node
-            if let token = started["restore_token"]?.string { tokenStore.save(token, types: types) }
-            let remote = try bus.call(Self.service, path: Self.path, interface: Self.interface, method: "OpenPipeWireRemote",
-                                      [.objectPath(session), .dictionary([:])])
-            guard case .fd(let fd)? = remote.first?.unwrapped else { throw ScreenCastError.unexpected("no PipeWire remote") }
-            pipeWireDescriptor = fd
-            let what = types == 2 ? "window" : "monitor"
-            summary = saved != nil && started["restore_token"] != nil
-                ? "the \(what) chosen before (the desktop remembered it; --forget-screen-choice asks again)"
-                : "the \(what) chosen in the desktop's dialog"
-        } catch let error as DBusError {
-            if error.name == "org.freedesktop.DBus.Error.UnknownMethod" || error.name == "org.freedesktop.DBus.Error.UnknownInterface" {
-                throw ScreenCastError.unavailable("the desktop portal has no ScreenCast backend for this desktop (\(error))")
-            }
-            throw ScreenCastError(error, missing: "no screen cast portal: xdg-desktop-portal is not running on this session's bus "
-                                  + "(install xdg-desktop-portal and your desktop's backend)")
-        } catch let error as ScreenCastError {
-            throw error
-        } catch {
-            throw .failed("\(error)")
+        (bus, sessionPath, node, pipeWireDescriptor, summary) = try ScreenCastError.during(
+            missing: "no screen cast portal: xdg-desktop-portal is not running on this session's bus "
+                + "(install xdg-desktop-portal and your desktop's backend)",
+            noInterface: "the desktop portal has no ScreenCast backend for this desktop") {
+            try Self.start(types: types, cursor: cursor, restoring: remembered ? tokenStore.load(types: types) : nil,
+                           tokenStore: tokenStore)
         }
+    }
+
+    /// Asks the portal for a cast of `types` (1 monitor, 2 window): the
+    /// session, the dialog (or the remembered choice), the stream and the
+    /// PipeWire remote to reach it through.
+    private static func start(types: UInt32, cursor: MutterScreenCast.CursorMode, restoring saved: String?,
+                              tokenStore: RestoreTokenStore) throws
+        -> (DBusConnection, String, UInt32, Int32, String) {
+        let bus = try DBusConnection.session()
+        let available = try property("AvailableSourceTypes", bus: bus)?.uint32 ?? 1
+        guard available & types != 0 else {
+            throw ScreenCastError.unsupported("this desktop's portal cannot share a \(types == 2 ? "window" : "monitor")")
+        }
+        let cursorModes = try property("AvailableCursorModes", bus: bus)?.uint32 ?? 0
+        let created = try request(bus: bus, method: "CreateSession", token: "share_c") { token in
+            [.dictionary(["handle_token": .string(token), "session_handle_token": .string("share_session")])]
+        }
+        guard let session = created["session_handle"]?.string else { throw ScreenCastError.unexpected("no session handle") }
+        try bus.listen("type='signal',sender='\(service)',path='\(session)',interface='org.freedesktop.portal.Session'")
+        var options: [String: DBusValue] = ["types": .uint32(types), "multiple": .bool(false), "persist_mode": .uint32(2)]
+        if let mode = cursorMode(cursor, available: cursorModes) { options["cursor_mode"] = .uint32(mode) }
+        if let saved { options["restore_token"] = .string(saved) }
+        _ = try request(bus: bus, method: "SelectSources", token: "share_s") { token in
+            var withToken = options
+            withToken["handle_token"] = .string(token)
+            return [.objectPath(session), .dictionary(withToken)]
+        }
+        let started = try request(bus: bus, method: "Start", token: "share_t") { token in
+            [.objectPath(session), .string(""), .dictionary(["handle_token": .string(token)])]
+        }
+        guard let first = started["streams"]?.array?.first?.structure, let node = first.first?.uint32 else {
+            throw ScreenCastError.unexpected("Start gave no stream")
+        }
+        if let token = started["restore_token"]?.string { tokenStore.save(token, types: types) }
+        let remote = try bus.call(service, path: path, interface: interface, method: "OpenPipeWireRemote",
+                                  [.objectPath(session), .dictionary([:])])
+        guard case .fd(let fd)? = remote.first?.unwrapped else { throw ScreenCastError.unexpected("no PipeWire remote") }
+        let what = types == 2 ? "window" : "monitor"
+        let summary = saved != nil && started["restore_token"] != nil
+            ? "the \(what) chosen before (the desktop remembered it; --forget-screen-choice asks again)"
+            : "the \(what) chosen in the desktop's dialog"
+        return (bus, session, node, fd, summary)
     }
 
     /// The portal's cursor mode: metadata when asked and offered, else
