@@ -110,7 +110,7 @@ public final class GnomeSession: @unchecked Sendable {
 
     /// `path`, or a copy the user can run when the user cannot reach it (a
     /// clone under /root); executables next to it (`companions`) are copied along.
-    private static func reachable(_ path: String, uid: UInt32, companions: [String] = []) throws -> String {
+    static func reachable(_ path: String, uid: UInt32, companions: [String] = []) throws -> String {
         let probe = try run("setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", "test", "-x", path])
         if probe.status == 0 { return path }
         let directory = "/tmp/share-wayland-bin"
@@ -130,7 +130,8 @@ extension GnomeSession {
     /// A person's pointer and keyboard in the session (Mutter's
     /// RemoteDesktop API, through `remote_input.py`), ready for `move` and `press`.
     public func remoteInput() throws -> RemoteInput {
-        let script = ShareBinary.packageRoot.appendingPathComponent("Tests/Support/Wayland/remote_input.py").path
+        let script = try Self.reachable(ShareBinary.packageRoot.appendingPathComponent("Tests/Support/Wayland/remote_input.py").path,
+                                        uid: ids.uid)
         let process = try start([script], executable: "/usr/bin/python3", input: true)
         guard process.waitForOutput("ready", timeout: 10) else {
             throw TestEnvironmentError("remote input did not start: \(process.output)")
