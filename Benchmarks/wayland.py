@@ -17,9 +17,13 @@ decoded picture: glass-to-glass latency):
 
 Every sender encodes with x264 (ultrafast, zerolatency) at the same bitrate,
 rate and keyframe interval, and protects with SRTP. The sender's /proc is
-sampled as harness.py samples it. A still-screen run (`share scene --static`)
-gives share-wayland's idle cost. Mutter renders in software here (no GPU), and
-its own CPU is reported beside, since it bounds the rate a compositor can give.
+sampled as harness.py samples it. A typing run (`share scene --static --typing`)
+measures both share senders where little changes, as on most desktops (GNOME 43
+sends no damage: share finds what changed itself). A still-screen run (`share
+scene --static`) gives share-wayland's idle cost. Mutter renders in software
+here (no GPU), and its own CPU is reported beside, since it bounds the rate a
+compositor can give. `--fps` below the compositor's rate (20 at 1080p here)
+compares both share paths at one rate, so each picture carries as much motion.
 
     python3 Benchmarks/wayland.py                       # 720p and 1080p
     python3 Benchmarks/wayland.py --sizes 1280x720 --seconds 10 --repeats 1
@@ -175,7 +179,20 @@ def run_one(kind, session, run, key, work, node):
             # From the picture's capture (its arrival from PipeWire) to its display: share's own part.
             "capture_to_display_p50": received.get("captureToDisplay", {}).get("p50") if kind.startswith("share") else None,
             "frames_delivered": sent.get("framesDelivered"),
+            "encode_ms_p50": sent.get("encodeMilliseconds", {}).get("p50"),
             "mutter_core_percent": (mutter_last[0] - mutter_first[0]) / seconds * 100 if mutter_first and mutter_last else None}
+
+
+def run_senders(senders, label, session, run, key, work, node, repeats):
+    """Each sender `repeats` times, in turn, the order reversed every other round."""
+    rows = []
+    for repeat in range(repeats):
+        for kind in (senders if repeat % 2 == 0 else list(reversed(senders))):
+            print(f"wayland: {run['size']} {kind}{label} (run {repeat + 1})", flush=True)
+            row = run_one(kind, session, run, key, work, node)
+            row["sender"] = kind + label
+            rows.append(row)
+    return rows
 
 
 def median(rows, key):
@@ -207,12 +224,21 @@ def measure(size, args, key, work):
         run = {"xvfb": xvfb, "size": size, "fps": args.fps, "bitrate": args.bitrate or int(w * h * args.fps * 0.1 / 1000),
                "keyint": 150, "seconds": args.seconds}
         senders = args.senders.split(",")
-        for repeat in range(args.repeats):
-            for kind in (senders if repeat % 2 == 0 else list(reversed(senders))):
-                print(f"wayland: {size} {kind} (run {repeat + 1})", flush=True)
-                rows.append(run_one(kind, session, run, key, work, node))
+        if not args.no_moving:
+            rows += run_senders(senders, "", session, run, key, work, node, args.repeats)
         harness.stop(scene)
         harness.stop(x11_scene)
+        if not args.no_typing:
+            # A desktop where little changes: typing into a line, a caret blinking.
+            typing = [subprocess.Popen([os.path.join(harness.BIN, "share"), "scene", "--display", display, "--static",
+                                        "--typing", "--fps", str(args.fps)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      for display in (session.display, xvfb)]
+            time.sleep(1.5)
+            rows += run_senders([k for k in senders if k.startswith("share")], " typing", session, run, key, work, node,
+                                args.repeats)
+            for process in typing:
+                harness.stop(process)
         harness.stop(xvfb_process)
         if not args.no_still:
             scene = subprocess.Popen([os.path.join(harness.BIN, "share"), "scene", "--display", session.display, "--static"],
@@ -238,7 +264,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--senders", default=",".join(SENDERS))
+    parser.add_argument("--no-moving", action="store_true", help="skip the moving-scene runs")
     parser.add_argument("--no-still", action="store_true")
+    parser.add_argument("--no-typing", action="store_true", help="skip the small-change runs (`share scene --static --typing`)")
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
     parser.add_argument("--bin", default=harness.DEFAULT_BIN)
     args = parser.parse_args()
@@ -253,24 +281,28 @@ def main():
     lines = ["# The Wayland path: share through PipeWire, beside share on X11 and GStreamer", "",
              f"{args.seconds:g} s a run, {args.repeats} runs a sender, medians; {args.fps} fps; one headless GNOME session "
              "(Mutter 43, software rendering) a size; `share scene --stamp` on XWayland. "
-             f"Command: `python3 Benchmarks/wayland.py --sizes {args.sizes} --seconds {args.seconds:g} --repeats {args.repeats}`.", "",
-             "| size | sender | CPU ms/frame | x share-x11 | core % | fps decoded | g2g p50 ms | g2g p95 ms | capture to display p50 ms | footprint MiB | Mutter core % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"Command: `{' '.join(['python3', 'Benchmarks/wayland.py', *sys.argv[1:]])}`.", "",
+             "| size | sender | CPU ms/frame | x share-x11 | core % | fps decoded | g2g p50 ms | g2g p95 ms | capture to display p50 ms | encode p50 ms | footprint MiB | Mutter core % |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for size, rows in results.items():
         kinds = list(dict.fromkeys(r["sender"] for r in rows))
-        x11 = median([r for r in rows if r["sender"] == "share-x11"], "cpu_ms_per_frame")
         for kind in kinds:
             mine = [r for r in rows if r["sender"] == kind]
             cpu = median(mine, "cpu_ms_per_frame")
+            # Against share-x11 on the same scene.
+            reference = f"share-x11 {kind.partition(' ')[2]}".strip()
+            x11 = median([r for r in rows if r["sender"] == reference], "cpu_ms_per_frame")
             ratio = f"{cpu / x11:.2f}" if cpu and x11 and "still" not in kind else "-"
             lines.append(f"| {size} | {kind} | {fmt(cpu, 2)} | {ratio} | {fmt(median(mine, 'core_percent'), 2)} | "
                          f"{fmt(median(mine, 'fps_decoded'))} | {fmt(median(mine, 'g2g_p50'))} | {fmt(median(mine, 'g2g_p95'))} | "
-                         f"{fmt(median(mine, 'capture_to_display_p50'))} | "
+                         f"{fmt(median(mine, 'capture_to_display_p50'))} | {fmt(median(mine, 'encode_ms_p50'), 2)} | "
                          f"{fmt(median(mine, 'peak_footprint_mib'))} | {fmt(median(mine, 'mutter_core_percent'))} |")
     lines += ["", "Glass-to-glass runs from the stamp drawn on XWayland to the picture decoded. For share-wayland, "
               "'capture to display' is the part after PipeWire delivered the picture (capture, encode, send, decode); "
               "the rest is the compositor's: XWayland, Mutter's software composition and its copy into the PipeWire "
-              "buffer. share-x11's glass-to-glass is on Xvfb, with no compositor.", ""]
+              "buffer. share-x11's glass-to-glass is on Xvfb, with no compositor. 'typing' rows draw `share scene "
+              "--static --typing` instead (no stamp) and are compared with share-x11 on that scene; 'encode p50' is the "
+              "sender's wall time in x264 a picture.", ""]
     harness.write_results(args.out, "wayland", {"settings": vars(args), "rows": results}, "\n".join(lines) + "\n")
 
 

@@ -51,13 +51,15 @@ public final class FramePool: Sendable {
     public var available: Int { free.withLock { $0.count } }
 
     /// A free slot, the one holding the newest picture when it is free (so
-    /// what did not change need not be written again); nil when every slot
-    /// is leased.
-    func acquire() -> Int? {
+    /// what did not change need not be written again), or with
+    /// `besideNewest` another one when there is one (so the newest stays
+    /// to be compared with); nil when every slot is leased.
+    func acquire(besideNewest: Bool = false) -> Int? {
         let newest = newest.withLock { $0 }
         return free.withLock { slots in
-            if let newest, let index = slots.firstIndex(of: newest) { return slots.remove(at: index) }
-            return slots.popLast()
+            guard let newest, let index = slots.firstIndex(of: newest) else { return slots.popLast() }
+            if besideNewest, let other = slots.lastIndex(where: { $0 != newest }) { return slots.remove(at: other) }
+            return slots.remove(at: index)
         }
     }
 
@@ -68,8 +70,11 @@ public final class FramePool: Sendable {
     }
 
     /// A lease on a free slot for its writer to fill, or nil (nothing free).
-    package func lease(time: CaptureTime, sequence: UInt64, sourceWidth: Int, sourceHeight: Int) -> FrameLease? {
-        guard let slot = acquire() else { return nil }
+    /// `besideNewest`: a writer that will find what changed by comparing
+    /// with the newest picture takes another slot when one is free.
+    package func lease(time: CaptureTime, sequence: UInt64, sourceWidth: Int, sourceHeight: Int,
+                       besideNewest: Bool = false) -> FrameLease? {
+        guard let slot = acquire(besideNewest: besideNewest) else { return nil }
         return FrameLease(pool: self, slot: slot, time: time, sequence: sequence, sourceWidth: sourceWidth,
                           sourceHeight: sourceHeight)
     }

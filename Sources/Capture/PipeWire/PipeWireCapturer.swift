@@ -10,10 +10,10 @@ import Synchronization
 /// X11 capture. PipeWire's thread keeps only the newest buffer and hands
 /// every older one back at once; `capture` converts the newest band by band
 /// straight from PipeWire's shared memory into a lease and hands it back
-/// before it returns. Damage metadata says which bands changed (a buffer
-/// without it changes everything); a still desktop sends no buffers at
-/// all, so it costs nothing until the loop's refresh copies the newest
-/// picture. The pointer comes as metadata, apart from the pictures.
+/// before it returns. Damage metadata says which bands changed; without
+/// it, comparing with the picture before does. A still desktop sends no
+/// buffers at all, so it costs nothing until the loop's refresh copies the
+/// newest picture. The pointer comes as metadata, apart from the pictures.
 public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     // Safe: the pool, plan, sizes and pointer state are the capturing
     // thread's; the stream is used under its own lock; counters are atomic.
@@ -51,6 +51,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     /// convert at the new size: that picture is scaled instead).
     private var carried: FramePool?
     private let rescaler = PixelConverter()
+    private var changeFinder = ChangeFinder()
     private var plan: BandPlan?
     /// Room for one band in BGRX when the stream's layout is another, and
     /// for a band's scaled rows.
@@ -169,7 +170,10 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             preparePool(width: max(2, wanted.width), height: max(2, wanted.height), mapped: locked.bufferBytes)
             guard let pool, let plan else { return nil }
             let time = frame.map { Self.captureTime(arrived: $0.arrived_ns) } ?? CaptureTime.now()
-            guard var lease = pool.lease(time: time, sequence: sequence, sourceWidth: width, sourceHeight: height) else {
+            // A picture that comes with no damage is compared with the one before, which must stay.
+            let comparing = frame.map { $0.damage_all != 0 || !pictureKept } ?? false
+            guard var lease = pool.lease(time: time, sequence: sequence, sourceWidth: width, sourceHeight: height,
+                                         besideNewest: comparing) else {
                 dropped.add(1, ordering: .relaxed)
                 // The damage went with the frame: the next picture is converted whole.
                 if frame != nil { pictureKept = false }
@@ -249,7 +253,12 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
                                         scaled: scaledBand?.address)
         }
         grabbedBands.add(bands.count, ordering: .relaxed)
-        return changed.map { parts in parts.map(plan.pictureArea) }
+        if let changed { return changed.map(plan.pictureArea) }
+        // No damage came with it (Mutter 43 sends none): what changed is
+        // found against the picture before, so the encoder still skips
+        // what did not.
+        guard !lease.holdsNewest, let previous = lease.previousPlanes else { return nil }
+        return changeFinder.changes(in: planes, since: previous)
     }
 
     private static func damage(_ frame: share_pw_frame, width: Int, height: Int) -> [Rectangle] {
