@@ -203,6 +203,7 @@ let package = Package(
         // an embedder meet them.
         .testTarget(name: "WireTests", dependencies: ["ShareBase", "ShareWire", "TestSupport"], path: "Tests/WireTests",
                     swiftSettings: strict),
+        .testTarget(name: "BaseTests", dependencies: ["ShareBase"], path: "Tests/BaseTests", swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["ShareSync"], path: "Tests/SyncTests", swiftSettings: strict),
         .testTarget(name: "SupportTests", dependencies: ["TestSupport"], path: "Tests/SupportTests", swiftSettings: strict),
         // H.264 encode (ShareVideo) and decode (ShareDecode) together, end to end in one process:

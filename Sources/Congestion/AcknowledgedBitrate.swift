@@ -1,5 +1,5 @@
 internal import ShareWire
-internal import ShareBase
+public import ShareBase
 
 /// The rate at which the receiver actually got our packets: bytes reported
 /// received over a sliding window of arrival time (libwebrtc's acknowledged
@@ -9,10 +9,10 @@ public struct AcknowledgedBitrate: Sendable {
     public let window: Duration
     /// How far back `peak` looks (arrival time).
     public let peakWindow: Duration
-    private var arrivals: [(at: Duration, bytes: Int)] = []
-    private var bytesInWindow = 0
+    private var arrivals: [(at: Duration, size: ByteCount)] = []
+    private var inWindow = ByteCount.zero
     /// The rate after each update, for `peak`, oldest first.
-    private var rates: [(at: Duration, bits: Double)] = []
+    private var rates: [(at: Duration, rate: Bitrate)] = []
 
     public init(window: Duration = .milliseconds(500), peakWindow: Duration = .seconds(1)) {
         self.window = window
@@ -22,31 +22,30 @@ public struct AcknowledgedBitrate: Sendable {
     public mutating func update(_ results: [PacketResult]) {
         for result in results {
             guard let arrival = result.arrival else { continue }
-            arrivals.append((arrival, result.packet.size))
-            bytesInWindow += result.packet.size
+            arrivals.append((arrival, .bytes(result.packet.size)))
+            inWindow += .bytes(result.packet.size)
         }
         guard let newest = arrivals.map(\.at).max() else { return }
         while let first = arrivals.first, newest - first.at > window {
-            bytesInWindow -= first.bytes
+            inWindow -= first.size
             arrivals.removeFirst()
         }
-        if let bits = bitsPerSecond {
-            rates.append((newest, bits))
+        if let rate {
+            rates.append((newest, rate))
             while let first = rates.first, newest - first.at > peakWindow { rates.removeFirst() }
         }
     }
 
-    /// Bits per second, once the window holds enough to say.
-    public var bitsPerSecond: Double? {
+    /// The rate, once the window holds enough to say.
+    public var rate: Bitrate? {
         guard arrivals.count >= 8, let first = arrivals.first?.at, let last = arrivals.last?.at else { return nil }
-        let span = max(last - first, window / 2)
-        return Double(bytesInWindow * 8) / span.seconds
+        return inWindow / max(last - first, window / 2)
     }
 
-    /// The highest `bitsPerSecond` of the last `peakWindow`: what the path
+    /// The highest `rate` of the last `peakWindow`: what the path
     /// has just shown it carries. Screen content comes in bursts (a scroll,
     /// then a pause), so the rate of one window swings with where the
     /// bursts fall; the peak is what the path delivered when the content
     /// asked for it.
-    public var peak: Double? { rates.map(\.bits).max() }
+    public var peak: Bitrate? { rates.map(\.rate).max() }
 }

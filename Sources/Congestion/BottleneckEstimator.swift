@@ -1,5 +1,5 @@
 internal import ShareWire
-internal import ShareBase
+public import ShareBase
 
 /// The bottleneck's rate from packet-train dispersion: the pacer releases a
 /// frame's packets back to back, and a link slower than that spreads them
@@ -27,7 +27,7 @@ public struct BottleneckEstimator: Sendable {
 
     /// How long a measurement counts.
     public var memory: Duration = .seconds(3)
-    private var samples: [(at: Duration, rate: Double)] = []
+    private var samples: [(at: Duration, rate: Bitrate)] = []
     private var unconstrained = 0
     private var latest: Duration = .zero
     /// When a train last arrived out of order: the path's delay varies by
@@ -46,8 +46,8 @@ public struct BottleneckEstimator: Sendable {
 
     public init() {}
 
-    /// Bits per second of the narrowest link seen lately, if one is.
-    public var bitsPerSecond: Double? {
+    /// The rate of the narrowest link seen lately, if one is.
+    public var rate: Bitrate? {
         let recent = samples.filter { latest - $0.at <= memory }.map(\.rate).sorted()
         guard recent.count >= 3 else { return nil }
         // A link serialises every train at its one rate, so its trains
@@ -83,7 +83,7 @@ public struct BottleneckEstimator: Sendable {
         }
         let span = arrivals.last! - arrivals.first!
         let sent = Double(train.last!.packet.sendTime.since(train.first!.packet.sendTime).nanoseconds) / 1e6
-        let bits = Double(train.dropFirst().reduce(0) { $0 + $1.packet.size } * 8)
+        let size = ByteCount(bytes: train.dropFirst().reduce(0) { $0 + $1.packet.size })
         if span < max(Self.minimumSpan, sent * 1.5 + 1) {
             // As tight as it left: nothing below our pacing rate on the path.
             unconstrained += 1
@@ -101,7 +101,7 @@ public struct BottleneckEstimator: Sendable {
         guard deviation < max(expected * 0.5, 1.0) else { return }
         unconstrained = 0
         if let reorderedAt, latest - reorderedAt <= memory { return }
-        samples.append((train.last!.arrival!, bits / span * 1000))
+        samples.append((train.last!.arrival!, .bitsPerSecond(size.bits / span * 1000)))  // span in ms
         if samples.count > Self.keep { samples.removeFirst() }
     }
 }

@@ -8,36 +8,35 @@ public import ShareBase
 /// [minimum, maximum] whatever the feedback says.
 public struct CongestionController: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// Bits per second.
-        public var start: Double
-        public var minimum: Double
-        public var maximum: Double
+        public var start: Bitrate
+        public var minimum: Bitrate
+        public var maximum: Bitrate
         /// With no feedback for this long while sending, the rate halves.
         public var feedbackTimeout: Duration = .milliseconds(1500)
 
-        public init(start: Double, minimum: Double, maximum: Double) {
-            self.maximum = max(maximum, 1)
-            self.minimum = min(max(minimum, 1), self.maximum)
+        public init(start: Bitrate, minimum: Bitrate, maximum: Bitrate) {
+            self.maximum = max(maximum, .bitsPerSecond(1))
+            self.minimum = min(max(minimum, .bitsPerSecond(1)), self.maximum)
             self.start = min(max(start, self.minimum), self.maximum)
         }
     }
 
     /// A snapshot for statistics.
     public struct Estimate: Sendable, Equatable {
-        public var target: Double
-        public var delayBased: Double
-        public var lossBased: Double
+        public var target: Bitrate
+        public var delayBased: Bitrate
+        public var lossBased: Bitrate
         /// Milliseconds packets wait in queues on the path, once known.
         public var queueDelay: Double?
         /// The narrowest link's rate from packet-train dispersion, if one was seen.
-        public var bottleneck: Double?
-        public var acknowledged: Double?
+        public var bottleneck: Bitrate?
+        public var acknowledged: Bitrate?
         public var lossFraction: Double
         public var roundTrip: Duration?
         public var usage: BandwidthUsage
 
-        public init(target: Double, delayBased: Double, lossBased: Double, queueDelay: Double?, bottleneck: Double?,
-                    acknowledged: Double?, lossFraction: Double, roundTrip: Duration?, usage: BandwidthUsage) {
+        public init(target: Bitrate, delayBased: Bitrate, lossBased: Bitrate, queueDelay: Double?, bottleneck: Bitrate?,
+                    acknowledged: Bitrate?, lossFraction: Double, roundTrip: Duration?, usage: BandwidthUsage) {
             self.target = target
             self.delayBased = delayBased
             self.lossBased = lossBased
@@ -65,7 +64,7 @@ public struct CongestionController: Sendable {
     private var lastFeedback: MonotonicTime?
     private var lastSend: MonotonicTime?
     private var lastTimeoutCut: MonotonicTime?
-    public private(set) var target: Double
+    public private(set) var target: Bitrate
     public private(set) var feedbackReports = 0
 
     /// A rule that can set the target.
@@ -115,7 +114,7 @@ public struct CongestionController: Sendable {
 
     /// Handles one feedback report; returns the new target.
     @discardableResult
-    public mutating func handle(_ report: CongestionControlFeedback, now: MonotonicTime) -> Double {
+    public mutating func handle(_ report: CongestionControlFeedback, now: MonotonicTime) -> Bitrate {
         // A missing packet is lost once a report made after it could have
         // arrived, late by up to 50 ms, says so.
         let lossDelay = (smoothedRoundTrip ?? .milliseconds(100)) + .milliseconds(100)
@@ -136,8 +135,8 @@ public struct CongestionController: Sendable {
         case .underusing: underuseReports += 1
         case .normal: break
         }
-        let delayBased = rate.update(usage, acknowledged: acknowledged.bitsPerSecond, carried: acknowledged.peak,
-                                     bottleneck: bottleneck.bitsPerSecond, roundTrip: rtt, now: now)
+        let delayBased = rate.update(usage, acknowledged: acknowledged.rate, carried: acknowledged.peak,
+                                     bottleneck: bottleneck.rate, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
         let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
         var combined = min(delayBased, lossBased)
@@ -145,7 +144,7 @@ public struct CongestionController: Sendable {
         // Never above what the narrowest link drains (with room for repairs
         // and jitter); the rate control is held there too, so it has not
         // wound up past the link when the measurement lapses.
-        if let link = bottleneck.bitsPerSecond, link * 0.9 < combined {
+        if let link = bottleneck.rate, link * 0.9 < combined {
             combined = link * 0.9
             rate.reduce(to: combined)
             limit = .bottleneck
@@ -160,9 +159,9 @@ public struct CongestionController: Sendable {
     /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
     /// faster than a measured bottleneck drains (a frame sent faster only
     /// waits in, or overflows, its queue), and never under 1.1x the target.
-    public var pacingRate: Double {
+    public var pacingRate: Bitrate {
         let fast = target * 2.5
-        guard let link = bottleneck.bitsPerSecond else { return fast }
+        guard let link = bottleneck.rate else { return fast }
         return min(fast, max(link, target * 1.1))
     }
 
@@ -180,7 +179,7 @@ public struct CongestionController: Sendable {
     /// Runs the feedback timeout: while we send and hear nothing back, the
     /// path may be gone or saturated in the reverse direction.
     @discardableResult
-    public mutating func poll(now: MonotonicTime) -> Double {
+    public mutating func poll(now: MonotonicTime) -> Bitrate {
         guard let heard = lastFeedback, let sent = lastSend, sent > heard,
               now.since(heard) > configuration.feedbackTimeout else { return target }
         if let cut = lastTimeoutCut, now.since(cut) < configuration.feedbackTimeout { return target }
@@ -194,8 +193,8 @@ public struct CongestionController: Sendable {
 
     public var estimate: Estimate {
         Estimate(target: target, delayBased: rate.bitrate, lossBased: loss.bitrate, queueDelay: queue.queueDelay,
-                 bottleneck: bottleneck.bitsPerSecond,
-                 acknowledged: acknowledged.bitsPerSecond, lossFraction: loss.lossFraction,
+                 bottleneck: bottleneck.rate,
+                 acknowledged: acknowledged.rate, lossFraction: loss.lossFraction,
                  roundTrip: smoothedRoundTrip, usage: trendline.state)
     }
 }

@@ -20,7 +20,7 @@ public struct EstimateChanges: Sendable {
     public mutating func check(_ estimate: CongestionController.Estimate, now: MonotonicTime) -> CongestionController.Estimate? {
         if let toldAt, now.since(toldAt) < minimumInterval { return nil }
         if let told {
-            let moved = abs(estimate.target - told.target) >= told.target * relativeChange
+            let moved = abs((estimate.target - told.target).bitsPerSecond) >= (told.target * relativeChange).bitsPerSecond
             let step = lossStep
             let band = { (loss: Double) in Int(loss / step) }
             guard moved || band(estimate.lossFraction) != band(told.lossFraction) || estimate.usage != told.usage

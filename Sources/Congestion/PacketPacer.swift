@@ -47,9 +47,10 @@ public struct PacketPacer: Sendable {
 
     public let configuration: Configuration
     public private(set) var counters = Counters()
-    /// Bits per second the media bucket refills at.
-    public private(set) var pacingRate: Double
-    private var retransmissionRate: Double
+    /// The rate the media bucket refills at.
+    public private(set) var pacingRate: Bitrate
+    private var retransmissionRate: Bitrate
+    /// The buckets' levels, in bytes (fractions kept).
     private var mediaTokens: Double
     private var repairTokens: Double
     private var lastRefill: MonotonicTime?
@@ -57,10 +58,10 @@ public struct PacketPacer: Sendable {
     private var repairs: PacketRing
     private var urgent: PacketRing
 
-    public init(targetBitrate: Double, configuration: Configuration = Configuration()) {
+    public init(targetBitrate: Bitrate, configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        pacingRate = 0
-        retransmissionRate = 0
+        pacingRate = .zero
+        retransmissionRate = .zero
         mediaTokens = 0
         repairTokens = 0
         media = PacketRing(capacity: configuration.capacity, bytes: configuration.capacityBytes)
@@ -71,21 +72,21 @@ public struct PacketPacer: Sendable {
         repairTokens = repairDepth
     }
 
-    /// Follows a new target bitrate (bits per second), pacing at
-    /// `pacingFactor` times it unless `pacingRate` says otherwise.
-    public mutating func setTarget(_ bitsPerSecond: Double, pacingRate rate: Double? = nil) {
-        let target = max(bitsPerSecond, 10_000)
+    /// Follows a new target bitrate, pacing at `pacingFactor` times it
+    /// unless `pacingRate` says otherwise.
+    public mutating func setTarget(_ bitrate: Bitrate, pacingRate rate: Bitrate? = nil) {
+        let target = max(bitrate, .kilobitsPerSecond(10))
         pacingRate = max(rate ?? target * configuration.pacingFactor, target)
         retransmissionRate = target * configuration.retransmissionShare
     }
 
-    private var burstBytes: Double { max(pacingRate / 8 * configuration.burst.seconds, 2 * 1500) }
+    private var burstBytes: Double { max(pacingRate.bytes(in: configuration.burst), 2 * 1500) }
     /// Repairs may leave together up to a quarter second of their budget:
     /// a burst of loss is asked for in one NACK, and its repairs must all
     /// arrive within the receiver's wait (50 ms on a short path), not one
     /// per refill (at a tenth of a second, twenty lost packets at 3 Mbit/s
     /// took 78 ms). The share over time stays `retransmissionShare`.
-    private var repairDepth: Double { max(retransmissionRate / 8 * 0.25, 2 * 1500) }
+    private var repairDepth: Double { max(retransmissionRate.bytes(in: .milliseconds(250)), 2 * 1500) }
 
     /// Queues a packet. Returns false (counted) when its queue is full.
     @discardableResult
@@ -156,17 +157,17 @@ public struct PacketPacer: Sendable {
         media.frontTime.map { now.since($0) } ?? .zero
     }
 
-    private func wake(_ now: MonotonicTime, deficit: Double, rate: Double) -> MonotonicTime {
+    private func wake(_ now: MonotonicTime, deficit: Double, rate: Bitrate) -> MonotonicTime {
         guard deficit > 0 else { return now }
-        let nanoseconds = deficit * 8 / max(rate, 1) * 1e9
+        let nanoseconds = deficit * 8 / max(rate.bitsPerSecond, 1) * 1e9
         return now + .nanoseconds(Int64(min(nanoseconds, 1e9)))
     }
 
     private mutating func refill(now: MonotonicTime) {
         if let last = lastRefill {
-            let elapsed = now.since(last).seconds
-            mediaTokens = min(mediaTokens + elapsed * pacingRate / 8, burstBytes)
-            repairTokens = min(repairTokens + elapsed * retransmissionRate / 8, repairDepth)
+            let elapsed = now.since(last)
+            mediaTokens = min(mediaTokens + pacingRate.bytes(in: elapsed), burstBytes)
+            repairTokens = min(repairTokens + retransmissionRate.bytes(in: elapsed), repairDepth)
         }
         lastRefill = now
     }

@@ -10,8 +10,8 @@ public struct QualityLadder: Sendable {
         public var fps: Int
         /// Lines of the encoded picture (the source's height on rung 0).
         public var height: Int
-        /// Below this target (bits per second) the rung is left.
-        public var floor: Double
+        /// Below this target the rung is left.
+        public var floor: Bitrate
     }
 
     public let rungs: [Rung]
@@ -25,9 +25,9 @@ public struct QualityLadder: Sendable {
     private var belowSince: MonotonicTime?
     private var aboveSince: MonotonicTime?
 
-    /// Rungs for a stream whose full quality needs `bitrate` bits per second
-    /// at `fps` and `height` lines: full, half rate, then 3/4 and 1/2 size.
-    public init(fps: Int, height: Int, bitrate: Double) {
+    /// Rungs for a stream whose full quality needs `bitrate` at `fps` and
+    /// `height` lines: full, half rate, then 3/4 and 1/2 size.
+    public init(fps: Int, height: Int, bitrate: Bitrate) {
         let floor = bitrate * 0.45
         var rungs = [Rung(fps: fps, height: height, floor: floor)]
         let slow = max(fps / 2, 1)
@@ -43,7 +43,7 @@ public struct QualityLadder: Sendable {
     public var current: Rung { rungs[index] }
 
     /// Follows the target; returns true when the rung changed.
-    public mutating func update(target: Double, now: MonotonicTime) -> Bool {
+    public mutating func update(target: Bitrate, now: MonotonicTime) -> Bool {
         if index + 1 < rungs.count, target < rungs[index].floor {
             aboveSince = nil
             let since = belowSince ?? now

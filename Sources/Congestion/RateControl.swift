@@ -1,7 +1,7 @@
 public import ShareWire
+public import ShareBase
 #if canImport(Glibc)
 internal import Glibc
-public import ShareBase
 #endif
 
 /// The additive-increase / multiplicative-decrease rate controller of Google
@@ -16,18 +16,19 @@ public struct RateControl: Sendable {
     /// Growth per second far from the last congestion point (GCC's 8%,
     /// raised so a lifted cap is found again within seconds).
     static let growth = 1.12
-    public let minimum: Double
-    public let maximum: Double
-    public private(set) var bitrate: Double
+    public let minimum: Bitrate
+    public let maximum: Bitrate
+    public private(set) var bitrate: Bitrate
     public private(set) var phase: Phase = .increase
     private var lastUpdate: MonotonicTime?
     private var lastDecrease: MonotonicTime?
-    /// Average and variance of the acknowledged rate at overuse (kbit/s),
-    /// the estimate of the link capacity.
+    /// Average and variance of the acknowledged rate at overuse, the
+    /// estimate of the link capacity: in kbit/s, the unit the variance's
+    /// bounds are set in (libwebrtc's).
     private var linkCapacity: Double?
     private var linkVariance = 0.4
 
-    public init(start: Double, minimum: Double, maximum: Double) {
+    public init(start: Bitrate, minimum: Bitrate, maximum: Bitrate) {
         self.minimum = minimum
         self.maximum = max(maximum, minimum)
         bitrate = min(max(start, minimum), self.maximum)
@@ -39,8 +40,8 @@ public struct RateControl: Sendable {
     /// acknowledged) is not taken for a path that carries little.
     /// `carried` is the most the receiver acknowledged lately (defaults to
     /// `acknowledged`): growth stops at 1.5x it.
-    public mutating func update(_ usage: BandwidthUsage, acknowledged: Double?, carried: Double? = nil,
-                                bottleneck: Double? = nil, roundTrip: Duration, now: MonotonicTime) -> Double {
+    public mutating func update(_ usage: BandwidthUsage, acknowledged: Bitrate?, carried: Bitrate? = nil,
+                                bottleneck: Bitrate? = nil, roundTrip: Duration, now: MonotonicTime) -> Bitrate {
         let elapsed = lastUpdate.map { min(now.since($0).seconds, 1) } ?? 0
         lastUpdate = now
         switch usage {
@@ -56,16 +57,16 @@ public struct RateControl: Sendable {
             break
         case .increase:
             // libwebrtc's link capacity: forgotten when more gets through than it allows.
-            if let ack = acknowledged, let capacity = linkCapacity, ack / 1000 > capacity + band(capacity) {
+            if let ack = acknowledged, let capacity = linkCapacity, ack.kilobitsPerSecond > capacity + band(capacity) {
                 linkCapacity = nil
             }
-            var next: Double
+            var next: Bitrate
             if linkCapacity != nil {
                 // Near convergence: about one packet (1200 B) per response time.
                 let response = roundTrip.seconds + 0.1
-                next = bitrate + max(1000, 1200 * 8 * elapsed / response)
+                next = bitrate + .bitsPerSecond(max(1000, 1200 * 8 * elapsed / response))
             } else {
-                next = bitrate * pow(Self.growth, elapsed) + 1000 * elapsed
+                next = bitrate * pow(Self.growth, elapsed) + .bitsPerSecond(1000 * elapsed)
             }
             // Never more than 1.5x what gets through (libwebrtc's rule): an
             // encoder that sends less than its target (a still screen,
@@ -75,7 +76,7 @@ public struct RateControl: Sendable {
             // leaves some windows nearly empty, and growth lost in them is
             // lost for good (a lifted cap was found again only when a
             // burst happened to fill a window).
-            if let ack = carried ?? acknowledged { next = min(next, 1.5 * ack + 10_000) }
+            if let ack = carried ?? acknowledged { next = min(next, 1.5 * ack + .bitsPerSecond(10_000)) }
             bitrate = max(bitrate, next)
         case .decrease:
             if let last = lastDecrease, now.since(last) < roundTrip + .milliseconds(100) {
@@ -83,11 +84,11 @@ public struct RateControl: Sendable {
                 break
             }
             lastDecrease = now
-            let base = max(acknowledged ?? bitrate, bottleneck ?? 0)
+            let base = max(acknowledged ?? bitrate, bottleneck ?? .zero)
             let next = Self.beta * base
             bitrate = min(bitrate, next)
             if let ack = acknowledged {
-                let kbps = ack / 1000
+                let kbps = ack.kilobitsPerSecond
                 // Far below the old capacity: the path changed, start afresh.
                 if let capacity = linkCapacity, kbps < capacity - band(capacity) { linkCapacity = nil }
                 if let capacity = linkCapacity {
@@ -114,7 +115,7 @@ public struct RateControl: Sendable {
     private func band(_ capacity: Double) -> Double { 3 * (capacity * linkVariance).squareRoot() }
 
     /// Lowers the rate from outside (a feedback timeout).
-    public mutating func reduce(to limit: Double) {
+    public mutating func reduce(to limit: Bitrate) {
         bitrate = min(max(min(bitrate, limit), minimum), maximum)
         phase = .hold
     }
@@ -124,15 +125,15 @@ public struct RateControl: Sendable {
 /// (draft-ietf-rmcat-gcc-02 §6): above 10% loss the rate drops by half the
 /// loss, below 2% it may grow 5% per update; in between it holds.
 public struct LossBasedEstimator: Sendable {
-    public let minimum: Double
-    public let maximum: Double
-    public private(set) var bitrate: Double
+    public let minimum: Bitrate
+    public let maximum: Bitrate
+    public private(set) var bitrate: Bitrate
     public private(set) var lossFraction = 0.0
     private var received = 0
     private var lost = 0
     private var lastChange: MonotonicTime?
 
-    public init(start: Double, minimum: Double, maximum: Double) {
+    public init(start: Bitrate, minimum: Bitrate, maximum: Bitrate) {
         self.minimum = minimum
         self.maximum = max(maximum, minimum)
         bitrate = min(max(start, minimum), self.maximum)
@@ -140,7 +141,7 @@ public struct LossBasedEstimator: Sendable {
 
     /// Counts reported packets; decides once enough (20) have been reported
     /// and at most once per round trip plus 100 ms for decreases.
-    public mutating func update(_ results: [PacketResult], roundTrip: Duration, now: MonotonicTime) -> Double {
+    public mutating func update(_ results: [PacketResult], roundTrip: Duration, now: MonotonicTime) -> Bitrate {
         for result in results where !result.packet.isRetransmission {
             if result.received { received += 1 } else { lost += 1 }
         }
@@ -154,12 +155,12 @@ public struct LossBasedEstimator: Sendable {
         let since = lastChange.map { now.since($0) } ?? .seconds(3600)
         if lossFraction > 0.1 {
             if since >= roundTrip + .milliseconds(100) {
-                bitrate *= 1 - 0.5 * lossFraction
+                bitrate = bitrate * (1 - 0.5 * lossFraction)
                 lastChange = now
             }
         } else if lossFraction < 0.02 {
             if since >= .milliseconds(200) {
-                bitrate *= 1.05
+                bitrate = bitrate * 1.05
                 lastChange = now
             }
         }
@@ -169,7 +170,7 @@ public struct LossBasedEstimator: Sendable {
 
     /// Keeps the loss-based rate within reach of the delay-based one, as
     /// libwebrtc does, so it cannot sit far above it after a long calm.
-    public mutating func cap(at limit: Double) {
+    public mutating func cap(at limit: Bitrate) {
         bitrate = min(bitrate, max(limit * 1.5, minimum))
     }
 }

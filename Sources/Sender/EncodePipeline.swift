@@ -31,9 +31,9 @@ final class EncodePipeline: @unchecked Sendable {
     /// resized window).
     private var baseSize: VideoSize
     private var sourceSize: VideoSize?
-    private let baseBitrate: Int
-    /// Bits per second the audio streams take from the target.
-    private let audioBitrate: Int
+    private let baseBitrate: Bitrate
+    /// What the audio streams take from the target.
+    private let audioBitrate: Bitrate
     private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
     private var lastRateChange: UInt64 = 0
     /// The number of the last picture the encoder took (0: none, as for a
@@ -47,7 +47,7 @@ final class EncodePipeline: @unchecked Sendable {
     var idle: (@Sendable (SenderContext) -> Void)?
 
     init(configuration: SenderConfiguration, feed: VideoFeed, network: NetworkDriver, governor: GovernorControl?,
-         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Int, audioBitrate: Int) {
+         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Bitrate, audioBitrate: Bitrate) {
         self.configuration = configuration
         self.feed = feed
         self.network = network
@@ -56,7 +56,7 @@ final class EncodePipeline: @unchecked Sendable {
         self.baseSize = baseSize
         self.baseBitrate = baseBitrate
         self.audioBitrate = audioBitrate
-        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
+        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: baseBitrate)
     }
 
     /// The most the encoder is given at a memory rung: the configured
@@ -155,7 +155,7 @@ final class EncodePipeline: @unchecked Sendable {
         sourceSize = captureSize
         guard configuration.size == nil && !first else { return }
         baseSize = VideoSize(width: max(16, captureSize.width), height: max(16, captureSize.height)).even
-        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: Double(baseBitrate) * 1000)
+        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: baseBitrate)
         if let governor {
             governor.sourceChanged(width: baseSize.width, height: baseSize.height)
             network.video.withLock { $0.setHistoryCapacity(governor.current.historyPackets) }
@@ -280,22 +280,22 @@ final class EncodePipeline: @unchecked Sendable {
         let now = SystemClock.monotonic()
         // What is left of the target for video: audio and retransmissions
         // come first, RTP/SRTP headers take about 4%, FEC its share.
-        var videoBits = Double(baseBitrate) * 1000
+        var video = baseBitrate
         if configuration.congestionControl {
-            let target = Double(network.targetBitrate.load(ordering: .relaxed))
+            let target = Bitrate.bitsPerSecond(Double(network.targetBitrate.load(ordering: .relaxed)))
             let group = network.protectionGroup.load(ordering: .relaxed)
             let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
-            let available = (target - Double(audioBitrate) - Double(network.paced.repairBitrate.load(ordering: .relaxed)))
-                * 0.96 * (1 - fecShare)
-            videoBits = max(available, target * 0.3)
-            if ladder.update(target: videoBits, now: MonotonicTime(nanoseconds: now)) {
+            let repairs = Bitrate.bitsPerSecond(Double(network.paced.repairBitrate.load(ordering: .relaxed)))
+            let available = (target - audioBitrate - repairs) * (0.96 * (1 - fecShare))
+            video = max(available, target * 0.3)
+            if ladder.update(target: video, now: MonotonicTime(nanoseconds: now)) {
                 context.stats.withLock { $0.qualitySteps += 1 }
             }
         }
         let fps = min(memory?.fps ?? configuration.fps, ladder.current.fps)
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)
-        let ceiling = Double(Self.ceilingKbps(configuration, base: baseSize, rung: memory))
-        let kbps = max(Int(min(videoBits, ceiling * 1000) / 1000), 50)
+        let ceiling = Bitrate.kilobitsPerSecond(Self.ceilingKbps(configuration, base: baseSize, rung: memory))
+        let kbps = max(Int(min(video, ceiling).kilobitsPerSecond), 50)
         // A new frame rate needs no new encoder (and no IDR): its rate
         // control spends the bitrate in the pictures' own time, so fewer
         // pictures are each given more. A new size does.

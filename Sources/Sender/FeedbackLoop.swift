@@ -290,12 +290,13 @@ final class FeedbackLoop {
         }
     }
 
-    private func apply(target: Double, pacingRate: Double) {
+    private func apply(target: Bitrate, pacingRate: Bitrate) {
         guard network.adaptive else { return }
-        let bits = Int(target)
-        guard bits != network.targetBitrate.load(ordering: .relaxed) || Int(pacingRate) != pacing else { return }
+        // Whole bits a second: the encoder thread reads the target atomically.
+        let bits = Int(target.bitsPerSecond)
+        guard bits != network.targetBitrate.load(ordering: .relaxed) || Int(pacingRate.bitsPerSecond) != pacing else { return }
         network.targetBitrate.store(bits, ordering: .relaxed)
-        pacing = Int(pacingRate)
+        pacing = Int(pacingRate.bitsPerSecond)
         network.paced.setTarget(target, pacingRate: pacingRate)
     }
 }

@@ -68,7 +68,7 @@ final class NetworkDriver: @unchecked Sendable {
         let controller = Locked(CongestionController(configuration: congestion))
         self.controller = controller
         paced = PacedSending(socket: socket, controller: controller, startRate: congestion.start)
-        targetBitrate = Atomic(Int(congestion.start))
+        targetBitrate = Atomic(Int(congestion.start.bitsPerSecond))
     }
 
     // MARK: sending (any thread)
@@ -227,7 +227,7 @@ final class LockedStream: Sendable {
 
 extension NetworkEstimate {
     init(_ estimate: CongestionController.Estimate) {
-        self.init(targetKbps: estimate.target / 1000, acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
+        self.init(targetKbps: estimate.target.kilobitsPerSecond, acknowledgedKbps: estimate.acknowledged?.kilobitsPerSecond,
                   roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 }, lossFraction: estimate.lossFraction,
                   congested: estimate.usage == .overusing)
     }

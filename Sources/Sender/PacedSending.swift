@@ -24,7 +24,7 @@ final class PacedSending: @unchecked Sendable {
     private static let repairWindow: UInt64 = 1_000_000_000
     private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
 
-    init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Double) {
+    init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Bitrate) {
         self.socket = socket
         self.controller = controller
         pacer = Locked(PacketPacer(targetBitrate: startRate))
@@ -61,7 +61,7 @@ final class PacedSending: @unchecked Sendable {
     func wakeUp() { wake.signal() }
 
     /// The controller's new target and pacing rate.
-    func setTarget(_ target: Double, pacingRate: Double) {
+    func setTarget(_ target: Bitrate, pacingRate: Bitrate) {
         pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
     }
 

@@ -55,9 +55,10 @@ final class RateTimeline: Sendable {
         let estimate = controller.estimate
         let seconds = Double(clock &- began) / 1e9
         state.withLock { s in
-            var sample = RateSample(seconds: seconds, targetKbps: estimate.target / 1000,
-                                    delayBasedKbps: estimate.delayBased / 1000, lossBasedKbps: estimate.lossBased / 1000,
-                                    acknowledgedKbps: estimate.acknowledged.map { $0 / 1000 },
+            var sample = RateSample(seconds: seconds, targetKbps: estimate.target.kilobitsPerSecond,
+                                    delayBasedKbps: estimate.delayBased.kilobitsPerSecond,
+                                    lossBasedKbps: estimate.lossBased.kilobitsPerSecond,
+                                    acknowledgedKbps: estimate.acknowledged?.kilobitsPerSecond,
                                     sentKbps: Double(bytesSent - s.bytesAtLast) * 8 / (Double(clock &- s.last) / 1e9) / 1000,
                                     encoderKbps: encoderKbps,
                                     queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
@@ -65,7 +66,7 @@ final class RateTimeline: Sendable {
             sample.framesEncoded = framesEncoded
             sample.quantizer = quantizer > 0 ? quantizer : nil
             sample.protectionGroup = protectionGroup > 0 ? protectionGroup : nil
-            sample.bottleneckKbps = estimate.bottleneck.map { $0 / 1000 }
+            sample.bottleneckKbps = estimate.bottleneck?.kilobitsPerSecond
             sample.limitedBy = controller.limit.rawValue
             sample.delayVerdict = controller.overuseReports > s.verdictsAtLast.overuse ? "overusing"
                 : controller.underuseReports > s.verdictsAtLast.underuse ? "underusing" : "normal"

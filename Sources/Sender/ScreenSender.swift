@@ -86,7 +86,7 @@ public final class ScreenSender: Sendable {
         }
         let sound = Self.openAudio(configuration, keys: keys)
         (audio, audioWarnings) = (sound.channels, sound.warnings)
-        let audioBitrate = SenderPlan.audioBitsPerSecond(sound.channels.map(\.input.bitrate))
+        let audioBitrate = SenderPlan.audioBitrate(sound.channels.map(\.input.bitrate))
         network = try Self.makeNetwork(configuration, plan: plan, socket: socket, destination: destination, video: video,
                                        audio: sound, audioBitrate: audioBitrate)
         Self.wirePointer(configuration, capture: capture, network: network, context: context)
@@ -94,7 +94,7 @@ public final class ScreenSender: Sendable {
             network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
         }
         pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
-                                  encoder: encoder, baseSize: plan.baseSize, baseBitrate: plan.baseBitrateKbps, audioBitrate: audioBitrate)
+                                  encoder: encoder, baseSize: plan.baseSize, baseBitrate: plan.baseBitrate, audioBitrate: audioBitrate)
         if let pushed {
             let refresh = configuration.stillRefresh?.nanoseconds
             pipeline.idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }

@@ -1,5 +1,6 @@
 import Dispatch
 internal import ShareAudio
+internal import ShareBase
 internal import ShareCapture
 internal import ShareHandshake
 internal import ShareSRTP
@@ -96,7 +97,7 @@ extension ScreenSender {
 
     static func makeNetwork(_ configuration: SenderConfiguration, plan: SenderPlan, socket: UDPSocket,
                                     destination: SocketAddress, video: sending SendStream, audio: OpenedAudio,
-                                    audioBitrate: Int) throws(SenderError) -> NetworkDriver {
+                                    audioBitrate: Bitrate) throws(SenderError) -> NetworkDriver {
         let link = SessionLink(keying: configuration.keying, name: configuration.handshakeName, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
         let layout = audio.channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
@@ -110,7 +111,7 @@ extension ScreenSender {
             throw .transport(error.description)
         }
         return NetworkDriver(socket: socket, destination: destination, routes: routes, video: video, audio: audio.streams,
-                             audioLayout: layout, congestion: plan.congestion(audioBitsPerSecond: audioBitrate), link: link,
+                             audioLayout: layout, congestion: plan.congestion(audio: audioBitrate), link: link,
                              adaptive: configuration.congestionControl, title: configuration.title)
     }
 

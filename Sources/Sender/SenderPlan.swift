@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import ShareCongestion
 internal import ShareGovernor
 internal import ShareSession
@@ -19,7 +20,7 @@ struct SenderPlan {
     let sourceSize: VideoSize
     let baseSize: VideoSize
     /// The bitrate for `baseSize` at the configured rate (or the configured one).
-    let baseBitrateKbps: Int
+    let baseBitrate: Bitrate
     /// The memory governor with its starting rung chosen; nil without a budget.
     let governor: MemoryGovernor?
     /// Why no rung fits the budget: the sender starts, tells the receiver, and ends.
@@ -60,12 +61,12 @@ struct SenderPlan {
     /// RTP and SRTP headers (about 4% of the video) and room for repairs.
     static let overheadFactor = 1.15
     /// The lowest the controller goes, as a share of the video's bitrate
-    /// (and at least `floorBitsPerSecond`): below it a picture of the
-    /// screen cannot be kept readable at any size the ladder offers.
+    /// (and at least `floorRate`): below it a picture of the screen cannot
+    /// be kept readable at any size the ladder offers.
     static let floorFraction = 0.05
-    static let floorBitsPerSecond = 100_000.0
+    static let floorRate = Bitrate.kilobitsPerSecond(100)
     /// The audio stream's own headers and repairs beside its Opus bitrate.
-    static let audioOverheadBitsPerSecond = 16_000
+    static let audioOverhead = Bitrate.kilobitsPerSecond(16)
 
     /// The plan for `configuration` sending pictures of `source`, whose
     /// capture holds `captureBuffers` bytes of its own (the band buffers).
@@ -75,8 +76,8 @@ struct SenderPlan {
         self.ssrcs = ssrcs
         let base = CaptureLoop.pictureSize(source: source, configured: configuration.size, maxHeight: .max)
         baseSize = base
-        baseBitrateKbps = configuration.bitrateKbps
-            ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps)
+        baseBitrate = .kilobitsPerSecond(configuration.bitrateKbps
+            ?? H264Encoder.Configuration.defaultBitrateKbps(width: base.width, height: base.height, fps: configuration.fps))
         var failure: String?
         governor = configuration.memoryBudget.map { budget in
             var governor = MemoryGovernor(budget: budget,
@@ -121,17 +122,17 @@ struct SenderPlan {
     }
 
     /// What the audio streams send, headers and repairs included.
-    static func audioBitsPerSecond(_ opusBitrates: [Int]) -> Int {
-        opusBitrates.reduce(0) { $0 + $1 + audioOverheadBitsPerSecond }
+    /// `opusBitrates` in bits a second, as Opus takes them.
+    static func audioBitrate(_ opusBitrates: [Int]) -> Bitrate {
+        opusBitrates.reduce(.zero) { $0 + .bitsPerSecond(Double($1)) + audioOverhead }
     }
 
     /// The congestion controller's bounds: it works on everything sent,
     /// the video with its headers and room for repairs, plus the audio.
-    func congestion(audioBitsPerSecond audio: Int) -> CongestionController.Configuration {
-        let video = Double(baseBitrateKbps) * 1000
-        let ceiling = video * Self.overheadFactor + Double(audio)
+    func congestion(audio: Bitrate) -> CongestionController.Configuration {
+        let ceiling = baseBitrate * Self.overheadFactor + audio
         return CongestionController.Configuration(start: ceiling,
-                                                  minimum: max(video * Self.floorFraction, Self.floorBitsPerSecond) + Double(audio),
+                                                  minimum: max(baseBitrate * Self.floorFraction, Self.floorRate) + audio,
                                                   maximum: ceiling)
     }
 

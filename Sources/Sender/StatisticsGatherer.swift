@@ -88,8 +88,8 @@ final class StatisticsGatherer: Sendable {
             s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
             s.receiverLossFraction = streamStats.fractionLost
             s.sendDrops = drops
-            s.targetKbps = driver.estimate.target / 1000
-            s.acknowledgedKbps = driver.estimate.acknowledged.map { $0 / 1000 }
+            s.targetKbps = driver.estimate.target.kilobitsPerSecond
+            s.acknowledgedKbps = driver.estimate.acknowledged?.kilobitsPerSecond
             s.feedbackLossFraction = driver.estimate.lossFraction
             s.delaySignal = "\(driver.estimate.usage)"
             s.feedbackReports = driver.feedbackReports

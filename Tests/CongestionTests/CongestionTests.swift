@@ -96,8 +96,8 @@ struct CongestionTests {
         }
         acknowledged.update(Array(results.prefix(150)))
         acknowledged.update(Array(results.suffix(150)))
-        let rate = acknowledged.bitsPerSecond ?? 0
-        #expect(abs(rate - 2_000_000) < 100_000, "measured \(rate)")
+        let rate = acknowledged.rate ?? .zero
+        #expect(abs(rate.bitsPerSecond - 2_000_000) < 100_000, "measured \(rate)")
     }
 
     /// Half a second at 4 Mbit/s, then 1 Mbit/s: the window follows the
@@ -121,10 +121,11 @@ struct CongestionTests {
         }
         feed(0.5, spacing: .microseconds(2400))  // 4 Mbit/s
         feed(0.7, spacing: .microseconds(9600))  // 1 Mbit/s
-        #expect(abs((acknowledged.bitsPerSecond ?? 0) - 1_000_000) < 100_000, "\(acknowledged.bitsPerSecond ?? 0)")
-        #expect((acknowledged.peak ?? 0) > 3_000_000, "the burst 0.7 s ago: \(acknowledged.peak ?? 0)")
+        let rate = acknowledged.rate ?? .zero
+        #expect(abs(rate.bitsPerSecond - 1_000_000) < 100_000, "\(rate)")
+        #expect((acknowledged.peak ?? .zero) > .kilobitsPerSecond(3000), "the burst 0.7 s ago: \(acknowledged.peak ?? .zero)")
         feed(0.9, spacing: .microseconds(9600))  // the burst left the window 1.1 s ago
-        #expect((acknowledged.peak ?? 0) < 1_200_000, "forgotten after a second: \(acknowledged.peak ?? 0)")
+        #expect((acknowledged.peak ?? .zero) < .kilobitsPerSecond(1200), "forgotten after a second: \(acknowledged.peak ?? .zero)")
     }
 
     /// Trains of 10 packets sent back to back every 33 ms, arriving spread
@@ -146,22 +147,22 @@ struct CongestionTests {
     @Test func bottleneckEstimatorMeasuresTrainDispersionAndNotJitter() {
         var link = BottleneckEstimator()
         link.update(Self.trains { _ in 1200 * 8 / 3_000_000 * 1000 })  // 3.2 ms a packet: 3 Mbit/s
-        let rate = link.bitsPerSecond ?? 0
-        #expect(abs(rate - 3_000_000) < 150_000, "measured \(rate)")
+        let rate = link.rate ?? .zero
+        #expect(abs(rate.bitsPerSecond - 3_000_000) < 150_000, "measured \(rate)")
         var jitter = BottleneckEstimator()
         var rng = SeededGenerator(seed: 3)
         jitter.update(Self.trains { _ in Double.random(in: 0...8, using: &rng) })
-        #expect(jitter.bitsPerSecond == nil, "uneven spreading is jitter, not a link")
+        #expect(jitter.rate == nil, "uneven spreading is jitter, not a link")
         // Trains that arrive as tightly as they left clear the estimate.
         link.update(Self.trains(arrivalGap: { _ in 0.01 }, count: 5))
-        #expect(link.bitsPerSecond == nil)
+        #expect(link.rate == nil)
         let widened = link.takeWidened()
         #expect(widened)
     }
 
     @Test func lossBasedEstimatorCutsOnHeavyLossHoldsOnModerateAndGrowsOnLittle() {
-        func run(loss: Int) -> Double {
-            var estimator = LossBasedEstimator(start: 1_000_000, minimum: 100_000, maximum: 4_000_000)
+        func run(loss: Int) -> Bitrate {
+            var estimator = LossBasedEstimator(start: .kilobitsPerSecond(1000), minimum: .kilobitsPerSecond(100), maximum: .kilobitsPerSecond(4000))
             var now = MonotonicTime.zero
             for round in 0..<10 {
                 let results = Self.sent(100, spacing: .milliseconds(1), first: UInt16(round * 100)).enumerated().map { i, p in
@@ -172,19 +173,19 @@ struct CongestionTests {
             }
             return estimator.bitrate
         }
-        #expect(run(loss: 20) < 500_000)
-        #expect(run(loss: 5) == 1_000_000)
-        #expect(run(loss: 0) > 1_400_000)
+        #expect(run(loss: 20) < .kilobitsPerSecond(500))
+        #expect(run(loss: 5) == .kilobitsPerSecond(1000))
+        #expect(run(loss: 0) > .kilobitsPerSecond(1400))
     }
 
     @Test func controllerGetsUnderABottleneckWithinThreeSeconds() {
         // 1 Mbit/s with a 200 ms drop-tail queue; we start at 3 Mbit/s.
         var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=1mbit,queue=200ms"))
         sim.run(for: .seconds(20))
-        #expect(sim.target(at: 3) < 1_000_000, "target at 3 s: \(sim.target(at: 3))")
+        #expect(sim.target(at: 3) < .kilobitsPerSecond(1000), "target at 3 s: \(sim.target(at: 3))")
         let after = sim.maxTarget(from: 5, to: 20)
-        #expect(after < 1_150_000, "stays near the cap: \(after)")
-        #expect(sim.target(at: 20) > 600_000, "and uses it: \(sim.target(at: 20))")
+        #expect(after < .kilobitsPerSecond(1150), "stays near the cap: \(after)")
+        #expect(sim.target(at: 20) > .kilobitsPerSecond(600), "and uses it: \(sim.target(at: 20))")
     }
 
     /// A path with no bottleneck but 30 ± 20 ms of delay, reordering or
@@ -202,11 +203,11 @@ struct CongestionTests {
         for (name, content) in contents {
             for packetBytes in [1200, 300] {
                 for path in ["delay=30ms,jitter=20ms,reorder", "delay=30ms,jitter=20ms"] {
-                    var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: 3_000_000,
-                                                maximum: 3_000_000, returnDelay: .milliseconds(30), seed: seed)
+                    var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: .kilobitsPerSecond(3000),
+                                                maximum: .kilobitsPerSecond(3000), returnDelay: .milliseconds(30), seed: seed)
                     sim.content = content
                     sim.packetBytes = packetBytes
-                    var lowest = Double.infinity
+                    var lowest = Bitrate.bitsPerSecond(.infinity)
                     var limits: Set<String> = []
                     for _ in 0..<300 {
                         sim.run(for: .milliseconds(100))
@@ -215,7 +216,7 @@ struct CongestionTests {
                     }
                     let which = "seed \(seed), \(name) content in \(packetBytes)-byte packets, \(path)"
                     #expect(!limits.contains(CongestionController.Limit.bottleneck.rawValue), "\(which): \(limits)")
-                    #expect(lowest > 2_000_000, "\(which): the target fell to \(lowest)")
+                    #expect(lowest > .kilobitsPerSecond(2000), "\(which): the target fell to \(lowest)")
                 }
             }
         }
@@ -223,14 +224,14 @@ struct CongestionTests {
 
     @Test func controllerFollowsACapThatHalvesAndComesBackWhenItLifts() {
         var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@10s/off@20s,queue=100ms"),
-                                    start: 3_000_000, maximum: 5_000_000)
+                                    start: .kilobitsPerSecond(3000), maximum: .kilobitsPerSecond(5000))
         sim.run(for: .seconds(32))
         let before = sim.meanTarget(from: 5, to: 10)
-        #expect(before > 3_300_000, "uses the 4 Mbit/s: \(before)")
-        #expect(sim.target(at: 12) < 2_000_000, "under the halved cap within 2 s: \(sim.target(at: 12))")
+        #expect(before > .kilobitsPerSecond(3300), "uses the 4 Mbit/s: \(before)")
+        #expect(sim.target(at: 12) < .kilobitsPerSecond(2000), "under the halved cap within 2 s: \(sim.target(at: 12))")
         // GCC probes just past the capacity and backs off: a sawtooth around it.
-        #expect(sim.meanTarget(from: 12, to: 20) < 2_000_000, "on average under the cap: \(sim.meanTarget(from: 12, to: 20))")
-        #expect(sim.maxTarget(from: 12, to: 19.5) < 2_300_000, "peaks near it: \(sim.maxTarget(from: 12, to: 19.5))")
+        #expect(sim.meanTarget(from: 12, to: 20) < .kilobitsPerSecond(2000), "on average under the cap: \(sim.meanTarget(from: 12, to: 20))")
+        #expect(sim.maxTarget(from: 12, to: 19.5) < .kilobitsPerSecond(2300), "peaks near it: \(sim.maxTarget(from: 12, to: 19.5))")
         #expect(sim.target(at: 30) > 0.9 * before, "back up within 10 s of the lift: \(sim.target(at: 30)) vs \(before)")
     }
 
@@ -241,22 +242,22 @@ struct CongestionTests {
     /// in the last bursts counts, not the quiet between them.
     @Test func burstyContentClimbsBackAsFastAfterTheCapLifts() {
         var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@10s/off@20s,queue=100ms"),
-                                    start: 3_000_000, maximum: 3_500_000)
+                                    start: .kilobitsPerSecond(3000), maximum: .kilobitsPerSecond(3500))
         let pattern = [2.4, 0.2, 0.2, 0.8, 0.2, 0.2, 1.4, 0.2, 0.2, 0.2]  // 0.6 of the target, in bursts
         sim.content = { pattern[$0 % pattern.count] }
         sim.run(for: .seconds(30))
         let before = sim.meanTarget(from: 5, to: 10)
-        #expect(before > 3_300_000, "allowed the most before the cap: \(before)")
-        #expect(sim.meanTarget(from: 12, to: 20) < 2_000_000, "under the halved cap: \(sim.meanTarget(from: 12, to: 20))")
+        #expect(before > .kilobitsPerSecond(3300), "allowed the most before the cap: \(before)")
+        #expect(sim.meanTarget(from: 12, to: 20) < .kilobitsPerSecond(2000), "under the halved cap: \(sim.meanTarget(from: 12, to: 20))")
         #expect(sim.meanTarget(from: 27, to: 30) > 0.9 * before,
-                "back up within 10 s of the lift: \(sim.meanTarget(from: 27, to: 30)) vs \(before); \(sim.targets.filter { $0.seconds >= 20 }.map { Int($0.bits / 1000) })")
+                "back up within 10 s of the lift: \(sim.meanTarget(from: 27, to: 30)) vs \(before); \(sim.targets.filter { $0.seconds >= 20 }.map { Int($0.rate.kilobitsPerSecond) })")
     }
 
     /// The controller says which rule holds its target, and counts the
     /// reports whose delay verdict was overuse or underuse (the sender's
     /// rate timeline shows both).
     @Test func controllerSaysWhatHoldsItsTarget() {
-        var open = NetworkSimulation(link: try! ImpairmentProfile(parsing: "delay=5ms"), start: 2_000_000)
+        var open = NetworkSimulation(link: try! ImpairmentProfile(parsing: "delay=5ms"), start: .kilobitsPerSecond(2000))
         open.run(for: .seconds(6))
         #expect(open.controller.limit == .ceiling && open.controller.overuseReports == 0)
 
@@ -266,29 +267,29 @@ struct CongestionTests {
         #expect(capped.controller.overuseReports > 0 && capped.controller.underuseReports > 0,
                 "the start rate's queue grew, then drained: \(capped.controller.overuseReports), \(capped.controller.underuseReports)")
 
-        var lossy = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=25%"), start: 2_000_000)
+        var lossy = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=25%"), start: .kilobitsPerSecond(2000))
         lossy.run(for: .seconds(6))
         #expect(lossy.controller.limit == .loss, "\(lossy.controller.limit)")
 
         // Sending and hearing nothing for longer than the feedback timeout.
-        var silent = CongestionController(configuration: .init(start: 2_000_000, minimum: 300_000, maximum: 3_000_000))
+        var silent = CongestionController(configuration: .init(start: .kilobitsPerSecond(2000), minimum: .kilobitsPerSecond(300), maximum: .kilobitsPerSecond(3000)))
         let start = MonotonicTime(nanoseconds: 1_000_000_000)
         for packet in Self.sent(10, spacing: .milliseconds(1), start: start) { silent.sent(packet) }
         silent.handle(Self.report(first: 0, arrivals: Array(repeating: .milliseconds(5), count: 10), reportAt: .milliseconds(60)),
                       now: start + .milliseconds(60))
         for packet in Self.sent(10, spacing: .milliseconds(1), start: start + .milliseconds(100), first: 10) { silent.sent(packet) }
         silent.poll(now: start + .seconds(3))
-        #expect(silent.limit == .feedbackTimeout && silent.target == 1_000_000, "\(silent.limit), \(silent.target)")
+        #expect(silent.limit == .feedbackTimeout && silent.target == .kilobitsPerSecond(1000), "\(silent.limit), \(silent.target)")
     }
 
     @Test func controllerHoldsOnRandomLossWithoutAQueue() {
-        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=2%"), start: 2_000_000)
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "loss=2%"), start: .kilobitsPerSecond(2000))
         sim.run(for: .seconds(10))
-        #expect(sim.maxTarget(from: 2, to: 10) >= 1_900_000, "2% random loss is not congestion")
+        #expect(sim.maxTarget(from: 2, to: 10) >= .kilobitsPerSecond(1900), "2% random loss is not congestion")
     }
 
     @Test func forgedOrAbsurdFeedbackStaysWithinTheBounds() {
-        var controller = CongestionController(configuration: .init(start: 2_000_000, minimum: 300_000, maximum: 3_000_000))
+        var controller = CongestionController(configuration: .init(start: .kilobitsPerSecond(2000), minimum: .kilobitsPerSecond(300), maximum: .kilobitsPerSecond(3000)))
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         for round in 0..<50 {
             let packets = Self.sent(50, spacing: .milliseconds(1), start: now, first: UInt16(round * 50))
@@ -298,7 +299,7 @@ struct CongestionTests {
             let arrivals: [Duration?] = round % 2 == 0 ? Array(repeating: nil, count: 50)
                 : (0..<50).map { _ in .milliseconds(Int64.random(in: 0...8000)) }
             controller.handle(Self.report(first: UInt16(round * 50), arrivals: arrivals, reportAt: .seconds(9)), now: now)
-            #expect(controller.target >= 300_000 && controller.target <= 3_000_000)
+            #expect(controller.target >= .kilobitsPerSecond(300) && controller.target <= .kilobitsPerSecond(3000))
         }
         // Silence while sending halves the rate, never below the floor.
         for _ in 0..<20 {
@@ -306,11 +307,11 @@ struct CongestionTests {
             controller.sent(SentPacket(ssrc: Self.ssrc, sequence: 1, size: 100, sendTime: now))
             controller.poll(now: now)
         }
-        #expect(controller.target == 300_000)
+        #expect(controller.target == .kilobitsPerSecond(300))
     }
 
     @Test func pacerSendsOrdinaryFramesAtOnceAndSpreadsLargeOnes() {
-        var pacer = PacketPacer(targetBitrate: 2_000_000)  // paced at 5 Mbit/s, 12.5 KB burst
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(2000))  // paced at 5 Mbit/s, 12.5 KB burst
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         let packet = [UInt8](repeating: 0, count: 1200)
         for _ in 0..<8 { pacer.enqueue(packet[...], kind: .media, now: now) }
@@ -330,7 +331,7 @@ struct CongestionTests {
     }
 
     @Test func retransmissionsGoFirstButWithinTheirBudget() {
-        var pacer = PacketPacer(targetBitrate: 1_000_000)  // repairs: 300 kbit/s
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(1000))  // repairs: 300 kbit/s
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         let packet = [UInt8](repeating: 0, count: 1000)
         var repairs = 0
@@ -353,7 +354,7 @@ struct CongestionTests {
     /// for in one NACK: its repairs must all leave well within the
     /// receiver's shortest wait (50 ms), not one per budget refill.
     @Test func aLossBurstsRepairsLeaveTogether() {
-        var pacer = PacketPacer(targetBitrate: 3_000_000)
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(3000))
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         let packet = [UInt8](repeating: 0, count: 1000)
         // A second of ordinary frames first: the budgets are in their steady state.
@@ -380,8 +381,8 @@ struct CongestionTests {
     /// target), repairs asked for together still leave no faster than it
     /// drains: the pacer's burst allowance, then the pacing rate.
     @Test func repairsNeverOutrunAMeasuredBottleneck() {
-        var pacer = PacketPacer(targetBitrate: 3_000_000)
-        pacer.setTarget(3_000_000, pacingRate: 3_300_000)
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(3000))
+        pacer.setTarget(.kilobitsPerSecond(3000), pacingRate: .kilobitsPerSecond(3300))
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         pacer.release(now: now) { _, _ in }
         now = now + .seconds(1)
@@ -398,13 +399,13 @@ struct CongestionTests {
     }
 
     @Test func qualityLadderStepsRateThenSizeWithHysteresis() {
-        var ladder = QualityLadder(fps: 30, height: 720, bitrate: 2_800_000)
+        var ladder = QualityLadder(fps: 30, height: 720, bitrate: .kilobitsPerSecond(2800))
         #expect(ladder.rungs.map(\.fps) == [30, 15, 15, 15])
         #expect(ladder.rungs.map(\.height) == [720, 720, 540, 360])
         var now = MonotonicTime.zero
-        func hold(_ target: Double, _ seconds: Int) -> Int {
+        func hold(_ bitsPerSecond: Double, _ seconds: Int) -> Int {
             for _ in 0..<(seconds * 10) {
-                _ = ladder.update(target: target, now: now)
+                _ = ladder.update(target: .bitsPerSecond(bitsPerSecond), now: now)
                 now = now + .milliseconds(100)
             }
             return ladder.index
@@ -430,7 +431,7 @@ struct PacketQueueTests {
     /// and order through every wrap of the arena, and a full queue refuses
     /// rather than overwrites.
     @Test func keepsEveryPacketIntactThroughWraps() {
-        var pacer = PacketPacer(targetBitrate: 1_000_000, configuration: {
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(1000), configuration: {
             var configuration = PacketPacer.Configuration()
             configuration.capacity = 64
             configuration.capacityBytes = 20_000

@@ -6,7 +6,8 @@ import ShareBase
 @Suite("Which estimates the host is told")
 struct EstimateChangesTests {
     private func estimate(_ kbps: Double, loss: Double = 0, usage: BandwidthUsage = .normal) -> CongestionController.Estimate {
-        CongestionController.Estimate(target: kbps * 1000, delayBased: kbps * 1000, lossBased: kbps * 1000, queueDelay: nil,
+        CongestionController.Estimate(target: .kilobitsPerSecond(kbps), delayBased: .kilobitsPerSecond(kbps),
+                                      lossBased: .kilobitsPerSecond(kbps), queueDelay: nil,
                                       bottleneck: nil, acknowledged: nil, lossFraction: loss, roundTrip: nil, usage: usage)
     }
 
@@ -18,7 +19,7 @@ struct EstimateChangesTests {
         // Small moves are not news; 10% is.
         #expect(changes.check(estimate(2150), now: at(600)) == nil)
         #expect(changes.check(estimate(1850), now: at(700)) == nil)
-        #expect(changes.check(estimate(1790), now: at(800))?.target == 1_790_000)
+        #expect(changes.check(estimate(1790), now: at(800))?.target == .kilobitsPerSecond(1790))
         // Loss into another 2% band, and a new delay verdict, are news.
         #expect(changes.check(estimate(1790, loss: 0.01), now: at(1400)) == nil)
         #expect(changes.check(estimate(1790, loss: 0.03), now: at(1500)) != nil)

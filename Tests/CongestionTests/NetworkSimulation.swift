@@ -19,7 +19,7 @@ struct NetworkSimulation {
     var returnDelay: Duration
     var nextFrame = MonotonicTime(nanoseconds: 1_000_000_000)
     /// (seconds, target bits/s) every 100 ms.
-    var targets: [(seconds: Double, bits: Double)] = []
+    var targets: [(seconds: Double, rate: Bitrate)] = []
     var delivered = 0
     var maxQueue = 0.0
     /// Each frame's size as a share of the target's (frame number in):
@@ -31,7 +31,8 @@ struct NetworkSimulation {
     let ssrc: UInt32 = 0x1234
     private var frameBuffer = [UInt8](repeating: 0, count: 1200)
 
-    init(link: ImpairmentProfile, start: Double = 3_000_000, minimum: Double = 150_000, maximum: Double = 3_000_000,
+    init(link: ImpairmentProfile, start: Bitrate = .kilobitsPerSecond(3000), minimum: Bitrate = .kilobitsPerSecond(150),
+         maximum: Bitrate = .kilobitsPerSecond(3000),
          returnDelay: Duration = .milliseconds(1), seed: UInt64 = 7) {
         controller = CongestionController(configuration: .init(start: start, minimum: minimum, maximum: maximum))
         pacer = PacketPacer(targetBitrate: start)
@@ -49,7 +50,7 @@ struct NetworkSimulation {
     private mutating func step() {
         if now >= nextFrame {
             // A frame of the target's size (30 fps) times the content's share, in packets of `packetBytes`.
-            var bytes = Int(controller.target / 8 / 30 * content(frames))
+            var bytes = Int(controller.target.bitsPerSecond / 8 / 30 * content(frames))
             frames += 1
             while bytes > 0 {
                 let size = min(bytes, packetBytes)
@@ -91,18 +92,18 @@ struct NetworkSimulation {
     }
 
     /// The target at `seconds` into the run.
-    func target(at seconds: Double) -> Double {
-        targets.last { $0.seconds <= seconds }?.bits ?? controller.target
+    func target(at seconds: Double) -> Bitrate {
+        targets.last { $0.seconds <= seconds }?.rate ?? controller.target
     }
 
     /// The mean target from `start` to `end` seconds.
-    func meanTarget(from start: Double, to end: Double) -> Double {
-        let values = targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.bits)
-        return values.isEmpty ? 0 : values.reduce(0, +) / Double(values.count)
+    func meanTarget(from start: Double, to end: Double) -> Bitrate {
+        let values = targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.rate)
+        return values.isEmpty ? .zero : values.reduce(.zero, +) / Double(values.count)
     }
 
     /// The highest target from `start` to `end` seconds.
-    func maxTarget(from start: Double, to end: Double) -> Double {
-        targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.bits).max() ?? 0
+    func maxTarget(from start: Double, to end: Double) -> Bitrate {
+        targets.filter { $0.seconds >= start && $0.seconds <= end }.map(\.rate).max() ?? .zero
     }
 }

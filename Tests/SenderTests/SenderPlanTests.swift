@@ -25,8 +25,8 @@ struct SenderPlanTests {
                               captureBuffers: 0, ssrcs: ssrcs)
         #expect(plan.baseSize == VideoSize(width: 1278, height: 720), "even, as the encoder takes it")
         #expect(plan.encodedSize == plan.baseSize && plan.fps == 30 && plan.governor == nil && plan.startupFailure == nil)
-        #expect(plan.baseBitrateKbps == H264Encoder.Configuration.defaultBitrateKbps(width: 1278, height: 720, fps: 30))
-        #expect(plan.encoderBitrateKbps == plan.baseBitrateKbps)
+        #expect(plan.baseBitrate == .kilobitsPerSecond(H264Encoder.Configuration.defaultBitrateKbps(width: 1278, height: 720, fps: 30)))
+        #expect(.kilobitsPerSecond(plan.encoderBitrateKbps) == plan.baseBitrate)
         let stream = plan.videoStream
         #expect(stream.ssrc == 0x1111 && stream.retransmission?.ssrc == 0x2222 && stream.forwardErrorCorrection == nil)
         #expect(stream.historyPackets == SenderPlan.historyPackets)
@@ -36,7 +36,7 @@ struct SenderPlanTests {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 700 }, source: VideoSize(width: 8, height: 8),
                               captureBuffers: 0, ssrcs: ssrcs)
         #expect(plan.baseSize == VideoSize(width: 16, height: 16))
-        #expect(plan.baseBitrateKbps == 700)
+        #expect(plan.baseBitrate == .kilobitsPerSecond(700))
     }
 
     /// The governor counts the process's runtime and the band buffers
@@ -63,7 +63,7 @@ struct SenderPlanTests {
         let tight = SenderPlan(configuration: configuration { $0.memoryBudget = MemoryBudget(bytes: 12 << 20) }, source: source,
                                captureBuffers: 2 << 20, ssrcs: ssrcs)
         #expect(tight.startupFailure == nil, "\(tight.startupFailure ?? "")")
-        #expect(tight.encodedSize.height < 1080 && tight.encoderBitrateKbps < tight.baseBitrateKbps, "\(tight.encodedSize)")
+        #expect(tight.encodedSize.height < 1080 && Bitrate.kilobitsPerSecond(tight.encoderBitrateKbps) < tight.baseBitrate, "\(tight.encodedSize)")
         #expect(tight.videoStream.historyPackets == tight.governor?.current.historyPackets)
         let impossible = SenderPlan(configuration: configuration { $0.memoryBudget = MemoryBudget(bytes: 1 << 20) }, source: source,
                                     captureBuffers: 2 << 20, ssrcs: ssrcs)
@@ -76,14 +76,14 @@ struct SenderPlanTests {
     @Test func congestionBoundsCoverEverythingSent() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
                               captureBuffers: 0, ssrcs: ssrcs)
-        let audio = SenderPlan.audioBitsPerSecond([96_000])
-        #expect(audio == 96_000 + SenderPlan.audioOverheadBitsPerSecond)
-        let bounds = plan.congestion(audioBitsPerSecond: audio)
-        #expect(bounds.maximum == 4_000_000 * SenderPlan.overheadFactor + Double(audio) && bounds.start == bounds.maximum)
-        #expect(bounds.minimum == 200_000 + Double(audio))
+        let audio = SenderPlan.audioBitrate([96_000])
+        #expect(audio == .kilobitsPerSecond(96 + 16))
+        let bounds = plan.congestion(audio: audio)
+        #expect(bounds.maximum == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor + audio && bounds.start == bounds.maximum)
+        #expect(bounds.minimum == .kilobitsPerSecond(200) + audio)
         let low = SenderPlan(configuration: configuration { $0.bitrateKbps = 500 }, source: VideoSize(width: 640, height: 360),
                              captureBuffers: 0, ssrcs: ssrcs)
-        #expect(low.congestion(audioBitsPerSecond: 0).minimum == SenderPlan.floorBitsPerSecond)
+        #expect(low.congestion(audio: .zero).minimum == .kilobitsPerSecond(100))
     }
 
     /// The SDP names the plan's SSRCs, the encoder's parameter sets (and the

@@ -397,7 +397,8 @@ public enum FuzzChecks {
     /// RFC 8888 reports about packets we did or did not send), the target
     /// stays within its bounds and the pacer's rate above the target.
     public static func congestion(_ bytes: [UInt8]) {
-        var controller = CongestionController(configuration: .init(start: 2_000_000, minimum: 200_000, maximum: 4_000_000))
+        var controller = CongestionController(configuration: .init(start: .kilobitsPerSecond(2000), minimum: .kilobitsPerSecond(200),
+                                                                             maximum: .kilobitsPerSecond(4000)))
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
         for (index, part) in chunks(bytes).enumerated() {
             // Even chunks: packets sent (sequence from the first bytes); odd: feedback.
@@ -411,7 +412,8 @@ public enum FuzzChecks {
             }
             now = now + .milliseconds(Int64(part.first ?? 1))
             controller.poll(now: now)
-            precondition(controller.target >= 200_000 && controller.target <= 4_000_000, "target out of bounds")
+            precondition(controller.target >= .kilobitsPerSecond(200) && controller.target <= .kilobitsPerSecond(4000),
+                         "target out of bounds")
             precondition(controller.pacingRate >= controller.target, "pacer slower than the target")
         }
     }
