@@ -85,7 +85,7 @@ let package = Package(
                 swiftSettings: strict),
 
         // A lock ThreadSanitizer can see, for every module whose threads share state.
-        .target(name: "ShareSync", path: "Sources/Sync", swiftSettings: strict),
+        .target(name: "ShareSync", dependencies: ["ShareBase"], path: "Sources/Sync", swiftSettings: strict),
         // The frame pool: pictures leased to the encoder, never retained; band geometry.
         .target(name: "ShareFrames", dependencies: ["ShareColor", "ShareSync"], path: "Sources/Frames", swiftSettings: strict),
         // X11 through XCB: the connection and MIT-SHM segments that capture and the window share.

@@ -34,8 +34,8 @@ final class FeedbackLoop {
     /// With announcements nobody answers backing off, a still screen's
     /// feedback thread wakes 7-8 times a second with a static key instead
     /// of 22, 11-12 with a `share recv` reporting (`Benchmarks/capture.py`).
-    static let shortestWait: UInt64 = 10_000_000
-    static let longestWait: UInt64 = 250_000_000
+    static let shortestWait: Duration = .milliseconds(10)
+    static let longestWait: Duration = .milliseconds(250)
 
     init(network: NetworkDriver) {
         self.network = network
@@ -45,7 +45,7 @@ final class FeedbackLoop {
     /// new session.
     func run(_ context: SenderContext, keyframe: @escaping () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 2048)
-        let started = SystemClock.monotonic()
+        let started = SystemClock.now()
         let sendHandshake = { [socket = network.socket] (bytes: [UInt8]) in _ = socket.send(bytes[...]) }
         network.link.begin(now: started, send: sendHandshake)
         var wait = Self.shortestWait
@@ -56,36 +56,36 @@ final class FeedbackLoop {
                 context.fail(.transport(error.description))
                 return
             }
-            let clock = SystemClock.monotonic()
-            if let outcome = network.link.poll(now: clock, send: sendHandshake) {
+            let now = SystemClock.now()
+            if let outcome = network.link.poll(now: now, send: sendHandshake) {
                 apply(outcome, context: context, began: started, keyframe: keyframe)
             }
-            if network.link.firstHandshakeUnanswered(now: clock) { context.emit(.warning(unanswered)) }
+            if network.link.firstHandshakeUnanswered(now: now) { context.emit(.warning(unanswered)) }
             wait = Self.shortestWait
             guard network.link.ready.load(ordering: .relaxed) else { continue }
-            let next = serviceTimers(clock: clock, context: context)
+            let next = serviceTimers(now: now, context: context)
             // A pointer sent apart needs no quicker turn: the capture thread
             // reads it at most every 16 ms (`CaptureLoop.pointerInterval`),
             // past the announcer's 8 ms minimum, so each position leaves at
             // once from that thread and none waits here for its time.
             let longest = network.link.isBusy ? Self.shortestWait : Self.longestWait
-            wait = min(max(next > clock ? next - clock : 0, 1_000_000), longest)
+            wait = min(max(next.since(now), .milliseconds(1)), longest)
         }
     }
 
-    /// Waits up to `wait` nanoseconds for what the receiver sends, on the
+    /// Waits up to `wait` for what the receiver sends, on the
     /// main socket and the RTCP ports of their own, and handles it.
-    private func receive(waiting wait: UInt64, into buffer: inout [UInt8], context: SenderContext, began: UInt64,
+    private func receive(waiting wait: Duration, into buffer: inout [UInt8], context: SenderContext, began: MonotonicTime,
                          send: @escaping ([UInt8]) -> Void, keyframe: @escaping () -> Void) throws(TransportError) {
         var count = 0
         let controls = network.routes.controlSockets
         if controls.isEmpty {
-            if try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / 1_000_000)) != nil {
+            if try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: Int32(wait / .milliseconds(1))) != nil {
                 receiveMain(buffer[0..<count], context: context, began: began, send: send, keyframe: keyframe)
             }
             return
         }
-        let ready = try UDPSocket.waitForInput([network.socket] + controls.map(\.socket), timeout: .nanoseconds(Int64(wait)))
+        let ready = try UDPSocket.waitForInput([network.socket] + controls.map(\.socket), timeout: wait)
         if ready[0], try network.socket.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil {
             receiveMain(buffer[0..<count], context: context, began: began, send: send, keyframe: keyframe)
         }
@@ -100,11 +100,10 @@ final class FeedbackLoop {
     /// sleeps until then or until the receiver says something, not on a
     /// fixed tick (the rest, the controller's feedback timeout and the
     /// receiver's silence, is coarse).
-    private func serviceTimers(clock: UInt64, context: SenderContext) -> UInt64 {
+    private func serviceTimers(now: MonotonicTime, context: SenderContext) -> MonotonicTime {
         // The streams' locks take closures that may capture only what is
         // shared (the driver), not this thread's own state.
         let network = network
-        let now = MonotonicTime(nanoseconds: clock)
         let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
         apply(target: polled, pacingRate: pacing)
         let (videoDue, drawnApart) = network.video.withLock { stream in
@@ -113,22 +112,21 @@ final class FeedbackLoop {
                     stream.pointerDrawnApart(now: now))
         }
         network.placePointer?(drawnApart)
-        var next = videoDue.nanoseconds
+        var next = videoDue
         for (index, stream) in network.audio.enumerated() {
             let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, route: network.routes.audio[index], now: now) } }
-            next = min(next, due.nanoseconds)
+            next = min(next, due)
         }
         // Reports and repairs just queued leave now when the budget allows.
         network.paced.flush()
         tell(presence.poll(now: now), context)
-        if clock >= network.rates.next { sampleRates(clock: clock, context: context) }
+        if now >= network.rates.next { sampleRates(now: now, context: context) }
         return min(next, network.rates.next)
     }
 
     /// Four times a second: the estimate the host hears of, the FEC
     /// policy, and a sample of the rates.
-    private func sampleRates(clock: UInt64, context: SenderContext) {
-        let now = MonotonicTime(nanoseconds: clock)
+    private func sampleRates(now: MonotonicTime, context: SenderContext) {
         let bytes = network.paced.bytesSent
         let state = network.controller.withLock { RateTimeline.ControllerState($0) }
         let estimate = state.estimate
@@ -136,7 +134,7 @@ final class FeedbackLoop {
             context.emit(.networkEstimate(NetworkEstimate(news)))
         }
         protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
-        network.rates.record(at: clock, bytesSent: bytes, controller: state,
+        network.rates.record(at: now, bytesSent: bytes, controller: state,
                              encoderKbps: network.encoderKbps.load(ordering: .relaxed),
                              quantizer: network.encoderQuantizer.load(ordering: .relaxed),
                              protectionGroup: network.protectionGroup.load(ordering: .relaxed),
@@ -146,7 +144,7 @@ final class FeedbackLoop {
     /// What the host is told when the receiver has not answered the first
     /// handshake: why, as far as this end can tell.
     private var unanswered: String {
-        let seconds = SessionLink.unansweredNotice / 1_000_000_000
+        let seconds = Int(SessionLink.unansweredNotice.seconds)
         let destination = network.destination
         if network.socket.portUnreachable > 0 {
             return "UDP port \(destination.port) of \(destination.host) was reported unreachable (nothing listens there): "
@@ -167,13 +165,12 @@ final class FeedbackLoop {
 
     /// A datagram on the main socket: a handshake message, or the
     /// receiver's RTCP once a session is up.
-    private func receiveMain(_ bytes: ArraySlice<UInt8>, context: SenderContext, began: UInt64,
+    private func receiveMain(_ bytes: ArraySlice<UInt8>, context: SenderContext, began: MonotonicTime,
                              send: ([UInt8]) -> Void, keyframe: () -> Void) {
         let network = network
-        let clock = SystemClock.monotonic()
-        let now = MonotonicTime(nanoseconds: clock)
+        let now = SystemClock.now()
         if let first = bytes.first, HandshakeMessage.isHandshake(firstByte: first) {
-            if let outcome = network.link.handle(bytes, now: clock, send: send) {
+            if let outcome = network.link.handle(bytes, now: now, send: send) {
                 apply(outcome, context: context, began: began, keyframe: keyframe)
             }
             return
@@ -188,7 +185,7 @@ final class FeedbackLoop {
             })
         }
         if !feedback.isEmpty {
-            network.link.heardFeedback(at: clock)
+            network.link.heardFeedback(at: now)
             tell(presence.heard(at: now), context)
         }
         for item in feedback {
@@ -216,7 +213,7 @@ final class FeedbackLoop {
         for _ in 0..<64 {
             guard try control.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil else { return }
             guard network.link.ready.load(ordering: .relaxed) else { continue }
-            let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+            let now = SystemClock.now()
             var datagram = PacketBuffer(buffer[0..<count])
             if let index {
                 _ = network.audio[index].withLock { stream in
@@ -234,7 +231,7 @@ final class FeedbackLoop {
     }
 
     /// What a handshake step means for the streams and the host.
-    private func apply(_ outcome: SessionLink.Outcome, context: SenderContext, began: UInt64, keyframe: () -> Void) {
+    private func apply(_ outcome: SessionLink.Outcome, context: SenderContext, began: MonotonicTime, keyframe: () -> Void) {
         switch outcome {
         case .verifying(let receiver, let code):
             context.emit(.verifying(receiver: receiver, code: code))
@@ -261,12 +258,12 @@ final class FeedbackLoop {
                     controller.observeRoundTrip(roundTrip)
                     return (controller.roundTrip, controller.estimate.lossFraction)
                 }
-                protect(lossFraction: loss, roundTrip: rtt, now: MonotonicTime(nanoseconds: SystemClock.monotonic()))
+                protect(lossFraction: loss, roundTrip: rtt, now: SystemClock.now())
             }
             network.link.ready.store(true, ordering: .releasing)
             network.describeAudio()
             keyframe()
-            let elapsed = Double(SystemClock.monotonic() &- began) / 1e6
+            let elapsed = SystemClock.now().since(began).seconds * 1000
             context.stats.withLock { s in
                 s.sessions += 1
                 if s.handshakeMilliseconds == nil { s.handshakeMilliseconds = elapsed }

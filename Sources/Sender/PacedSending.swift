@@ -21,8 +21,8 @@ final class PacedSending: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     /// Retransmissions sent over the last second (bits/s), and what they were.
     let repairBitrate = Atomic<Int>(0)
-    private static let repairWindow: UInt64 = 1_000_000_000
-    private let repairs = Locked<[(at: UInt64, bits: Int)]>([])
+    private static let repairWindow: Duration = .seconds(1)
+    private let repairs = Locked<[(at: MonotonicTime, bits: Int)]>([])
 
     init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Bitrate) {
         self.socket = socket
@@ -38,7 +38,7 @@ final class PacedSending: @unchecked Sendable {
     /// Sends what the pacer lets leave now, from the calling thread, and
     /// wakes the pacer thread for what must wait.
     func flush() {
-        if release(at: SystemClock.monotonic()) != nil { wake.signal() }
+        if release(at: SystemClock.now()) != nil { wake.signal() }
     }
 
     /// The pacer thread: sends as the budget refills, sleeping in between.
@@ -47,13 +47,13 @@ final class PacedSending: @unchecked Sendable {
     /// out of the repair rate: a still screen does not wake it.
     func loop(_ context: SenderContext) {
         while context.isActive {
-            let clock = SystemClock.monotonic()
-            let next = release(at: clock)?.nanoseconds ?? repairs.withLock { $0.first.map { $0.at &+ Self.repairWindow &+ 1 } }
+            let now = SystemClock.now()
+            let next = release(at: now) ?? repairs.withLock { $0.first.map { $0.at + Self.repairWindow + .nanoseconds(1) } }
             guard let next else {
                 wake.wait()
                 continue
             }
-            if next > clock { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(next - clock, 1_000_000_000)))) }
+            if next > now { _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(next.since(now), .seconds(1)).nanoseconds))) }
         }
     }
 
@@ -76,8 +76,7 @@ final class PacedSending: @unchecked Sendable {
     /// Sends what the pacer lets leave now (in order, under its lock),
     /// tells the controller what left, and returns when the pacer next has something.
     @discardableResult
-    private func release(at clock: UInt64) -> MonotonicTime? {
-        let now = MonotonicTime(nanoseconds: clock)
+    private func release(at now: MonotonicTime) -> MonotonicTime? {
         let (sent, repairBits, next) = pacer.withLock { pacer -> ([SentPacket], Int, MonotonicTime?) in
             var sent: [SentPacket] = []
             var repairBits = 0
@@ -92,8 +91,8 @@ final class PacedSending: @unchecked Sendable {
             controller.withLock { controller in for packet in sent { controller.sent(packet) } }
         }
         repairs.withLock { window in
-            if repairBits > 0 { window.append((clock, repairBits)) }
-            while let first = window.first, clock &- first.at > Self.repairWindow { window.removeFirst() }
+            if repairBits > 0 { window.append((now, repairBits)) }
+            while let first = window.first, now.since(first.at) > Self.repairWindow { window.removeFirst() }
             repairBitrate.store(window.reduce(0) { $0 + $1.bits }, ordering: .relaxed)
         }
         return next

@@ -9,15 +9,15 @@ internal import ShareBase
 /// reserved at the start (about 150 KiB): a long run's footprint stays
 /// flat. The feedback thread records; the statistics read, any thread.
 final class RateTimeline: Sendable {
-    static let interval: UInt64 = 250_000_000
+    static let interval: Duration = .milliseconds(250)
     /// The wall-clock time (Unix seconds) the timeline counts from.
     let beganUnix = Double(SystemClock.wall()) / 1e9
-    private let began = SystemClock.monotonic()
+    private let began = SystemClock.now()
 
     private struct State {
         var samples = BoundedHistory<RateSample>(capacity: 1200)
         /// When the last sample was taken, and the bytes sent by then.
-        var last: UInt64
+        var last: MonotonicTime
         var bytesAtLast = 0
         /// The controller's overuse and underuse verdicts by then.
         var verdictsAtLast = (overuse: 0, underuse: 0)
@@ -26,8 +26,8 @@ final class RateTimeline: Sendable {
 
     init() { state = Locked(State(last: began)) }
 
-    /// When the next sample is due (monotonic ns).
-    var next: UInt64 { state.withLock { $0.last &+ Self.interval } }
+    /// When the next sample is due.
+    var next: MonotonicTime { state.withLock { $0.last + Self.interval } }
 
     /// What the congestion controller says at a sample: its estimate, the
     /// rule that set its target, and its running counts of feedback reports
@@ -46,20 +46,20 @@ final class RateTimeline: Sendable {
         }
     }
 
-    /// Records the rates at `clock`: what was sent since the last sample
+    /// Records the rates at `now`: what was sent since the last sample
     /// (`bytesSent` is the running total), the controller's estimate, and
     /// its delay verdict over the interval (overusing if any report since
     /// the last sample said so, else underusing if any said that).
-    func record(at clock: UInt64, bytesSent: Int, controller: ControllerState, encoderKbps: Int, quantizer: Int,
+    func record(at now: MonotonicTime, bytesSent: Int, controller: ControllerState, encoderKbps: Int, quantizer: Int,
                 protectionGroup: Int, framesEncoded: Int) {
         let estimate = controller.estimate
-        let seconds = Double(clock &- began) / 1e9
+        let seconds = now.since(began).seconds
         state.withLock { s in
             var sample = RateSample(seconds: seconds, targetKbps: estimate.target.kilobitsPerSecond,
                                     delayBasedKbps: estimate.delayBased.kilobitsPerSecond,
                                     lossBasedKbps: estimate.lossBased.kilobitsPerSecond,
                                     acknowledgedKbps: estimate.acknowledged?.kilobitsPerSecond,
-                                    sentKbps: Double(bytesSent - s.bytesAtLast) * 8 / (Double(clock &- s.last) / 1e9) / 1000,
+                                    sentKbps: (ByteCount(bytes: bytesSent - s.bytesAtLast) / now.since(s.last)).kilobitsPerSecond,
                                     encoderKbps: encoderKbps,
                                     queueDelayMilliseconds: estimate.queueDelay, lossFraction: estimate.lossFraction,
                                     roundTripMilliseconds: estimate.roundTrip.map { $0.seconds * 1000 })
@@ -72,7 +72,7 @@ final class RateTimeline: Sendable {
                 : controller.underuseReports > s.verdictsAtLast.underuse ? "underusing" : "normal"
             s.verdictsAtLast = (controller.overuseReports, controller.underuseReports)
             s.samples.append(sample)
-            s.last = clock
+            s.last = now
             s.bytesAtLast = bytesSent
         }
     }

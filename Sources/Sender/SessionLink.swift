@@ -36,14 +36,14 @@ final class SessionLink: Sendable {
     let ready: Atomic<Bool>
 
     /// How long the first handshake goes unanswered before the host hears of it.
-    static let unansweredNotice: UInt64 = 3_000_000_000
+    static let unansweredNotice: Duration = .seconds(3)
     /// Feedback silent this long (with a session up): handshake again.
-    static let silenceLimit: UInt64 = 2_000_000_000
+    static let silenceLimit: Duration = .seconds(2)
     /// The least time between handshakes begun on a receiver's unauthenticated `retry`.
-    static let retryHoldoff: UInt64 = 1_000_000_000
+    static let retryHoldoff: Duration = .seconds(1)
     /// The wait after a setback: doubling from the first to the longest.
-    static let firstSetbackWait: UInt64 = 1_000_000_000
-    static let longestSetbackWait: UInt64 = 8_000_000_000
+    static let firstSetbackWait: Duration = .seconds(1)
+    static let longestSetbackWait: Duration = .seconds(8)
 
     init(keying: SessionKeying, name: String? = nil, profile: SRTPProfile, instance: UInt64, confirmation: ConfirmationPolicy) {
         switch keying {
@@ -76,13 +76,13 @@ final class SessionLink: Sendable {
     }
 
     /// A new handshake (the first, or after the receiver went quiet).
-    func begin(now: UInt64, send: ([UInt8]) -> Void) { run?.withValue { $0.begin(now: now, send: send) } }
+    func begin(now: MonotonicTime, send: ([UInt8]) -> Void) { run?.withValue { $0.begin(now: now, send: send) } }
 
     /// Authenticated RTCP arrived: the receiver holds our session.
-    func heardFeedback(at now: UInt64) { run?.withValue { $0.lastFeedback = now } }
+    func heardFeedback(at now: MonotonicTime) { run?.withValue { $0.lastFeedback = now } }
 
     /// A handshake message from the receiver.
-    func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+    func handle(_ bytes: ArraySlice<UInt8>, now: MonotonicTime, send: ([UInt8]) -> Void) -> Outcome? {
         let ready = ready.load(ordering: .relaxed)
         return run?.withValue { $0.handle(bytes, now: now, ready: ready, send: send) }
     }
@@ -90,12 +90,12 @@ final class SessionLink: Sendable {
     /// True once, when nothing has answered the first handshake for
     /// `unansweredNotice`: the receiver is not running, or the path drops
     /// UDP (the handshake goes on being retried either way).
-    func firstHandshakeUnanswered(now: UInt64) -> Bool {
+    func firstHandshakeUnanswered(now: MonotonicTime) -> Bool {
         !ready.load(ordering: .relaxed) && run?.withValue({ $0.firstUnanswered(now: now) }) == true
     }
 
     /// Retransmissions, people's answers, and a new handshake after a long silence.
-    func poll(now: UInt64, send: ([UInt8]) -> Void) -> Outcome? {
+    func poll(now: MonotonicTime, send: ([UInt8]) -> Void) -> Outcome? {
         let ready = ready.load(ordering: .relaxed)
         return run?.withValue { $0.poll(now: now, ready: ready, send: send) }
     }
@@ -108,14 +108,14 @@ private struct HandshakeRun {
     private var initiator: HandshakeInitiator
     private let store: IdentityStore?
     private let confirmation: ConfirmationPolicy
-    private var lastAttempt: UInt64 = 0
+    private var lastAttempt = MonotonicTime.zero
     /// When the first handshake began, whether the receiver has answered
     /// any, and whether the host was told it has not.
-    private var firstAttempt: UInt64?
+    private var firstAttempt: MonotonicTime?
     private var answered = false
     private var toldUnanswered = false
-    /// When authenticated RTCP last came from the receiver (monotonic ns).
-    var lastFeedback: UInt64 = 0
+    /// When authenticated RTCP last came from the receiver.
+    var lastFeedback = MonotonicTime.zero
     private var announced = false
     /// The handshake whose confirmation was asked for, those confirmed, and
     /// a session agreed on the wire that waits for its confirmation.
@@ -127,8 +127,8 @@ private struct HandshakeRun {
     private let questions = OneQuestionAtATime()
     /// After a setback: when the next attempt begins, and the wait after the
     /// next setback (doubling from 1 s to 8 s, back to 1 s on a session).
-    private var nextAttemptAt: UInt64?
-    private var setbackWait: UInt64 = SessionLink.firstSetbackWait
+    private var nextAttemptAt: MonotonicTime?
+    private var setbackWait = SessionLink.firstSetbackWait
 
     init(initiator: HandshakeInitiator, store: IdentityStore?, confirmation: ConfirmationPolicy) {
         self.initiator = initiator
@@ -138,34 +138,36 @@ private struct HandshakeRun {
 
     func isBusy(ready: Bool) -> Bool { !ready || initiator.isInProgress || held != nil }
 
-    mutating func begin(now: UInt64, send: ([UInt8]) -> Void) {
+    mutating func begin(now: MonotonicTime, send: ([UInt8]) -> Void) {
         lastAttempt = now
         if firstAttempt == nil { firstAttempt = now }
         announced = false
-        send(initiator.start(now: MonotonicTime(nanoseconds: now)))
+        send(initiator.start(now: now))
     }
 
-    mutating func handle(_ bytes: ArraySlice<UInt8>, now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    mutating func handle(_ bytes: ArraySlice<UInt8>, now: MonotonicTime, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         guard let message = HandshakeMessage(parsing: bytes) else { return nil }
         answered = true
         if case .retry = message {
             // Unauthenticated: acted on only when the receiver's feedback has
             // stopped too, and at most once a second.
-            if ready, !initiator.isInProgress, now &- lastFeedback > 300_000_000, now &- lastAttempt > SessionLink.retryHoldoff {
+            if ready, !initiator.isInProgress, now.since(lastFeedback) > .milliseconds(300),
+               now.since(lastAttempt) > SessionLink.retryHoldoff {
                 begin(now: now, send: send)
             }
             return nil
         }
-        return apply(initiator.handle(message, now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+        return apply(initiator.handle(message, now: now), now: now, send: send)
     }
 
-    mutating func firstUnanswered(now: UInt64) -> Bool {
-        guard !answered, !toldUnanswered, let firstAttempt, now &- firstAttempt >= SessionLink.unansweredNotice else { return false }
+    mutating func firstUnanswered(now: MonotonicTime) -> Bool {
+        guard !answered, !toldUnanswered, let firstAttempt,
+              now.since(firstAttempt) >= SessionLink.unansweredNotice else { return false }
         toldUnanswered = true
         return true
     }
 
-    mutating func poll(now: UInt64, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    mutating func poll(now: MonotonicTime, ready: Bool, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         for answer in answers.withLock({ list in defer { list.removeAll() }; return list }) {
             guard answer.accept else {
                 if let held, held.handshakeID == answer.id { self.held = nil }
@@ -182,14 +184,14 @@ private struct HandshakeRun {
             begin(now: now, send: send)
             return nil
         }
-        if ready, !initiator.isInProgress, nextAttemptAt == nil, now &- max(lastFeedback, lastAttempt) > SessionLink.silenceLimit {
+        if ready, !initiator.isInProgress, nextAttemptAt == nil, now.since(max(lastFeedback, lastAttempt)) > SessionLink.silenceLimit {
             begin(now: now, send: send)
             return nil
         }
-        return apply(initiator.poll(now: MonotonicTime(nanoseconds: now)), now: now, send: send)
+        return apply(initiator.poll(now: now), now: now, send: send)
     }
 
-    private mutating func apply(_ actions: [HandshakeInitiator.Action], now: UInt64, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
+    private mutating func apply(_ actions: [HandshakeInitiator.Action], now: MonotonicTime, send: ([UInt8]) -> Void) -> SessionLink.Outcome? {
         var outcome: SessionLink.Outcome?
         for action in actions {
             switch action {
@@ -202,8 +204,8 @@ private struct HandshakeRun {
                 }
             case .failed(let failure): outcome = .failed(failure)
             case .setback(let failure):
-                nextAttemptAt = now &+ setbackWait
-                outcome = .setback(failure, retryIn: .nanoseconds(Int64(setbackWait)))
+                nextAttemptAt = now + setbackWait
+                outcome = .setback(failure, retryIn: setbackWait)
                 setbackWait = min(setbackWait * 2, SessionLink.longestSetbackWait)
             }
         }
@@ -228,7 +230,7 @@ private struct HandshakeRun {
         return outcome
     }
 
-    private mutating func established(_ session: EstablishedSession, now: UInt64) -> SessionLink.Outcome {
+    private mutating func established(_ session: EstablishedSession, now: MonotonicTime) -> SessionLink.Outcome {
         initiator.configuration.authentication.rememberNewPeer(of: session, in: store)
         lastFeedback = now
         setbackWait = SessionLink.firstSetbackWait

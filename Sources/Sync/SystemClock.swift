@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+package import ShareBase
 
 /// The system's clocks in nanoseconds, the one place the code reads them:
 /// the monotonic one (CLOCK_MONOTONIC) for intervals and deadlines on this
@@ -8,6 +9,8 @@ internal import Glibc
 /// machine. Protocol code never calls it: it is told the time.
 package enum SystemClock {
     package static func monotonic() -> UInt64 { read(CLOCK_MONOTONIC) }
+    /// The monotonic clock as the instant type the state machines are told.
+    package static func now() -> MonotonicTime { MonotonicTime(nanoseconds: monotonic()) }
     package static func wall() -> UInt64 { read(CLOCK_REALTIME) }
 
     /// Sleeps until the monotonic clock reads `deadline` nanoseconds.
