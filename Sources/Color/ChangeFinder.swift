@@ -47,13 +47,12 @@ package struct ChangeFinder {
                 let first = column
                 while column < columns, differences[column] != 0 { column += 1 }
                 let last = column - 1
-                let top = macroblockRow * 16
                 if let above = open.first(where: { $0.first == first && $0.last == last }) {
                     found[above.index].height = lumaRows.upperBound - found[above.index].y
                     reaching.append(above)
                 } else {
                     let x = first * 16
-                    found.append(Rectangle(x: x, y: top, width: min(new.width, column * 16) - x,
+                    found.append(Rectangle(x: x, y: lumaRows.lowerBound, width: min(new.width, column * 16) - x,
                                            height: lumaRows.count))
                     reaching.append((first, last, found.count - 1))
                 }

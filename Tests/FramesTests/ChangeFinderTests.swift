@@ -52,6 +52,13 @@ private struct Pair {
     }
 }
 
+/// What changed in a `width` x `height` pair after `edit`.
+private func changes(_ width: Int, _ height: Int, after edit: (inout Pair) -> Void) -> [Rectangle] {
+    var pair = Pair(width: width, height: height)
+    edit(&pair)
+    return pair.changes()
+}
+
 private func covers(_ rects: [Rectangle], x: Int, y: Int) -> Bool {
     rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height }
 }
@@ -63,18 +70,12 @@ private func covers(_ rects: [Rectangle], x: Int, y: Int) -> Bool {
     }
 
     @Test func oneLumaByteNamesItsMacroblock() {
-        var pair = Pair(width: 1280, height: 720)
-        pair.changeLuma(x: 100, y: 40)
-        #expect(pair.changes() == [Rectangle(x: 96, y: 32, width: 16, height: 16)])
+        #expect(changes(1280, 720) { $0.changeLuma(x: 100, y: 40) } == [Rectangle(x: 96, y: 32, width: 16, height: 16)])
     }
 
     @Test func aChangeOnlyInColourIsFound() {
-        var u = Pair(width: 640, height: 360)
-        u.changeU(x: 9, y: 17)
-        #expect(u.changes() == [Rectangle(x: 16, y: 32, width: 16, height: 16)])
-        var v = Pair(width: 640, height: 360)
-        v.changeV(x: 319, y: 179)
-        #expect(v.changes() == [Rectangle(x: 624, y: 352, width: 16, height: 8)])
+        #expect(changes(640, 360) { $0.changeU(x: 9, y: 17) } == [Rectangle(x: 16, y: 32, width: 16, height: 16)])
+        #expect(changes(640, 360) { $0.changeV(x: 319, y: 179) } == [Rectangle(x: 624, y: 352, width: 16, height: 8)])
     }
 
     @Test func aBlockIsOneRectangleAcrossMacroblockRows() {
@@ -95,12 +96,8 @@ private func covers(_ rects: [Rectangle], x: Int, y: Int) -> Bool {
     /// Odd sizes end in a partial macroblock and rows whose last bytes are
     /// compared one by one: changes there are found and clamped.
     @Test func theLastPartialMacroblockIsFoundAndClamped() {
-        var pair = Pair(width: 37, height: 23)
-        pair.changeLuma(x: 36, y: 22)
-        #expect(pair.changes() == [Rectangle(x: 32, y: 16, width: 5, height: 7)])
-        var chroma = Pair(width: 37, height: 23)
-        chroma.changeV(x: 18, y: 11)
-        #expect(chroma.changes() == [Rectangle(x: 32, y: 16, width: 5, height: 7)])
+        #expect(changes(37, 23) { $0.changeLuma(x: 36, y: 22) } == [Rectangle(x: 32, y: 16, width: 5, height: 7)])
+        #expect(changes(37, 23) { $0.changeV(x: 18, y: 11) } == [Rectangle(x: 32, y: 16, width: 5, height: 7)])
     }
 
     /// Scattered changes in pictures of several sizes: every changed byte

@@ -170,8 +170,8 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
             preparePool(width: max(2, wanted.width), height: max(2, wanted.height), mapped: locked.bufferBytes)
             guard let pool, let plan else { return nil }
             let time = frame.map { Self.captureTime(arrived: $0.arrived_ns) } ?? CaptureTime.now()
-            // A picture that comes with no damage is compared with the one before, which must stay.
-            let comparing = frame.map { $0.damage_all != 0 || !pictureKept } ?? false
+            // A picture whose damage is not known is compared with the one before, which must stay.
+            let comparing = frame.map { !damageKnown($0) } ?? false
             guard var lease = pool.lease(time: time, sequence: sequence, sourceWidth: width, sourceHeight: height,
                                          besideNewest: comparing) else {
                 dropped.add(1, ordering: .relaxed)
@@ -218,7 +218,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     /// others from the picture before; returns what changed, in the
     /// picture's pixels (nil: everything may have).
     private func convert(_ frame: share_pw_frame, into lease: borrowing FrameLease, plan: BandPlan) -> [Rectangle]? {
-        let changed = pictureKept && frame.damage_all == 0 ? Self.damage(frame, width: width, height: height) : nil
+        let changed = damageKnown(frame) ? Self.damage(frame, width: width, height: height) : nil
         pictureKept = true
         let planes = lease.planes
         var bands = Array(plan.bands.indices)
@@ -260,6 +260,11 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
         guard !lease.holdsNewest, let previous = lease.previousPlanes else { return nil }
         return changeFinder.changes(in: planes, since: previous)
     }
+
+    /// Whether `frame`'s damage says all that changed since the pool's
+    /// newest picture: it came with damage metadata, and the picture
+    /// before it from the stream is that newest picture.
+    private func damageKnown(_ frame: share_pw_frame) -> Bool { pictureKept && frame.damage_all == 0 }
 
     private static func damage(_ frame: share_pw_frame, width: Int, height: Int) -> [Rectangle] {
         withUnsafeBytes(of: frame.damage) { raw in
