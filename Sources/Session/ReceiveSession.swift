@@ -169,10 +169,10 @@ public final class ReceiveSession {
         }
         heard.videoHeardAt = now
         heard.reception?.record(sequence: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-        events += video(packet, isRepair: false, now: now, emit: emit)
+        events.gather(video(packet, isRepair: false, now: now, emit: emit))
         if heard.fec.isActive(now: now) {
             for rebuilt in heard.fec.media(datagram.bytes, sequence: packet.sequenceNumber, ssrc: packet.ssrc, now: now) {
-                events += recovered(rebuilt, now: now, emit: emit)
+                events.gather(recovered(rebuilt, now: now, emit: emit))
             }
         }
         return events
@@ -222,7 +222,7 @@ public final class ReceiveSession {
         var events = video(original, isRepair: true, now: now, emit: emit)
         if heard.fec.isActive(now: now) {
             for rebuilt in heard.fec.media(original.serialized()[...], sequence: original.sequenceNumber, ssrc: ssrc, now: now) {
-                events += recovered(rebuilt, now: now, emit: emit)
+                events.gather(recovered(rebuilt, now: now, emit: emit))
             }
         }
         return events
@@ -237,7 +237,7 @@ public final class ReceiveSession {
         }
         statistics.fecPacketsReceived += 1
         var events: [ReceiveEvent] = []
-        for rebuilt in heard.fec.add(repair, ssrc: ssrc, now: now) { events += recovered(rebuilt, now: now, emit: emit) }
+        for rebuilt in heard.fec.add(repair, ssrc: ssrc, now: now) { events.gather(recovered(rebuilt, now: now, emit: emit)) }
         return events
     }
 
@@ -285,7 +285,7 @@ public final class ReceiveSession {
         var events = convert(heard.assembler.insert(packet, now: now), now: now, emit: emit)
         statistics.duplicates += heard.assembler.counters.duplicates - before.duplicates
         statistics.late += heard.assembler.counters.late - before.late
-        events += poll(now: now, emit: emit)
+        events.gather(poll(now: now, emit: emit))
         return events
     }
 
@@ -326,6 +326,7 @@ public final class ReceiveSession {
     private func convert(_ assembled: [H264FrameAssembler.Event], now: MonotonicTime,
                          emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         var events: [ReceiveEvent] = []
+        events.reserveCapacity(assembled.count)
         for event in assembled {
             switch event {
             case .frame(let unit): events.append(.videoFrame(unit))
@@ -367,4 +368,13 @@ public final class ReceiveSession {
 
     /// Packets lost so far per RFC 3550 §A.3 (negative with duplicates).
     public var cumulativeLost: Int64 { heard.reception?.cumulativeLost ?? 0 }
+}
+
+private extension Array {
+    /// Appends `more`, taking its storage when there is nothing here yet:
+    /// most packets bring one event or none, and a copy would allocate
+    /// (StageBenchmarks' unprotect-depacketize counts the allocations).
+    mutating func gather(_ more: [Element]) {
+        if isEmpty { self = more } else { self += more }
+    }
 }

@@ -92,14 +92,6 @@ public struct H264FrameAssembler: Sendable {
         public var framesAnnouncedEarly = 0
     }
 
-    private struct Stored: Sendable {
-        var timestamp: UInt32
-        var marker: Bool
-        var payload: [UInt8]
-        var headerExtension: RTPHeaderExtension?
-        var arrival: MonotonicTime
-    }
-
     /// The unit being received, depacketized as far as its packets are
     /// contiguous from its first one (with `earlySlices`).
     private struct Partial: Sendable {
@@ -121,7 +113,7 @@ public struct H264FrameAssembler: Sendable {
     public private(set) var counters = Counters()
 
     private var unwrapper = SequenceUnwrapper()
-    private var stored: [Int64: Stored] = [:]
+    private var stored = StoredPackets()
     /// Extended sequence number the next unit starts at, once known.
     private var next: Int64?
     /// The lowest stored sequence, and whether a frame boundary must be found before emitting.
@@ -130,6 +122,10 @@ public struct H264FrameAssembler: Sendable {
     private var started = false
     private var gapDeadline: MonotonicTime?
     private var partial: Partial?
+    /// The last unit's size: a unit announced before it is complete starts
+    /// with room for about as much (screens change little frame to frame),
+    /// instead of growing by doubling as its packets come.
+    private var lastUnitBytes = 0
 
     public init(maxDelay: Duration = .milliseconds(80), maxPackets: Int = 4096, earlySlices: Bool = false) {
         self.maxDelay = maxDelay
@@ -156,8 +152,7 @@ public struct H264FrameAssembler: Sendable {
             counters.duplicates += 1
             return events
         }
-        stored[sequence] = Stored(timestamp: packet.timestamp, marker: packet.marker, payload: Array(packet.payload),
-                                  headerExtension: packet.headerExtension, arrival: now)
+        stored.keep(packet, as: sequence, arrival: now)
         counters.packetsAccepted += 1
         if !started {
             // Before the first unit, the earliest packet seen is the start.
@@ -228,7 +223,7 @@ public struct H264FrameAssembler: Sendable {
             return
         }
         var oldest: MonotonicTime?
-        for (sequence, packet) in stored where sequence > holeAt {
+        for (sequence, packet) in stored.packets where sequence > holeAt {
             if oldest == nil || packet.arrival < oldest! { oldest = packet.arrival }
         }
         guard let oldest else {
@@ -258,7 +253,7 @@ public struct H264FrameAssembler: Sendable {
     private func findBoundary() -> Int64? {
         let floor = next ?? Int64.min
         var best: Int64?
-        for (sequence, packet) in stored where sequence > floor {
+        for (sequence, packet) in stored.packets where sequence > floor {
             guard let previous = stored[sequence - 1] else { continue }
             if previous.marker || previous.timestamp != packet.timestamp {
                 if best == nil || sequence < best! { best = sequence }
@@ -268,18 +263,18 @@ public struct H264FrameAssembler: Sendable {
     }
 
     private mutating func dropOldest(into events: inout [Event]) {
-        guard let oldest = stored.keys.min() else { return }
+        guard let oldest = stored.sequences.min() else { return }
         discard(below: oldest + 1, reason: .missingPackets, into: &events)
         next = oldest + 1
         resyncing = true
     }
 
     private mutating func discard(below limit: Int64, reason: FrameLoss.Reason, into events: inout [Event]) {
-        let doomed = stored.keys.filter { $0 < limit }
+        let doomed = stored.sequences.filter { $0 < limit }
         guard !doomed.isEmpty else { return }
         var timestamps = Set<UInt32>()
         for sequence in doomed {
-            if let packet = stored.removeValue(forKey: sequence) { timestamps.insert(packet.timestamp) }
+            if let packet = stored.forget(sequence) { timestamps.insert(packet.timestamp) }
         }
         if let partial, partial.start < limit { self.partial = nil }
         started = true
@@ -291,7 +286,10 @@ public struct H264FrameAssembler: Sendable {
     /// Depacketizes the unit starting at `start` through `last` (contiguous,
     /// not complete) and announces the whole NAL units not announced yet.
     private mutating func announce(start: Int64, through last: Int64, into events: inout [Event]) {
-        if partial?.start != start { partial = Partial(start: start, through: start - 1) }
+        if partial?.start != start {
+            partial = Partial(start: start, through: start - 1)
+            partial!.data.reserveCapacity(lastUnitBytes + lastUnitBytes / 4 + 1500)
+        }
         guard var unit = partial, unit.failure == nil, unit.through < last else { return }
         partial = nil  // Held here while it grows: no copy of its data.
         depacketize(&unit, through: last)
@@ -310,7 +308,7 @@ public struct H264FrameAssembler: Sendable {
         var sequence = unit.through + 1
         while sequence <= last, unit.failure == nil, let packet = stored[sequence] {
             do throws(H264DepacketizeError) {
-                try unit.depacketizer.append(payload: packet.payload[...], to: &unit.data)
+                try unit.depacketizer.append(payload: stored.payload(of: packet), to: &unit.data)
             } catch {
                 unit.failure = error
             }
@@ -327,11 +325,11 @@ public struct H264FrameAssembler: Sendable {
         partial = nil
         if unit.data.isEmpty {
             var total = 0
-            for sequence in range { total += stored[sequence]?.payload.count ?? 0 }
+            for sequence in range { total += stored[sequence]?.payloadLength ?? 0 }
             unit.data.reserveCapacity(total + 64)
         }
         depacketize(&unit, through: range.upperBound)
-        for sequence in range { stored.removeValue(forKey: sequence) }
+        for sequence in range { stored.forget(sequence) }
         var failure = unit.failure
         if failure == nil && unit.depacketizer.inFragment { failure = .truncatedFragment }
         if let failure {
@@ -340,7 +338,8 @@ public struct H264FrameAssembler: Sendable {
             return
         }
         counters.framesEmitted += 1
+        lastUnitBytes = unit.data.count
         events.append(.frame(AccessUnit(timestamp: first.timestamp, data: unit.data, sequenceRange: range,
-                                        headerExtension: first.headerExtension, completedAt: now)))
+                                        headerExtension: stored.headerExtension(of: first), completedAt: now)))
     }
 }
