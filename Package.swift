@@ -87,7 +87,7 @@ let package = Package(
         // A lock ThreadSanitizer can see, for every module whose threads share state.
         .target(name: "ShareSync", dependencies: ["ShareBase"], path: "Sources/Sync", swiftSettings: strict),
         // The frame pool: pictures leased to the encoder, never retained; band geometry.
-        .target(name: "ShareFrames", dependencies: ["ShareColor", "ShareSync"], path: "Sources/Frames", swiftSettings: strict),
+        .target(name: "ShareFrames", dependencies: ["ShareBase", "ShareColor", "ShareSync"], path: "Sources/Frames", swiftSettings: strict),
         // X11 through XCB: the connection and MIT-SHM segments that capture and the window share.
         .target(name: "ShareX11", dependencies: ["CXCB", "ShareColor"], path: "Sources/X11", swiftSettings: strict),
         // The capture seam: what the sender's capture loop needs of a screen
@@ -95,11 +95,11 @@ let package = Package(
         .target(name: "ShareCapture", dependencies: ["ShareFrames", "ShareColor"], path: "Sources/Capture/Seam",
                 swiftSettings: strict),
         // X11 capture behind the seam: bands through MIT-SHM, XDamage, XFixes, RandR, XInput 2.
-        .target(name: "ShareX11Capture", dependencies: ["CXCB", "ShareX11", "ShareCapture", "ShareFrames", "ShareColor", "ShareSync"],
+        .target(name: "ShareX11Capture", dependencies: ["CXCB", "ShareX11", "ShareBase", "ShareCapture", "ShareFrames", "ShareColor", "ShareSync"],
                 path: "Sources/Capture/X11", swiftSettings: strict),
         // Wayland capture behind the seam: a PipeWire screen cast granted by
         // GNOME's own API or the desktop portal, over D-Bus (libdbus).
-        .target(name: "SharePipeWireCapture", dependencies: ["CPipeWire", "CDBus", "ShareCapture", "ShareFrames", "ShareColor", "ShareSync"],
+        .target(name: "SharePipeWireCapture", dependencies: ["CPipeWire", "CDBus", "ShareBase", "ShareCapture", "ShareFrames", "ShareColor", "ShareSync"],
                 path: "Sources/Capture/PipeWire", swiftSettings: strict),
         // The receiver's window on X11.
         .target(name: "ShareWindow", dependencies: ["CXCB", "ShareX11", "ShareColor"], path: "Sources/Window", swiftSettings: strict),
@@ -120,7 +120,7 @@ let package = Package(
         // what a receiver shows) for `share scene`, the harness and tests.
         .target(name: "ShareImpairment", dependencies: ["ShareBase", "ShareTransport", "ShareSync"], path: "Sources/Tooling/Impairment",
                 swiftSettings: strict),
-        .target(name: "ShareScene", dependencies: ["CXCB", "ShareX11", "ShareColor", "ShareLatency", "ShareSync"],
+        .target(name: "ShareScene", dependencies: ["CXCB", "ShareX11", "ShareBase", "ShareColor", "ShareLatency", "ShareSync"],
                 path: "Sources/Tooling/Scene", swiftSettings: strict),
         // The session handshake, sans-IO: ephemeral X25519, HKDF, per-direction
         // SRTP keys, authenticated by a pre-shared key or by identity keys
@@ -155,7 +155,7 @@ let package = Package(
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
+                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",
@@ -165,7 +165,7 @@ let package = Package(
                           dependencies: ["ShareColor", "ShareCommands", "ShareSender", "ShareSession", "ShareSRTP", "ShareX11Capture",
                                          "SharePipeWireCapture", "ShareAudio",
                                          "ShareHandshake", "ShareFanout",
-                                         "ShareScene", "ShareGovernor", "ShareLatency",
+                                         "ShareScene", "ShareGovernor", "ShareLatency", "ShareBase", "ShareSync",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/SendTool"),
         .executableTarget(name: "share-recv",
@@ -211,7 +211,7 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["ShareVideo", "ShareDecode", "ShareColor", "ShareFrames", "ShareBase", "ShareWire", "ShareScene",
                                                     "TestSupport"],
                     path: "Tests/CodecTests", swiftSettings: strict),
-        .testTarget(name: "FramesTests", dependencies: ["ShareFrames", "ShareColor"], path: "Tests/FramesTests", swiftSettings: strict),
+        .testTarget(name: "FramesTests", dependencies: ["ShareBase", "ShareFrames", "ShareColor"], path: "Tests/FramesTests", swiftSettings: strict),
         .testTarget(name: "VideoTests", dependencies: ["ShareVideo", "ShareColor", "TestSupport"], path: "Tests/VideoTests",
                     swiftSettings: strict),
         // The decoder fed by x264 (and by ffmpeg's other formats): ShareVideo makes its input.

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// Which congestion estimates are worth telling the host, sans-IO: the first

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// Spreads packets at a rate above the target (libwebrtc's pacer: 2.5x) so

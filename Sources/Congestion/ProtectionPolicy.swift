@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// When to send forward error correction, and how much, sans-IO. A NACK

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// Below a floor, a lower bitrate alone makes screen text unreadable: the

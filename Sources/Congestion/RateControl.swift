@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 #if canImport(Glibc)
 internal import Glibc

@@ -1,3 +1,5 @@
+package import ShareBase
+
 /// The rhythm the screen changes to, learned from the gaps between changes
 /// seen one after the other: a video or an animation redraws at a steady
 /// rate (60 Hz, 24 Hz…), typing and scrolling by hand do not. A period is
@@ -5,8 +7,7 @@
 /// agree with it, so a prediction is made for content that keeps time and
 /// for nothing else, and jitter in when changes are seen (an X server
 /// busy drawing for others tells of them milliseconds late) does not lose
-/// it. Sans-IO: times are the monotonic clock's nanoseconds, given by the
-/// caller.
+/// it. Sans-IO: instants on the monotonic clock, given by the caller.
 package struct ChangeRhythm: Sendable {
     /// Gaps kept: the period is their median.
     package static let kept = 5
@@ -19,12 +20,12 @@ package struct ChangeRhythm: Sendable {
     /// change up to a period old.
     package static let holding = 3
     /// A gap longer than this is a pause, not a rhythm (and is not kept).
-    package static let longestGap: UInt64 = 1_000_000_000
+    package static let longestGap = Duration.seconds(1)
 
-    private var gaps: [UInt64] = []
+    private var gaps: [Duration] = []
     private var newest = 0
     /// The period while the newest gaps agree; nil otherwise.
-    package private(set) var period: UInt64?
+    package private(set) var period: Duration?
 
     package init() { gaps.reserveCapacity(Self.kept) }
 
@@ -32,11 +33,11 @@ package struct ChangeRhythm: Sendable {
     /// learned) and still agree with it: an eighth, at least half a
     /// millisecond (an X server busy drawing for others tells of a change
     /// up to milliseconds late).
-    package static func tolerance(_ period: UInt64) -> UInt64 { max(500_000, period / 8) }
+    package static func tolerance(_ period: Duration) -> Duration { max(.microseconds(500), period / 8) }
 
     /// Two changes were seen one after the other, `gap` apart.
-    package mutating func add(gap: UInt64) {
-        guard gap > 0, gap <= Self.longestGap else {
+    package mutating func add(gap: Duration) {
+        guard gap > .zero, gap <= Self.longestGap else {
             forget()
             return
         }
@@ -58,7 +59,7 @@ package struct ChangeRhythm: Sendable {
     }
 
     /// How many of the kept gaps lie near `period`.
-    private func agreeing(with period: UInt64) -> Int {
+    private func agreeing(with period: Duration) -> Int {
         let near = Self.tolerance(period)
         return gaps.count(where: { $0 > period ? $0 - period <= near : period - $0 <= near })
     }
@@ -72,10 +73,10 @@ package struct ChangeRhythm: Sendable {
 
     /// When the first change after `now` is due, going by the rhythm and a
     /// change seen at `seen`; nil while there is no rhythm.
-    package func nextChange(after now: UInt64, seen: UInt64) -> UInt64? {
+    package func nextChange(after now: MonotonicTime, seen: MonotonicTime) -> MonotonicTime? {
         guard let period else { return nil }
         guard now >= seen else { return seen }
-        let periods = (now - seen) / period + 1
-        return seen + periods * period
+        let periods = now.since(seen).nanoseconds / period.nanoseconds + 1
+        return seen + period * Int(periods)
     }
 }

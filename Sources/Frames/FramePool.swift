@@ -1,3 +1,4 @@
+public import ShareBase
 public import ShareColor
 internal import ShareSync
 #if canImport(Glibc)
@@ -8,20 +9,31 @@ internal import Glibc
 /// timestamps, and the wall clock for the capture-time header extension.
 public struct CaptureTime: Sendable, Equatable {
     /// On the monotonic clock (CLOCK_MONOTONIC), for intervals on this machine.
-    public var monotonicNanoseconds: UInt64
-    /// On the wall clock (CLOCK_REALTIME), sent to the receiver (abs-capture-time).
+    public var monotonic: MonotonicTime
+    /// On the wall clock (CLOCK_REALTIME), in nanoseconds since 1970, sent to
+    /// the receiver (abs-capture-time).
     public var unixNanoseconds: UInt64
 
     /// The instant read on both clocks.
-    public init(monotonicNanoseconds: UInt64, unixNanoseconds: UInt64) {
-        self.monotonicNanoseconds = monotonicNanoseconds
+    public init(monotonic: MonotonicTime, unixNanoseconds: UInt64) {
+        self.monotonic = monotonic
         self.unixNanoseconds = unixNanoseconds
     }
 
     /// Now, on both clocks.
     public static func now() -> CaptureTime {
-        CaptureTime(monotonicNanoseconds: SystemClock.monotonic(), unixNanoseconds: SystemClock.wall())
+        CaptureTime(monotonic: SystemClock.now(), unixNanoseconds: SystemClock.wall())
     }
+
+    /// The same instant moved by `offset` (either way) on both clocks.
+    public static func + (time: CaptureTime, offset: Duration) -> CaptureTime {
+        let ns = offset.signedNanoseconds
+        return CaptureTime(monotonic: ns >= 0 ? time.monotonic + offset : time.monotonic - (.zero - offset),
+                           unixNanoseconds: UInt64(bitPattern: Int64(bitPattern: time.unixNanoseconds) &+ ns))
+    }
+
+    /// The same instant moved back by `offset` on both clocks.
+    public static func - (time: CaptureTime, offset: Duration) -> CaptureTime { time + (.zero - offset) }
 }
 
 /// A fixed set of pictures (I420, at the size they are encoded at), handed

@@ -1,15 +1,20 @@
 public import ShareBase
 
-/// A memory budget in bytes, parsed from "50MiB", "32M", "8m", "1G", "1048576".
+/// A memory budget, parsed from "50MiB", "32M", "8m", "1G", "1048576".
 public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
-    /// The budget in bytes.
-    public var bytes: Int
+    /// The budget.
+    public var size: ByteCount
+    /// The budget in bytes (for JSON and the control channel).
+    public var bytes: Int { size.bytes }
+
+    /// A budget of `size`.
+    public init(_ size: ByteCount) { self.size = size }
 
     /// A budget of `bytes` bytes.
-    public init(bytes: Int) { self.bytes = bytes }
+    public init(bytes: Int) { size = .bytes(bytes) }
 
     /// 50 MiB: the memory limit of an iOS broadcast upload extension, which this design follows.
-    public static let `default` = MemoryBudget(bytes: 50 << 20)
+    public static let `default` = MemoryBudget(.mebibytes(50))
 
     /// A budget written as a size: a number with an optional unit (b, k, m or
     /// g, with or without "b"/"ib"; powers of 1024), up to 1 TiB; nil otherwise.
@@ -28,7 +33,7 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
         }
         // Past 1 TiB it is no budget at all: refused rather than trapping on the conversion.
         guard value * scale <= Double(1 << 40) else { return nil }
-        bytes = Int(value * scale)
+        size = .bytes(Int(value * scale))
     }
 
     public var description: String { "\(bytes >> 20) MiB" }
@@ -50,38 +55,39 @@ public struct MemoryRung: Sendable, Equatable, Codable, CustomStringConvertible 
 }
 
 /// What the governor knows about the big consumers, to predict a step's
-/// effect before taking it: bytes as a function of the rung.
+/// effect before taking it: memory as a function of the rung.
 public struct MemoryAccount: Sendable, Equatable {
     /// Memory that does not depend on the rung (runtime, libraries' data, capture bands).
-    public var fixedBytes: Int
+    public var fixed: ByteCount
     public var sourceWidth: Int
     public var sourceHeight: Int
     /// Pictures of the encoded size the frame pool holds.
     public var pictureSlots: Int
 
-    public init(fixedBytes: Int, sourceWidth: Int, sourceHeight: Int, pictureSlots: Int = 1) {
-        self.fixedBytes = fixedBytes
+    public init(fixed: ByteCount, sourceWidth: Int, sourceHeight: Int, pictureSlots: Int = 1) {
+        self.fixed = fixed
         self.sourceWidth = sourceWidth
         self.sourceHeight = sourceHeight
         self.pictureSlots = pictureSlots
     }
 
-    /// Bytes the rung-dependent consumers take: x264 at ultrafast keeps
+    /// What the rung-dependent consumers take: x264 at ultrafast keeps
     /// about 12 bytes per pixel of picture state and lookahead, each picture
     /// of the frame pool 1.5 (I420; capture converts and scales into them
     /// band by band, so the captured size costs nothing here); the
     /// retransmission history about 1.3 KB a packet.
-    public func variableBytes(_ rung: MemoryRung) -> Int {
+    public func variable(_ rung: MemoryRung) -> ByteCount {
         let height = min(rung.height, sourceHeight)
         let width = sourceWidth * height / max(sourceHeight, 1)
         let pixels = width * height
-        return pixels * 12 + pixels * 3 / 2 * pictureSlots + rung.historyPackets * Self.bytesPerHistoryPacket
+        return .bytes(pixels * 12 + pixels * 3 / 2 * pictureSlots) + Self.historyPacket * rung.historyPackets
     }
 
     /// A retransmission history entry: a full packet and its bookkeeping.
-    public static let bytesPerHistoryPacket = 1300
+    public static let historyPacket = ByteCount.bytes(1300)
 
-    public func predicted(_ rung: MemoryRung) -> Int { fixedBytes + variableBytes(rung) }
+    /// What the sender is predicted to take at `rung`.
+    public func predicted(_ rung: MemoryRung) -> ByteCount { fixed + variable(rung) }
 }
 
 /// The memory-budget governor, as a pure state machine: fed footprint
@@ -147,12 +153,12 @@ public struct MemoryGovernor: Sendable {
     /// the current one.
     public mutating func setSource(width: Int, height: Int) {
         let before = current
-        let beforeBytes = account.predicted(before)
+        let beforeSize = account.predicted(before)
         account.sourceWidth = width
         account.sourceHeight = height
         ladder = Self.ladder(fps: ladder[0].fps, sourceHeight: height, history: ladder[0].historyPackets)
         rung = ladder.firstIndex { $0.name == before.name }
-            ?? ladder.firstIndex { account.predicted($0) <= beforeBytes } ?? ladder.count - 1
+            ?? ladder.firstIndex { account.predicted($0) <= beforeSize } ?? ladder.count - 1
     }
 
     /// A new budget from now on: the next samples step down at once if the
@@ -166,7 +172,7 @@ public struct MemoryGovernor: Sendable {
     /// Starts at the highest rung predicted to fit under the high-water
     /// mark, so a tight budget never sees the full-size encoder at all.
     public mutating func chooseStart() -> Decision {
-        let target = Int(Double(budget.bytes) * highWater)
+        let target = budget.size * highWater
         guard let first = ladder.indices.first(where: { account.predicted(ladder[$0]) <= target }) else {
             return checkFeasible() == .stay ? .step(from: 0, to: ladder.count - 1) : checkFeasible()
         }
@@ -177,28 +183,27 @@ public struct MemoryGovernor: Sendable {
     /// Whether the budget can be met at all: the bottom rung's prediction.
     public func checkFeasible() -> Decision {
         let need = account.predicted(ladder[ladder.count - 1])
-        guard need <= budget.bytes else { return .fail(failure(need: need)) }
+        guard need <= budget.size else { return .fail(failure(need: need)) }
         return .stay
     }
 
-    /// Feeds one footprint sample (bytes) taken at `now`.
-    public mutating func observe(footprint: Int, now: MonotonicTime) -> Decision {
-        let budgetBytes = Double(budget.bytes)
-        let over = Double(footprint) > budgetBytes
+    /// Feeds one footprint sample taken at `now`.
+    public mutating func observe(footprint: ByteCount, now: MonotonicTime) -> Decision {
+        let over = footprint > budget.size
         // Learn the fixed part from what is measured at the current rung.
-        account.fixedBytes = max(0, footprint - account.variableBytes(current))
-        if Double(footprint) > budgetBytes * highWater {
+        account.fixed = max(.zero, footprint - account.variable(current))
+        if footprint > budget.size * highWater {
             lowSince = nil
             // Over the budget, react at once; near it, let the last step settle first.
             if !over, let lastStep, now.since(lastStep) < settle { return .stay }
-            let target = Int(budgetBytes * highWater)
+            let target = budget.size * highWater
             guard rung < ladder.count - 1 else {
                 return over ? .fail(failure(need: footprint)) : .stay
             }
             // The first step predicted to get under the high-water mark, else the bottom.
             var next = rung + 1
             while next < ladder.count - 1 && account.predicted(ladder[next]) > target { next += 1 }
-            if account.predicted(ladder[next]) > budget.bytes && next == ladder.count - 1 && over {
+            if account.predicted(ladder[next]) > budget.size && next == ladder.count - 1 && over {
                 return .fail(failure(need: account.predicted(ladder[next])))
             }
             let from = rung
@@ -206,7 +211,7 @@ public struct MemoryGovernor: Sendable {
             lastStep = now
             return .step(from: from, to: next)
         }
-        guard rung > 0, Double(footprint) < budgetBytes * lowWater else {
+        guard rung > 0, footprint < budget.size * lowWater else {
             lowSince = nil
             return .stay
         }
@@ -214,7 +219,7 @@ public struct MemoryGovernor: Sendable {
         lowSince = since
         guard now.since(since) >= climbAfter, lastStep.map({ now.since($0) >= climbAfter }) ?? true else { return .stay }
         // Climb one rung, only if its prediction stays under the high-water mark.
-        guard account.predicted(ladder[rung - 1]) < Int(budgetBytes * highWater) else { return .stay }
+        guard account.predicted(ladder[rung - 1]) < budget.size * highWater else { return .stay }
         let from = rung
         rung -= 1
         lastStep = now
@@ -222,8 +227,8 @@ public struct MemoryGovernor: Sendable {
         return .step(from: from, to: rung)
     }
 
-    private func failure(need: Int) -> String {
+    private func failure(need: ByteCount) -> String {
         let bottom = ladder[ladder.count - 1]
-        return "cannot run within \(budget): needs at least \((need + (1 << 20) - 1) >> 20) MiB at \(bottom.height)p"
+        return "cannot run within \(budget): needs at least \(need.mebibytesRoundedUp) MiB at \(bottom.height)p"
     }
 }

@@ -1,7 +1,7 @@
 internal import Crypto
 internal import Foundation
 public import ShareSRTP
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// The sender's side of the handshake, sans-IO: `start` gives the commit to

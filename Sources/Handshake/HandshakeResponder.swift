@@ -1,7 +1,7 @@
 internal import Crypto
 internal import Foundation
 public import ShareSRTP
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// The receiver's side of the handshake, sans-IO and generic over how a

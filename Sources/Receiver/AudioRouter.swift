@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import ShareAudio
 internal import ShareSync
 internal import ShareWire
@@ -18,7 +19,7 @@ final class AudioRouter {
     private var playerFailed: Bool
     /// Capture-to-heard delay of played sound (µs, smoothed), and when sound last played.
     private(set) var heardDelay: Int64?
-    private var playedAt: UInt64 = 0
+    private var playedAt = MonotonicTime.zero
     /// The sound of the streams of earlier sessions.
     private var before = AudioStatistics()
     /// Packets of streams past the cap, this session.
@@ -42,7 +43,7 @@ final class AudioRouter {
 
     /// Whether pictures wait for the sound, for lip sync: while it plays.
     var holdsPictures: Bool {
-        heardDelay != nil && player != nil && SystemClock.monotonic() - playedAt < 1_000_000_000
+        heardDelay != nil && player != nil && SystemClock.now().since(playedAt) < .seconds(1)
     }
 
     /// The tracks the sender said it sends, in its order, before their first
@@ -133,7 +134,7 @@ final class AudioRouter {
         let heard = Int64(SystemClock.wall() / 1000) + player.delayMicroseconds
         let sample = heard - captured
         heardDelay = heardDelay.map { ($0 * 7 + sample) / 8 } ?? sample
-        playedAt = SystemClock.monotonic()
+        playedAt = SystemClock.now()
         if let failure = player.failure.withLock({ $0 }) {
             playerFailed = true
             self.player = nil

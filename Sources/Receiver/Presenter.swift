@@ -69,13 +69,13 @@ private struct Decoding {
         var timeline = Timeline()
         /// Whether this session brought anything yet.
         var hasMedia = false
-        var pending: [(unit: AccessUnit, due: UInt64)] = []
+        var pending: [(unit: AccessUnit, due: MonotonicTime)] = []
         /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
         /// timestamp, and when the last picture was shown: a freeze is a gap of
         /// more than the spacing plus 100 ms.
         var frameSpacing: Double?
         var lastTimestamp: UInt32?
-        var lastShownAt: UInt64?
+        var lastShownAt: MonotonicTime?
         /// Pictures decoded in this session.
         var frames = 0
         /// What the sender calls its stream, and whether it paused.
@@ -106,18 +106,18 @@ private struct Decoding {
             recording?.finish(audioChannels: sound.channels)
             sound.stop()
         }
-        var sampledAt: UInt64 = 0
-        let began = SystemClock.monotonic()
+        var sampledAt = MonotonicTime.zero
+        let began = SystemClock.now()
         shared.stats.withLock { $0.timelineOriginUnix = Double(SystemClock.wall()) / 1e9 }
         while shared.running.load(ordering: .relaxed) {
             // Wake for the next held frame, or at least every 10 ms for timers.
-            let now = SystemClock.monotonic()
-            let untilDue = session.pending.first.map { $0.due > now ? $0.due - now : 0 } ?? 10_000_000
-            let (work, broken) = queue.pop(timeout: .nanoseconds(Int64(min(untilDue, 10_000_000))))
+            let now = SystemClock.now()
+            let untilDue = session.pending.first.map { $0.due.since(now) } ?? .milliseconds(10)
+            let (work, broken) = queue.pop(timeout: min(untilDue, .milliseconds(10)))
             if broken { chainBroke() }
             do {
                 if let work { try handle(work) }
-                while let first = session.pending.first, first.due <= SystemClock.monotonic() {
+                while let first = session.pending.first, first.due <= SystemClock.now() {
                     session.pending.removeFirst()
                     try present(first.unit)
                 }
@@ -131,9 +131,9 @@ private struct Decoding {
             // Four samples a second for the timeline (an hour of them),
             // appended where it is kept: a copy kept here too would be
             // copied whole at the next append once published.
-            if SystemClock.monotonic() - sampledAt >= 250_000_000 {
-                sampledAt = SystemClock.monotonic()
-                let (seconds, decoded, frozen) = (Double(sampledAt - began) / 1e9, local.framesDecoded, local.freezeSeconds)
+            if SystemClock.now().since(sampledAt) >= .milliseconds(250) {
+                sampledAt = SystemClock.now()
+                let (seconds, decoded, frozen) = (sampledAt.since(began).seconds, local.framesDecoded, local.freezeSeconds)
                 shared.stats.withLock { s in
                     s.timeline.append(ReceiverSample(seconds: seconds, framesDecoded: decoded, freezeSeconds: frozen,
                                                      framesLost: s.framesLost))
@@ -150,7 +150,7 @@ private struct Decoding {
     private mutating func chainBroke() {
         abandonEarly()
         session.waitingForKeyframe = true
-        network.keyframeWanted.store(true, ordering: .relaxed)
+        network.requestKeyframe()
     }
 
     private mutating func handle(_ work: ReceivedWork) throws(ReceiverError) {
@@ -170,10 +170,10 @@ private struct Decoding {
             // time plus the audio's capture-to-heard delay (at most 200 ms);
             // otherwise it is shown at once (as is one begun early, when
             // sound started to play meanwhile: it is half decoded).
-            var due = SystemClock.monotonic()
+            var due = SystemClock.now()
             if let delay = sound.heardDelay, sound.holdsPictures, early?.timestamp != unit.timestamp {
                 let wait = min(max(captureMicroseconds(of: unit) + delay - Int64(SystemClock.wall() / 1000), 0), 200_000)
-                due += UInt64(wait) * 1000
+                due += .microseconds(wait)
             }
             session.pending.append((unit, due))
         case .loss:
@@ -305,7 +305,7 @@ private struct Decoding {
         }
         if session.waitingForKeyframe && !unit.isKeyframe {
             local.framesSkippedForKeyframe += 1
-            network.keyframeWanted.store(true, ordering: .relaxed)
+            network.requestKeyframe()
             return
         }
         if begun != nil { local.framesDecodedEarly += 1 }
@@ -346,9 +346,9 @@ private struct Decoding {
                 throw .window(error.description)
             }
         }
-        let shownAt = SystemClock.monotonic()
+        let shownAt = SystemClock.now()
         if let last = session.lastShownAt {
-            let gap = Double(shownAt - last) / 1e6
+            let gap = shownAt.since(last).milliseconds
             let spacing = (session.frameSpacing ?? 3000) / 90
             if gap > spacing + 100 {
                 local.freezes += 1
@@ -356,7 +356,7 @@ private struct Decoding {
             }
         }
         session.lastShownAt = shownAt
-        receiving.record(milliseconds: Double(shownAt &- min(unit.completedAt.nanoseconds, shownAt)) / 1e6)
+        receiving.record(milliseconds: shownAt.since(unit.completedAt).milliseconds)
         if let onShown = configuration.onShown { lend(picture, of: unit, to: onShown) }
         if let id = configuration.captureTimeExtensionID,
            let data = unit.headerExtension?.element(id: id), let capture = AbsoluteCaptureTime(data) {

@@ -14,74 +14,97 @@ internal import ShareBase
 /// the decode thread through the bounded queue. It sleeps only in the
 /// socket's wait, until a datagram or the session's next deadline, so a slow
 /// decoder or window never delays feedback or lets the socket overflow.
-final class ReceiverNetworkLoop: @unchecked Sendable {
-    // Safe: the session and the gate are used by the network thread only;
-    // the keyframe flag and the sender's SSRC are atomic, statistics go
-    // through the shared mutex.
+final class ReceiverNetworkLoop: Sendable {
+    /// What the decode thread tells the network thread, and reads of it.
+    let signals = NetworkSignals()
+    /// The socket's session, gate and queue: the network thread's own.
+    private let work: ThreadBound<NetworkWork>
+
+    init(socket: UDPSocket, session: ReceiveSession, gate: SessionGate, queue: WorkQueue, confirmation: ConfirmationPolicy,
+         events: @escaping @Sendable (ReceiverEvent) -> Void) {
+        work = ThreadBound(NetworkWork(socket: socket, session: session, gate: gate, queue: queue, confirmation: confirmation,
+                                       events: events, signals: signals))
+    }
+
+    /// The sender's SSRC, read from any thread.
+    var senderSSRC: UInt32? { signals.senderSSRC }
+
+    /// Asks the network thread for a keyframe (it sends the PLI).
+    func requestKeyframe() { signals.keyframeWanted.store(true, ordering: .relaxed) }
+
+    /// The network thread's loop, until the receiver stops or the socket fails.
+    func run(_ shared: ReceiverShared) -> ReceiverError? { work.withValue { $0.run(shared) } }
+}
+
+/// The flags the decode thread and the network thread share.
+final class NetworkSignals: Sendable {
+    /// Set by the decode thread when it needs a keyframe (decode error,
+    /// frames dropped); the network thread sends the PLI.
+    let keyframeWanted = Atomic<Bool>(false)
+    /// The video sender's SSRC as the network thread last saw it, for the
+    /// decode thread (bit 32 set when there is one: any 32-bit SSRC is valid).
+    let publishedSSRC = Atomic<UInt64>(0)
+
+    var senderSSRC: UInt32? {
+        let value = publishedSSRC.load(ordering: .relaxed)
+        return value == 0 ? nil : UInt32(truncatingIfNeeded: value)
+    }
+}
+
+/// The network thread's state and steps (see `ReceiverNetworkLoop`).
+final class NetworkWork {
     private let socket: UDPSocket
     private let session: ReceiveSession
     private let gate: SessionGate
     private let queue: WorkQueue
     private let confirmation: ConfirmationPolicy
     private let events: @Sendable (ReceiverEvent) -> Void
-    /// Set by the decode thread when it needs a keyframe (decode error,
-    /// frames dropped); the network thread sends the PLI.
-    let keyframeWanted = Atomic<Bool>(false)
+    private let signals: NetworkSignals
     /// The person here is asked about one new sender at a time.
     private let questions = OneQuestionAtATime()
 
     init(socket: UDPSocket, session: ReceiveSession, gate: SessionGate, queue: WorkQueue, confirmation: ConfirmationPolicy,
-         events: @escaping @Sendable (ReceiverEvent) -> Void) {
+         events: @escaping @Sendable (ReceiverEvent) -> Void, signals: NetworkSignals) {
         self.socket = socket
         self.session = session
         self.gate = gate
         self.queue = queue
         self.confirmation = confirmation
         self.events = events
+        self.signals = signals
     }
 
-    /// The video sender's SSRC as the network thread last saw it, for the
-    /// decode thread (bit 32 set when there is one: any 32-bit SSRC is valid).
-    private let publishedSSRC = Atomic<UInt64>(0)
-
-    /// The sender's SSRC, read from any thread.
-    var senderSSRC: UInt32? {
-        let value = publishedSSRC.load(ordering: .relaxed)
-        return value == 0 ? nil : UInt32(truncatingIfNeeded: value)
-    }
-
-    /// Publishes the session's sender SSRC (network thread only).
+    /// Publishes the session's sender SSRC.
     private func publishSenderSSRC() {
-        publishedSSRC.store(session.senderSSRC.map { 1 << 32 | UInt64($0) } ?? 0, ordering: .relaxed)
+        signals.publishedSSRC.store(session.senderSSRC.map { 1 << 32 | UInt64($0) } ?? 0, ordering: .relaxed)
     }
 
     func run(_ shared: ReceiverShared) -> ReceiverError? {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var datagram = PacketBuffer(capacity: 65_536)
         var count = 0
-        var published = SystemClock.monotonic()
+        var published = SystemClock.now()
         func reply(_ bytes: ArraySlice<UInt8>) {
             if let peer = gate.peer { socket.send(bytes, to: peer) }
         }
         func sendTo(_ bytes: [UInt8], _ address: SocketAddress) { socket.send(bytes[...], to: address) }
         while shared.running.load(ordering: .relaxed) {
-            let now = SystemClock.monotonic()
+            let now = SystemClock.now()
             // Between sessions the session's timers are stale: wake for the handshake only.
-            let deadline = (gate.hasSession ? session.nextDeadline : nil).map { $0.nanoseconds } ?? now + 10_000_000
-            let wait = min(deadline > now ? deadline - now : 0, 10_000_000)
+            let deadline = (gate.hasSession ? session.nextDeadline : nil) ?? now + .milliseconds(10)
+            let wait = min(deadline.since(now), .milliseconds(10))
             do {
-                let ready = try UDPSocket.waitForInput([socket], timeout: .nanoseconds(Int64(wait)))
+                let ready = try UDPSocket.waitForInput([socket], timeout: wait)
                 if ready[0] {
                     // Drain what is there before the timers. Each datagram is
                     // timed by the kernel's arrival stamp (moved onto the
                     // monotonic clock), not by when this thread got to it.
                     var arrival: UInt64?
                     while let source = try socket.receiveNow(into: &buffer, count: &count, arrival: &arrival) {
-                        let mono = SystemClock.monotonic()
-                        var at = MonotonicTime(nanoseconds: mono)
+                        var at = SystemClock.now()
                         if let arrival {
-                            let age = min(SystemClock.wall() &- min(arrival, SystemClock.wall()), 1_000_000_000)
-                            at = MonotonicTime(nanoseconds: mono - min(age, mono))
+                            let wall = SystemClock.wall()
+                            at = at - min(.nanoseconds(wall &- min(arrival, wall)), .seconds(1))
                         }
                         if count > 0, HandshakeMessage.isHandshake(firstByte: buffer[0]) {
                             handle(gate.handshake(buffer[0..<count], from: source, now: at, send: sendTo))
@@ -101,14 +124,14 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
             } catch {
                 return .transport(error.description)
             }
-            let at = MonotonicTime(nanoseconds: SystemClock.monotonic())
+            let at = SystemClock.now()
             handle(gate.poll(now: at, send: sendTo))
             if gate.hasSession {
-                if keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }
+                if signals.keyframeWanted.exchange(false, ordering: .relaxed) { session.requestKeyframe(now: at, emit: reply) }
                 forward(session.poll(now: at, emit: reply))
             }
-            if at.nanoseconds &- published >= 50_000_000 {
-                published = at.nanoseconds
+            if at.since(published) >= .milliseconds(50) {
+                published = at
                 publish(shared)
             }
         }
@@ -171,9 +194,9 @@ final class ReceiverNetworkLoop: @unchecked Sendable {
                     events(.sessionRefused(sender: request.peerName, reason: "a new sender, and new senders are not accepted"))
                     gate.answers.withLock { $0.append((request.handshakeID, false)) }
                 case .ask(let ask):
-                    let gate = self.gate
+                    let answers = gate.answers
                     let put = questions.put(request, to: ask) { accept in
-                        gate.answers.withLock { $0.append((request.handshakeID, accept)) }
+                        answers.withLock { $0.append((request.handshakeID, accept)) }
                     }
                     if !put {
                         events(.warning("\"\(request.peerName)\" told to try again: a person is still being asked about another sender"))

@@ -1,3 +1,4 @@
+internal import ShareBase
 import Dispatch
 internal import ShareAudio
 internal import ShareColor
@@ -31,7 +32,7 @@ public final class ScreenReceiver: Sendable {
     private let shared = ReceiverShared()
     private let failure = Locked<ReceiverError?>(nil)
     private let group = DispatchGroup()
-    private let began = Atomic<UInt64>(0)
+    private let began = Atomic<UInt64>(0)  // MonotonicTime's nanoseconds; 0: not started
     /// Threads still running.
     private let remaining = Atomic<Int>(2)
     /// Bytes asked for the socket's receive buffer.
@@ -117,7 +118,7 @@ public final class ScreenReceiver: Sendable {
             broadcast.yield(event)
             if case .finished = event { broadcast.finish() }
         }
-        began.store(SystemClock.monotonic(), ordering: .relaxed)
+        began.store(SystemClock.now().nanoseconds, ordering: .relaxed)
         let granted = socket.receiveBufferSize
         shared.stats.withLock { $0.receiveBufferBytes = granted }
         let queue = WorkQueue()
@@ -195,7 +196,7 @@ public final class ScreenReceiver: Sendable {
         // Sorted here, on the reader's thread, never on the decode thread's.
         let latencies = (shared.captureToDisplay.summary, shared.lastPacketToDisplay.summary)
         return shared.stats.withLock { s in
-            if start != 0 { s.elapsedSeconds = Double(SystemClock.monotonic() - start) / 1e9 }
+            if start != 0 { s.elapsedSeconds = SystemClock.now().since(MonotonicTime(nanoseconds: start)).seconds }
             s.captureToDisplay = latencies.0
             s.lastPacketToDisplay = latencies.1
             return s

@@ -17,9 +17,7 @@ internal import ShareBase
 /// feedback stops) while the sender that took over is still sending. With
 /// a static key: the sender's address is learned from the
 /// first authenticated packet, and forgotten at its BYE.
-final class SessionGate: @unchecked Sendable {
-    // Safe: used by the network thread only, except `answers`, a mutex the
-    // confirmation thread fills.
+final class SessionGate {
     enum Event {
         /// A session began (`renewed`: the same sender's new keys).
         case started(EstablishedSession, renewed: Bool)
@@ -55,6 +53,8 @@ final class SessionGate: @unchecked Sendable {
     private(set) var counters = Counters()
     /// Answers of people to confirmation requests, handed in from their thread.
     /// (nil: no one could be asked now; the sender is told to try again later.)
+    /// (The gate is the network thread's; this mutex is the one part of it
+    /// other threads reach.)
     let answers = Locked<[(id: UInt64, accept: Bool?)]>([])
     /// The static key, to start over with after a BYE.
     private var staticKeys: SRTPSessionKeys?

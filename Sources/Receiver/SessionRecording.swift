@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import ShareDecode
 internal import ShareWire
 #if canImport(Glibc)
@@ -40,8 +41,8 @@ final class SessionRecording {
     private var preroll = Preroll()
     private var session = 1
     /// When this session's first packet and first audio arrived.
-    private var firstPacketAt: UInt64?
-    private var firstAudioAt: UInt64?
+    private var firstPacketAt: MonotonicTime?
+    private var firstAudioAt: MonotonicTime?
     /// The sender said which audio streams it sends (then the file opens at
     /// the first keyframe, without waiting for sound).
     private var layoutKnown = false
@@ -56,7 +57,7 @@ final class SessionRecording {
     private var stopped = false
     /// The open file, its identity on disk, and when it was last looked for.
     private var file: (path: String, device: UInt, inode: UInt)?
-    private var lookedAt: UInt64 = 0
+    private var lookedAt = MonotonicTime.zero
 
     init(path: String, notice: @escaping (String) -> Void = { _ in }) {
         self.path = path
@@ -68,7 +69,7 @@ final class SessionRecording {
 
     /// Media of this session arrived (its clock starts the 2 s wait).
     func noteMedia(audio: Bool) {
-        let now = SystemClock.monotonic()
+        let now = SystemClock.now()
         if firstPacketAt == nil { firstPacketAt = now }
         if audio && firstAudioAt == nil { firstAudioAt = now }
     }
@@ -102,17 +103,17 @@ final class SessionRecording {
     /// channel counts in track order.
     func openWhenReady(audioChannels: [Int]) {
         guard recorder == nil, !stopped, let first = firstPacketAt else { return }
-        let now = SystemClock.monotonic()
-        let audioSettled = layoutKnown || (firstAudioAt.map { now - $0 > 200_000_000 } ?? false)
-        guard audioSettled || now - first > 2_000_000_000 else { return }
+        let now = SystemClock.now()
+        let audioSettled = layoutKnown || (firstAudioAt.map { now.since($0) > .milliseconds(200) } ?? false)
+        guard audioSettled || now.since(first) > .seconds(2) else { return }
         do { try open(audioChannels: audioChannels) } catch { fail(error.description) }
     }
 
     /// Once a second: the file is still where it was written (a recording
     /// removed from under the receiver would go on into an unlinked file).
     private func checkFileStillThere() throws(ReceiverError) {
-        let now = SystemClock.monotonic()
-        guard let file, now - lookedAt >= 1_000_000_000 else { return }
+        let now = SystemClock.now()
+        guard let file, now.since(lookedAt) >= .seconds(1) else { return }
         lookedAt = now
         var info = stat()
         guard stat(file.path, &info) == 0, UInt(info.st_dev) == file.device, UInt(info.st_ino) == file.inode else {
@@ -154,7 +155,7 @@ final class SessionRecording {
         }
         var info = stat()
         if stat(file, &info) == 0 { self.file = (file, UInt(info.st_dev), UInt(info.st_ino)) }
-        lookedAt = SystemClock.monotonic()
+        lookedAt = SystemClock.now()
         for item in preroll.drain() { try write(item) }
     }
 

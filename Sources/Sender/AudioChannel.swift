@@ -5,16 +5,18 @@ internal import ShareSRTP
 internal import ShareSession
 internal import ShareWire
 internal import ShareBase
+internal import ShareSync
 
 /// One audio stream: its reader, its Opus encoder and its RTP stream; its
 /// thread reads, encodes and hands packets to the network driver, 20 ms at
 /// a time. It never touches the video path: a stalled or vanished audio
 /// server stops only this stream, with one warning.
-final class AudioChannel: @unchecked Sendable {
-    // Safe: reader and encoder are used by this channel's thread only.
+final class AudioChannel: Sendable {
     let input: AudioInput
-    let reader: AudioReader
-    let encoder: OpusEncoder
+    /// Channels the stream carries (the reader's).
+    let channels: Int
+    /// The reader and the encoder: this channel's thread's own.
+    private let coding: ThreadBound<(reader: AudioReader, encoder: OpusEncoder)>
     let timestampBase = UInt32.random(in: 0...UInt32.max)
     let ssrc: UInt32
     /// The host's pushed stream, when this channel sends one (fixed at
@@ -23,11 +25,13 @@ final class AudioChannel: @unchecked Sendable {
 
     init(input: AudioInput) throws(SenderError) {
         self.input = input
-        reader = try AudioReader(input)
+        let reader = try AudioReader(input)
         pushed = reader.pushed
+        channels = reader.channels
         do {
-            encoder = try OpusEncoder(channels: reader.channels, content: input.isVoice ? .voice : .music,
-                                      bitrate: input.bitrate)
+            let encoder = try OpusEncoder(channels: reader.channels, content: input.isVoice ? .voice : .music,
+                                          bitrate: input.bitrate)
+            coding = ThreadBound((reader, encoder))
         } catch {
             throw .audio("\(input.label): \(error)")
         }
@@ -47,9 +51,14 @@ final class AudioChannel: @unchecked Sendable {
     }
 
     func run(_ context: SenderContext, index: Int, network: NetworkDriver) {
+        coding.withValue { run(context, index: index, network: network, reader: $0.reader, encoder: $0.encoder) }
+    }
+
+    private func run(_ context: SenderContext, index: Int, network: NetworkDriver, reader: AudioReader,
+                     encoder: OpusEncoder) {
         var samples: UInt32 = 0
         /// Where the next frame of a continuous pushed stream would begin.
-        var expected: UInt64?
+        var expected: MonotonicTime?
         let sleeper = context.pauseSleeper()
         while context.isActive {
             // Paused, it sleeps until the state changes; a host's pushed
@@ -69,19 +78,20 @@ final class AudioChannel: @unchecked Sendable {
             guard let frame = read, context.isRunning else { continue }
             // A host that stopped pushing for a while: its RTP clock moves on
             // by the silence, so the receiver keeps sound and picture in step.
-            let at = frame.captured.monotonicNanoseconds
-            if pushed != nil, let expected, at > expected + 60_000_000 {
-                samples &+= UInt32(truncatingIfNeeded: (at - expected) / 1_000_000_000 * UInt64(OpusFormat.sampleRate)
-                                   + (at - expected) % 1_000_000_000 * UInt64(OpusFormat.sampleRate) / 1_000_000_000)
+            let at = frame.captured.monotonic
+            if pushed != nil, let expected, at > expected + .milliseconds(60) {
+                let gap = at.since(expected).nanoseconds
+                samples &+= UInt32(truncatingIfNeeded: gap / 1_000_000_000 * UInt64(OpusFormat.sampleRate)
+                                   + gap % 1_000_000_000 * UInt64(OpusFormat.sampleRate) / 1_000_000_000)
             }
-            expected = at + 20_000_000
+            expected = at + .milliseconds(20)
             let timestamp = timestampBase &+ samples
             samples &+= UInt32(OpusFormat.frameSamples)
             do {
                 let packet = try encoder.encode(frame.pcm)
                 try network.sendAudio(index, payload: packet, rtpTimestamp: timestamp,
                                       captureTime: NTPTimestamp(unixNanoseconds: frame.captured.unixNanoseconds),
-                                      now: MonotonicTime(nanoseconds: frame.captured.monotonicNanoseconds))
+                                      now: frame.captured.monotonic)
             } catch {
                 context.emit(.warning("\(input.label) stopped: \(error); video goes on"))
                 return

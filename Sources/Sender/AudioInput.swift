@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import ShareAudio
 internal import ShareFrames
 #if canImport(Glibc)
@@ -71,10 +72,10 @@ final class AudioReader {
     }
 
     private var backend: Backend
-    private var next: UInt64 = 0
+    private var next = MonotonicTime.zero
     private var frames = 0
     /// The default sink's latency, refreshed every 0.5 s for monitor sources.
-    private var sinkLatency: UInt64 = 0
+    private var sinkLatency = Duration.zero
     /// Pulse sources' instants, smoothed (server reads and sink latency jitter).
     private var timeline = CaptureTimeline(frameNanoseconds: 20_000_000)
     let channels: Int
@@ -125,7 +126,7 @@ final class AudioReader {
             // when streaming began, so there is no backlog): the first sample
             // is 20 ms old. The record stream's own latency figure was tried
             // and read ~0 in steady state and nonsense at start-up.
-            var captured = CaptureTime.now().minus(nanoseconds: 20_000_000)
+            var captured = CaptureTime.now() - .milliseconds(20)
             if monitor {
                 // A monitor hands over samples when the sink renders them,
                 // one sink latency before they are heard; the heard instant
@@ -138,14 +139,12 @@ final class AudioReader {
                 // therefore capped at 200 ms: exact for low-latency players,
                 // steady for the others.
                 if frames % 25 == 0 {
-                    sinkLatency = min(capture.sinkLatencyMicroseconds() ?? 0, 200_000) * 1000
+                    sinkLatency = .microseconds(min(capture.sinkLatencyMicroseconds() ?? 0, 200_000))
                 }
-                captured = captured.plus(nanoseconds: sinkLatency)
+                captured = captured + sinkLatency
             }
             frames += 1
-            let observed = Int64(bitPattern: captured.monotonicNanoseconds)
-            let stamp = timeline.stamp(observed: observed)
-            return (pcm, captured.plus(nanoseconds: UInt64(bitPattern: stamp &- observed)))
+            return (pcm, timeline.stamp(captured))
         case .wav(var wav):
             pace()
             let pcm = wav.next()
@@ -173,26 +172,22 @@ final class AudioReader {
     }
 
     private func pace() {
-        let now = SystemClock.monotonic()
-        if next == 0 || next + 100_000_000 < now { next = now }
+        let now = SystemClock.now()
+        if next == .zero || next + .milliseconds(100) < now { next = now }
         SystemClock.sleep(until: next)
-        next += 20_000_000
+        next += .milliseconds(20)
     }
 }
 
-extension CaptureTime {
-    /// The same instant moved by `nanoseconds` on both clocks.
-    func minus(nanoseconds: UInt64) -> CaptureTime {
-        var moved = self
-        moved.monotonicNanoseconds &-= nanoseconds
-        moved.unixNanoseconds &-= nanoseconds
-        return moved
+extension CaptureTimeline {
+    /// `captured` moved onto the smoothed timeline, on both its clocks.
+    mutating func stamp(_ captured: CaptureTime) -> CaptureTime {
+        let observed = Int64(bitPattern: captured.monotonic.nanoseconds)
+        return captured + .nanoseconds(stamp(observed: observed) &- observed)
     }
+}
 
-    func plus(nanoseconds: UInt64) -> CaptureTime {
-        var moved = self
-        moved.monotonicNanoseconds &+= nanoseconds
-        moved.unixNanoseconds &+= nanoseconds
-        return moved
-    }
+extension Duration {
+    /// How long `frames` samples last at `rate` a second.
+    static func of(frames: Int, rate: Int) -> Duration { .nanoseconds(Int64(frames) * 1_000_000_000 / Int64(rate)) }
 }

@@ -52,13 +52,13 @@ final class CaptureLoop: Sendable {
     /// A drawing has finished when nothing more was drawn for 0.25 ms (a
     /// client's requests in one flush are drawn within microseconds of each
     /// other), or after 2 ms at most.
-    static let quiet: UInt64 = 250_000
-    static let settle: UInt64 = 2_000_000
+    static let quiet = Duration.microseconds(250)
+    static let settle = Duration.milliseconds(2)
     /// How often a still screen is grabbed while the encoder's picture of it
     /// sharpens: often enough to be sharp within a second or so, seldom
     /// enough that a change drawn meanwhile rarely finds the frame slot
     /// taken by one (it would wait for the next, up to a frame interval).
-    static let sharpeningRefresh: UInt64 = 100_000_000
+    static let sharpeningRefresh = Duration.milliseconds(100)
     /// The longest wait for damage before the thread looks at its flags
     /// (a keyframe request, a pause, the end) and asks the server where the
     /// pointer is (X tells no motion): 20 ms while the pointer moves and
@@ -74,8 +74,8 @@ final class CaptureLoop: Sendable {
     /// end the wait when they have news (`SenderContext.captureWakeup`), so
     /// then a resting look comes only at the capturer's warp check
     /// (`ScreenSource.restingPointerCheck`: a quarter second on X11).
-    static let longestWait: UInt64 = 20_000_000
-    static let restingWait: UInt64 = 50_000_000
+    static let longestWait = Duration.milliseconds(20)
+    static let restingWait = Duration.milliseconds(50)
 
     /// Where the pointer goes when it is sent apart from the pictures
     /// (`--cursor metadata`, or `auto` while the receivers draw it); nil
@@ -89,7 +89,7 @@ final class CaptureLoop: Sendable {
     /// The pointer is read at most this often (and at every wake-up): past
     /// `CursorAnnouncer.minimumInterval` (8 ms), so no position it hands on
     /// is held back for the feedback thread to send later.
-    static let pointerInterval: UInt64 = 16_000_000
+    static let pointerInterval = Duration.milliseconds(16)
 
     /// What the capture thread alone keeps from turn to turn.
     private struct Turns {
@@ -98,7 +98,7 @@ final class CaptureLoop: Sendable {
         /// Whether the pointer is apart now, when it was last read, and
         /// what was handed on then.
         var pointerApart = false
-        var pointerReadAt: UInt64 = 0
+        var pointerReadAt = MonotonicTime.zero
         var lastPointer: PointerState?
         /// Why the source held pictures back at the last grab (told once per change).
         var paused: CapturePause?
@@ -122,7 +122,7 @@ final class CaptureLoop: Sendable {
                 t.sink?(hidden)
             }
             t.lastPointer = nil
-            t.pointerReadAt = 0
+            t.pointerReadAt = .zero
             context.stats.withLock { $0.pointerSentApart = wanted }
             return true
         }
@@ -135,8 +135,8 @@ final class CaptureLoop: Sendable {
     private func followPointer() {
         turns.withValue { t in
             guard t.pointerApart, let sink = t.sink else { return }
-            let now = SystemClock.monotonic()
-            guard now &- t.pointerReadAt >= Self.pointerInterval || capturer.pointerResting else { return }
+            let now = SystemClock.now()
+            guard now.since(t.pointerReadAt) >= Self.pointerInterval || capturer.pointerResting else { return }
             t.pointerReadAt = now
             guard var pointer = capturer.readPointer() else { return }
             if pointer.shape == nil, var last = t.lastPointer {
@@ -156,15 +156,14 @@ final class CaptureLoop: Sendable {
         let sink = pointerSink.withLock { $0 }
         turns.withValue { $0.sink = sink }
         capturer.wakeDescriptor = context.captureWakeup.descriptor
-        let refresh = stillRefresh.map { $0.nanoseconds }
-        if let refresh, capturer.trackChanges() {
+        if let refresh = stillRefresh, capturer.trackChanges() {
             runOnDamage(context, refresh: refresh)
         } else {
             runOnTimer(context)
         }
     }
 
-    private func runOnDamage(_ context: SenderContext, refresh: UInt64) {
+    private func runOnDamage(_ context: SenderContext, refresh: Duration) {
         var schedule = GrabSchedule(quiet: Self.quiet, settle: Self.settle, refresh: refresh,
                                     longestWait: Self.longestWait, interval: Self.interval(feed))
         let resting = capturer.wakeDescriptor >= 0 ? capturer.restingPointerCheck ?? Self.restingWait : Self.restingWait
@@ -195,18 +194,18 @@ final class CaptureLoop: Sendable {
             let pending = found ?? capturer.screenChanged
             found = nil
             noteChanges(asTheyCame: false)
-            switch schedule.next(now: SystemClock.monotonic(), pending: pending,
+            switch schedule.next(now: SystemClock.now(), pending: pending,
                                  keyframeWanted: context.keyframeRequested.load(ordering: .relaxed)) {
             case .waitForChange(let until):
-                found = capturer.waitForChange(timeoutNanoseconds: until &- min(until, SystemClock.monotonic()))
+                found = capturer.waitForChange(timeout: until.since(SystemClock.now()))
                 noteChanges(asTheyCame: true)
             case .watchForNextChange(let until):
-                _ = capturer.watchForNextChange(timeoutNanoseconds: until &- min(until, SystemClock.monotonic()))
+                _ = capturer.watchForNextChange(timeout: until.since(SystemClock.now()))
                 noteChanges(asTheyCame: true)
             case .sleep(let until):
                 SystemClock.sleep(until: until)
             case .grab:
-                let skipped = schedule.grabbed(at: SystemClock.monotonic())
+                let skipped = schedule.grabbed(at: SystemClock.now())
                 if skipped > 0 { context.stats.withLock { $0.framesUnchanged += skipped } }
                 guard grab(context) else { return }
                 // Damage the grab read is in the picture, not a change after it.
@@ -220,28 +219,28 @@ final class CaptureLoop: Sendable {
         func noteChanges(asTheyCame: Bool) {
             guard capturer.changesSeen != seen else { return }
             seen = capturer.changesSeen
-            schedule.changed(at: SystemClock.monotonic(), asItCame: asTheyCame)
+            schedule.changed(at: SystemClock.now(), asItCame: asTheyCame)
         }
     }
 
-    private static func interval(_ feed: VideoFeed) -> UInt64 {
-        UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
+    private static func interval(_ feed: VideoFeed) -> Duration {
+        .seconds(1) / max(1, feed.fps.load(ordering: .relaxed))
     }
 
     private func runOnTimer(_ context: SenderContext) {
-        var next = SystemClock.monotonic()
+        var next = SystemClock.now()
         while context.isActive {
             let interval = Self.interval(feed)
             next += interval
             guard context.isRunning else {
                 pause(context)
-                next = SystemClock.monotonic()
+                next = SystemClock.now()
                 continue
             }
             _ = placePointer(context)
             followPointer()
             guard grab(context) else { return }
-            let now = SystemClock.monotonic()
+            let now = SystemClock.now()
             // Fell behind (a stall): skip ahead instead of bursting to catch up.
             if next + interval < now { next = now }
             SystemClock.sleep(until: next)
@@ -251,13 +250,13 @@ final class CaptureLoop: Sendable {
     /// How long a paused capture thread waits at a time: the transitions
     /// and the end wake it (`SenderContext.captureWakeup`), so a second is
     /// only a safety net; a frame interval when nothing can wake it.
-    static let pausedWait: UInt64 = 1_000_000_000
+    static let pausedWait = Duration.seconds(1)
 
     /// One wait of a paused sender: nothing is grabbed or asked for, and
     /// neither the mouse nor drawing wakes the thread (`ScreenSource.idle`).
     private func pause(_ context: SenderContext) {
         let wait = capturer.wakeDescriptor >= 0 ? Self.pausedWait : Self.interval(feed)
-        if !capturer.idle(timeoutNanoseconds: wait) { SystemClock.sleep(until: SystemClock.monotonic() + Self.interval(feed)) }
+        if !capturer.idle(timeout: wait) { SystemClock.sleep(for: Self.interval(feed)) }
     }
 
     /// Grabs one frame into the mailbox; false when capture failed (the run ends).

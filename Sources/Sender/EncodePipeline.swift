@@ -18,46 +18,20 @@ internal import ShareBase
 /// in: the lease ends there) at the bitrate the network and the memory
 /// budget allow, and hands it to the network driver. The encoder follows
 /// the pictures' size; `adapt` chooses the size, rate and bitrate.
-final class EncodePipeline: @unchecked Sendable {
-    // Safe: everything here is used by the encode thread only, after init.
-    private let configuration: SenderConfiguration
-    private let feed: VideoFeed
-    private let network: NetworkDriver
-    private let governor: GovernorControl?
-    private(set) var encoder: H264Encoder
-    private var ladder: QualityLadder
-    /// The size pictures are encoded at before any step down: the
-    /// configured size, else the captured picture's (which follows a
-    /// resized window).
-    private var baseSize: VideoSize
-    private var sourceSize: VideoSize?
-    private let baseBitrate: Bitrate
-    /// What the audio streams take from the target.
-    private let audioBitrate: Bitrate
-    private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
-    private var lastRateChange: UInt64 = 0
-    /// The number of the last picture the encoder took (0: none, as for a
-    /// new encoder, which has no picture before to compare with).
-    private var lastPicture: UInt64 = 0
-    /// What `adapt` last chose, for the statistics: the bitrate for the
-    /// frames actually captured (kbit/s) and the capture rate.
-    private var chosenKbps = 0
-    private var chosenFPS = 0
-    /// Asked when no picture came for a while (a pushed source repeats its newest).
-    var idle: (@Sendable (SenderContext) -> Void)?
+final class EncodePipeline: Sendable {
+    /// All it keeps is the encode thread's own.
+    private let work: ThreadBound<EncodeWork>
 
     init(configuration: SenderConfiguration, feed: VideoFeed, network: NetworkDriver, governor: GovernorControl?,
-         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Bitrate, audioBitrate: Bitrate) {
-        self.configuration = configuration
-        self.feed = feed
-        self.network = network
-        self.governor = governor
-        self.encoder = encoder
-        self.baseSize = baseSize
-        self.baseBitrate = baseBitrate
-        self.audioBitrate = audioBitrate
-        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: baseBitrate)
+         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Bitrate, audioBitrate: Bitrate,
+         idle: (@Sendable (SenderContext) -> Void)? = nil) {
+        work = ThreadBound(EncodeWork(configuration: configuration, feed: feed, network: network, governor: governor,
+                                      encoder: encoder, baseSize: baseSize, baseBitrate: baseBitrate,
+                                      audioBitrate: audioBitrate, idle: idle))
     }
+
+    /// The encode thread's loop, until the sender stops or fails.
+    func run(_ context: SenderContext) { work.withValue { $0.run(context) } }
 
     /// The most the encoder is given at a memory rung: the configured
     /// bitrate, else the default for the picture size the rung encodes (a 4K
@@ -108,18 +82,62 @@ final class EncodePipeline: @unchecked Sendable {
                               intraRefresh: configuration.intraRefresh, sliceMaxSize: sliceMaxSize,
                               minimumSlices: sliceMaxSize == nil ? 1 : slicesPerPicture))
     }
+}
+
+/// The encode thread's state and steps (see `EncodePipeline`).
+final class EncodeWork {
+    private let configuration: SenderConfiguration
+    private let feed: VideoFeed
+    private let network: NetworkDriver
+    private let governor: GovernorControl?
+    private var encoder: H264Encoder
+    private var ladder: QualityLadder
+    /// The size pictures are encoded at before any step down: the
+    /// configured size, else the captured picture's (which follows a
+    /// resized window).
+    private var baseSize: VideoSize
+    private var sourceSize: VideoSize?
+    private let baseBitrate: Bitrate
+    /// What the audio streams take from the target.
+    private let audioBitrate: Bitrate
+    private let rtpTimestampBase = UInt32.random(in: 0...UInt32.max)
+    private var lastRateChange = MonotonicTime.zero
+    /// The number of the last picture the encoder took (0: none, as for a
+    /// new encoder, which has no picture before to compare with).
+    private var lastPicture: UInt64 = 0
+    /// What `adapt` last chose, for the statistics: the bitrate for the
+    /// frames actually captured (kbit/s) and the capture rate.
+    private var chosenKbps = 0
+    private var chosenFPS = 0
+    /// Asked when no picture came for a while (a pushed source repeats its newest).
+    private let idle: (@Sendable (SenderContext) -> Void)?
+
+    init(configuration: SenderConfiguration, feed: VideoFeed, network: NetworkDriver, governor: GovernorControl?,
+         encoder: H264Encoder, baseSize: VideoSize, baseBitrate: Bitrate, audioBitrate: Bitrate,
+         idle: (@Sendable (SenderContext) -> Void)?) {
+        self.idle = idle
+        self.configuration = configuration
+        self.feed = feed
+        self.network = network
+        self.governor = governor
+        self.encoder = encoder
+        self.baseSize = baseSize
+        self.baseBitrate = baseBitrate
+        self.audioBitrate = audioBitrate
+        ladder = QualityLadder(fps: configuration.fps, height: baseSize.height, bitrate: baseBitrate)
+    }
 
     func run(_ context: SenderContext) {
         var slice: [UInt8] = []
         slice.reserveCapacity(64 * 1024)
         while context.isActive {
             guard let lease = nextPicture(context) else { continue }
-            let began = SystemClock.monotonic()
+            let began = SystemClock.now()
             followSource(VideoSize(width: lease.sourceWidth, height: lease.sourceHeight))
             guard followPictureSize(VideoSize(width: lease.width, height: lease.height), at: began, context) else { return }
             guard let frame = encode(lease, began: began, slice: &slice, context) else { return }
             if configuration.simulatedEncodeDelay > .zero {
-                SystemClock.sleep(until: SystemClock.monotonic() + configuration.simulatedEncodeDelay.nanoseconds)
+                SystemClock.sleep(for: configuration.simulatedEncodeDelay)
             }
             guard let info = frame.info else { continue }
             account(frame, info: info, context)
@@ -164,10 +182,10 @@ final class EncodePipeline: @unchecked Sendable {
 
     /// A picture of a new size (a step, a resized window): a new encoder, a
     /// new SPS, which receivers take in band. False when it cannot be made.
-    private func followPictureSize(_ size: VideoSize, at now: UInt64, _ context: SenderContext) -> Bool {
+    private func followPictureSize(_ size: VideoSize, at now: MonotonicTime, _ context: SenderContext) -> Bool {
         guard size.width != encoder.configuration.width || size.height != encoder.configuration.height else { return true }
         do {
-            encoder = try Self.makeEncoder(configuration, size: size, bitrate: encoder.bitrateKbps,
+            encoder = try EncodePipeline.makeEncoder(configuration, size: size, bitrate: encoder.bitrateKbps,
                                            sliceMaxSize: encoder.configuration.sliceMaxSize)
         } catch {
             context.fail(.encoder(error.description))
@@ -182,9 +200,9 @@ final class EncodePipeline: @unchecked Sendable {
     /// its first packet left, whether it reached a session, what x264 said.
     private struct EncodedFrame {
         var captured: CaptureTime
-        var began: UInt64
-        var encoded: UInt64
-        var firstSent: UInt64
+        var began: MonotonicTime
+        var encoded: MonotonicTime
+        var firstSent: MonotonicTime?
         var delivered: Bool
         var info: EncodedFrameInfo?
     }
@@ -192,28 +210,28 @@ final class EncodePipeline: @unchecked Sendable {
     /// Encodes the picture, each slice sent as x264 writes it while it
     /// encodes the rest; the lease ends once x264 has copied the picture
     /// in. Nil when encoding or protecting failed (the sender is told).
-    private func encode(_ lease: consuming FrameLease, began: UInt64, slice: inout [UInt8],
+    private func encode(_ lease: consuming FrameLease, began: MonotonicTime, slice: inout [UInt8],
                         _ context: SenderContext) -> EncodedFrame? {
         let captured = lease.time
         let forceKeyframe = context.keyframeRequested.exchange(false, ordering: .relaxed)
-        let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonicNanoseconds / 100_000 * 9)
+        let rtpTimestamp = rtpTimestampBase &+ UInt32(truncatingIfNeeded: captured.monotonic.nanoseconds / 100_000 * 9)
         let captureTime = NTPTimestamp(unixNanoseconds: captured.unixNanoseconds)
-        var frame = EncodedFrame(captured: captured, began: began, encoded: 0, firstSent: 0, delivered: true, info: nil)
+        var frame = EncodedFrame(captured: captured, began: began, encoded: began, firstSent: nil, delivered: true, info: nil)
         var sendFailure: SRTPError?
         do {
             // What changed is only known against the picture just before.
             let changes = lastPicture != 0 && lease.number == lastPicture + 1 ? lease.changes : nil
             frame.info = try encoder.encode(lease.planes, forceKeyframe: forceKeyframe, changes: changes,
-                                            time: captured.monotonicNanoseconds) { (part, endsFrame) -> Void in
+                                            time: captured.monotonic.nanoseconds) { (part, endsFrame) -> Void in
                 guard sendFailure == nil else { return }
-                let now = SystemClock.monotonic()
-                if frame.firstSent == 0 { frame.firstSent = now }
+                let now = SystemClock.now()
+                if frame.firstSent == nil { frame.firstSent = now }
                 // The encoder lends the bytes for the call: copied once, into reused storage.
                 slice.removeAll(keepingCapacity: true)
                 slice.append(contentsOf: part)
                 do throws(SRTPError) {
                     frame.delivered = try network.sendVideo(part: slice[...], endsFrame: endsFrame, rtpTimestamp: rtpTimestamp,
-                                                            captureTime: captureTime, now: MonotonicTime(nanoseconds: now))
+                                                            captureTime: captureTime, now: now)
                         && frame.delivered
                 } catch {
                     sendFailure = error
@@ -226,7 +244,7 @@ final class EncodePipeline: @unchecked Sendable {
         }
         // x264 has copied the picture in: its slot goes back to the pool.
         _ = consume lease
-        frame.encoded = SystemClock.monotonic()
+        frame.encoded = SystemClock.now()
         if let sendFailure {
             context.fail(.encryption(sendFailure.description))
             return nil
@@ -244,10 +262,10 @@ final class EncodePipeline: @unchecked Sendable {
             context.captureWakeup.signal()
         }
         if !frame.delivered { context.stats.withLock { $0.framesBeforeSession += 1 } }
-        let queued = SystemClock.monotonic()
-        context.captureToSend.record(milliseconds: Double(queued &- frame.captured.monotonicNanoseconds) / 1e6)
-        context.encodeTime.record(milliseconds: Double(frame.encoded - frame.began) / 1e6)
-        context.firstPacketLead.record(milliseconds: Double(frame.encoded &- min(frame.firstSent, frame.encoded)) / 1e6)
+        let queued = SystemClock.now()
+        context.captureToSend.record(milliseconds: queued.since(frame.captured.monotonic).milliseconds)
+        context.encodeTime.record(milliseconds: frame.encoded.since(frame.began).milliseconds)
+        context.firstPacketLead.record(milliseconds: frame.encoded.since(frame.firstSent ?? frame.encoded).milliseconds)
         let (kbps, fps, width, height) = (chosenKbps, chosenFPS, encoder.configuration.width, encoder.configuration.height)
         context.stats.withLock { s in
             s.framesEncoded += 1
@@ -277,7 +295,7 @@ final class EncodePipeline: @unchecked Sendable {
                 network.video.withLock { $0.setHistoryCapacity(rung.historyPackets) }
             }
         }
-        let now = SystemClock.monotonic()
+        let now = SystemClock.now()
         // What is left of the target for video: audio and retransmissions
         // come first, RTP/SRTP headers take about 4%, FEC its share.
         var video = baseBitrate
@@ -288,13 +306,13 @@ final class EncodePipeline: @unchecked Sendable {
             let repairs = Bitrate.bitsPerSecond(Double(network.paced.repairBitrate.load(ordering: .relaxed)))
             let available = (target - audioBitrate - repairs) * (0.96 * (1 - fecShare))
             video = max(available, target * 0.3)
-            if ladder.update(target: video, now: MonotonicTime(nanoseconds: now)) {
+            if ladder.update(target: video, now: now) {
                 context.stats.withLock { $0.qualitySteps += 1 }
             }
         }
         let fps = min(memory?.fps ?? configuration.fps, ladder.current.fps)
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)
-        let ceiling = Bitrate.kilobitsPerSecond(Self.ceilingKbps(configuration, base: baseSize, rung: memory))
+        let ceiling = Bitrate.kilobitsPerSecond(EncodePipeline.ceilingKbps(configuration, base: baseSize, rung: memory))
         let kbps = max(Int(min(video, ceiling).kilobitsPerSecond), 50)
         // A new frame rate needs no new encoder (and no IDR): its rate
         // control spends the bitrate in the pictures' own time, so fewer
@@ -304,7 +322,7 @@ final class EncodePipeline: @unchecked Sendable {
         // Down at once; up at most every 300 ms.
         let current = encoder.bitrateKbps
         let change = Double(kbps - current) / Double(max(current, 1))
-        if change < -0.05 || (change > 0.05 && now &- lastRateChange > 300_000_000) {
+        if change < -0.05 || (change > 0.05 && now.since(lastRateChange) > .milliseconds(300)) {
             encoder.setBitrate(kbps: kbps)
             lastRateChange = now
         }

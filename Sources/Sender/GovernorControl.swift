@@ -21,7 +21,7 @@ final class GovernorControl: @unchecked Sendable {
     private(set) var governor: MemoryGovernor
     let accounting: MemoryAccounting
     /// A step whose settled footprint is still to be reported, and when.
-    private var settling: (rung: String, at: UInt64)?
+    private var settling: (rung: String, at: MonotonicTime)?
     /// The retransmission histories' bytes as filled now (set before the
     /// threads start; read by the encode thread).
     var historyBytes: () -> Int = { 0 }
@@ -32,8 +32,8 @@ final class GovernorControl: @unchecked Sendable {
     /// CPU: ten times a second keeps a reaction within 100 ms (a step takes
     /// a second to settle), and a budget the host asks for is applied at
     /// the next frame.
-    static let sampleInterval: UInt64 = 100_000_000
-    private var sampledAt: UInt64?
+    static let sampleInterval = Duration.milliseconds(100)
+    private var sampledAt: MonotonicTime?
     /// The last measure (read by the statistics on any thread: atomic).
     let accounted = Atomic<Int>(0)
     /// A budget the host asked for, applied at the next sample (0: none).
@@ -42,25 +42,25 @@ final class GovernorControl: @unchecked Sendable {
     /// The sender's own fixed part as accounted at the start (slots, rings,
     /// audio). The governor re-learns its fixed part from each measure; the
     /// measure itself must start from this, or it would drift.
-    private let ownFixedBytes: Int
+    private let ownFixed: ByteCount
 
     init(governor: MemoryGovernor, accounting: MemoryAccounting) {
         self.governor = governor
         self.accounting = accounting
-        ownFixedBytes = governor.account.fixedBytes
+        ownFixed = governor.account.fixed
     }
 
     /// What the budget is measured against now: the process's footprint,
     /// or the sender's own account at the current rung with the histories
     /// as they are filled (not their capacity).
-    func measure() -> Int {
+    func measure() -> ByteCount {
         switch accounting {
         case .process:
-            return footprint.sample().footprintBytes
+            return .bytes(footprint.sample().footprintBytes)
         case .sender:
             let rung = governor.current
-            return ownFixedBytes + governor.account.variableBytes(rung) - rung.historyPackets * MemoryAccount.bytesPerHistoryPacket
-                + historyBytes()
+            return ownFixed + governor.account.variable(rung) - MemoryAccount.historyPacket * rung.historyPackets
+                + .bytes(historyBytes())
         }
     }
 
@@ -72,14 +72,14 @@ final class GovernorControl: @unchecked Sendable {
     func announceStart(_ context: SenderContext) {
         guard governor.rung > 0 else { return }
         context.emit(.memoryStep(from: governor.ladder[0].name, to: governor.current.name,
-                                 footprint: governor.account.predicted(governor.ladder[0]), budget: governor.budget.bytes))
-        settling = (governor.current.name, SystemClock.monotonic() + 1_000_000_000)
+                                 footprint: governor.account.predicted(governor.ladder[0]).bytes, budget: governor.budget.bytes))
+        settling = (governor.current.name, SystemClock.now() + .seconds(1))
     }
 
     func observe(_ context: SenderContext) -> Outcome {
-        let now = SystemClock.monotonic()
+        let now = SystemClock.now()
         let requested = requestedBudget.exchange(0, ordering: .relaxed)
-        if requested == 0, let sampledAt, now &- sampledAt < Self.sampleInterval { return .stay }
+        if requested == 0, let sampledAt, now.since(sampledAt) < Self.sampleInterval { return .stay }
         sampledAt = now
         let process = footprint.sample().footprintBytes
         // Only this thread writes the peak (of the process, whatever the accounting).
@@ -90,12 +90,12 @@ final class GovernorControl: @unchecked Sendable {
             governor.setBudget(MemoryBudget(bytes: requested))
             context.stats.withLock { $0.memoryBudgetBytes = requested }
         }
-        let footprint = accounting == .process ? process : measure()
-        accounted.store(footprint, ordering: .relaxed)
-        let decision = governor.observe(footprint: footprint, now: MonotonicTime(nanoseconds: now))
+        let footprint = accounting == .process ? .bytes(process) : measure()
+        accounted.store(footprint.bytes, ordering: .relaxed)
+        let decision = governor.observe(footprint: footprint, now: now)
         if let pending = settling, now >= pending.at {
             settling = nil
-            context.emit(.memorySettled(rung: pending.rung, footprint: footprint, budget: governor.budget.bytes))
+            context.emit(.memorySettled(rung: pending.rung, footprint: footprint.bytes, budget: governor.budget.bytes))
         }
         switch decision {
         case .stay:
@@ -108,9 +108,9 @@ final class GovernorControl: @unchecked Sendable {
                 s.memorySteps += 1
                 s.memoryRung = rung.name
             }
-            context.emit(.memoryStep(from: governor.ladder[from].name, to: rung.name, footprint: footprint,
+            context.emit(.memoryStep(from: governor.ladder[from].name, to: rung.name, footprint: footprint.bytes,
                                      budget: governor.budget.bytes))
-            settling = (rung.name, SystemClock.monotonic() + 1_000_000_000)
+            settling = (rung.name, SystemClock.now() + .seconds(1))
             return .step(rung)
         }
     }

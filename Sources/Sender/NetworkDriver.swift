@@ -133,15 +133,15 @@ final class NetworkDriver: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 2048)
         var count = 0
         for _ in 0..<(link.usesHandshake ? 5 : 1) {
-            let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+            let now = SystemClock.now()
             video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.video, now: nil) } }
             for (index, stream) in audio.enumerated() {
                 stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.audio[index], now: nil) } }
             }
             guard link.usesHandshake else { return }
-            let deadline = SystemClock.monotonic() + 60_000_000
-            while SystemClock.monotonic() < deadline {
-                let wait = Int32((deadline &- min(SystemClock.monotonic(), deadline)) / 1_000_000)
+            let deadline = SystemClock.now() + .milliseconds(60)
+            while SystemClock.now() < deadline {
+                let wait = Int32(deadline.since(SystemClock.now()).nanoseconds / 1_000_000)
                 guard case .some(.some) = try? socket.receive(into: &buffer, count: &count, timeoutMilliseconds: wait),
                       count > 0, !HandshakeMessage.isHandshake(firstByte: buffer[0]) else { continue }
                 var datagram = PacketBuffer(buffer[0..<count])
@@ -155,7 +155,7 @@ final class NetworkDriver: @unchecked Sendable {
     /// thread until answered), so it can lay out a recording before the
     /// first sound.
     func describeAudio() {
-        let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+        let now = SystemClock.now()
         video.withLock { $0.describe(audio: audioLayout, now: now) }
         tellNow(now)
     }
@@ -178,7 +178,7 @@ final class NetworkDriver: @unchecked Sendable {
     /// paced); the feedback thread repeats it. Before a session it is only
     /// kept, and sent whole when the session starts.
     func updateCursor(_ position: CursorPosition, shape: CursorShape?) {
-        let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+        let now = SystemClock.now()
         let ready = link.ready.load(ordering: .acquiring)
         video.withLock { stream in
             stream.updateCursor(position, shape: shape, now: now) { bytes in
@@ -191,7 +191,7 @@ final class NetworkDriver: @unchecked Sendable {
     /// Tells the receiver the stream paused or is live again (repeated by
     /// the feedback thread until answered).
     func announce(_ state: StreamState) {
-        let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+        let now = SystemClock.now()
         video.withLock { $0.announce(state, reason: title, now: now) }
         tellNow(now)
     }
@@ -206,7 +206,7 @@ final class NetworkDriver: @unchecked Sendable {
     }
 
     func snapshot() -> Snapshot {
-        let now = MonotonicTime(nanoseconds: SystemClock.monotonic())
+        let now = SystemClock.now()
         let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
         let (counters, delay) = paced.snapshot(now: now)
         return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay)

@@ -81,14 +81,13 @@ final class PushedAudioBuffer: @unchecked Sendable {
         }
         let frames = samples.count / inputChannels
         guard frames > 0 else { return .accepted }
-        let made = time ?? CaptureTime.now().minus(nanoseconds: UInt64(frames) * 1_000_000_000 / UInt64(rate))
+        let made = time ?? CaptureTime.now() - .of(frames: frames, rate: rate)
         floats.removeAll(keepingCapacity: true)
         Self.convert(samples, from: inputChannels, to: channels, into: &floats)
         resampled.removeAll(keepingCapacity: true)
         floats.withUnsafeBufferPointer { resampler!.process($0, into: &resampled) }
         // What came out ends where the input ended, less the filter's delay.
-        let delay = UInt64(resampler!.delayFrames) * 1_000_000_000 / UInt64(rate)
-        let end = made.plus(nanoseconds: UInt64(frames) * 1_000_000_000 / UInt64(rate)).minus(nanoseconds: delay)
+        let end = made + .of(frames: frames, rate: rate) - .of(frames: resampler!.delayFrames, rate: rate)
         let dropped = resampled.withUnsafeBufferPointer { output in
             ring.withLock { $0.append(output, endingAt: end) }
         }
@@ -105,11 +104,7 @@ final class PushedAudioBuffer: @unchecked Sendable {
         while true {
             var pcm = [Int16](repeating: 0, count: frameSamples)
             let start = pcm.withUnsafeMutableBufferPointer { out in ring.withLock { $0.take(into: out) } }
-            if let start {
-                let observed = Int64(bitPattern: start.monotonicNanoseconds)
-                let stamp = timeline.stamp(observed: observed)
-                return (pcm, start.plus(nanoseconds: UInt64(bitPattern: stamp &- observed)))
-            }
+            if let start { return (pcm, timeline.stamp(start)) }
             if available.wait(timeout: deadline) == .timedOut { return nil }
         }
     }
@@ -146,7 +141,7 @@ struct SampleRing: ~Copyable {
     private var start = 0
     private(set) var count = 0
     /// When the frame after the newest would have been made.
-    private var end = CaptureTime(monotonicNanoseconds: 0, unixNanoseconds: 0)
+    private var end = CaptureTime(monotonic: .zero, unixNanoseconds: 0)
 
     init(frames: Int, channels: Int) {
         samples = [Int16](repeating: 0, count: frames * channels)
@@ -176,7 +171,7 @@ struct SampleRing: ~Copyable {
     mutating func take(into out: UnsafeMutableBufferPointer<Int16>) -> CaptureTime? {
         guard count >= out.count else { return nil }
         let capacity = samples.count
-        let first = end.minus(nanoseconds: UInt64(count / channels) * 1_000_000_000 / UInt64(OpusFormat.sampleRate))
+        let first = end - .of(frames: count / channels, rate: OpusFormat.sampleRate)
         for i in 0..<out.count { out[i] = samples[(start + i) % capacity] }
         start = (start + out.count) % capacity
         count -= out.count

@@ -1,4 +1,5 @@
 internal import ShareColor
+internal import ShareBase
 internal import ShareFrames
 internal import ShareSync
 internal import ShareWire
@@ -34,7 +35,7 @@ final class PushedVideo: @unchecked Sendable {
     private let pushing = Atomic<Bool>(false)
     private var pool: FramePool?
     private let converter = PixelConverter()
-    private var lastAccepted: UInt64 = 0
+    private var lastAccepted: MonotonicTime?
     private var pictures: UInt64 = 0
     private var sequence: UInt64 = 0
     private let feed: VideoFeed
@@ -65,11 +66,11 @@ final class PushedVideo: @unchecked Sendable {
             return .busy
         }
         defer { pushing.store(false, ordering: .releasing) }
-        let now = SystemClock.monotonic()
+        let now = SystemClock.now()
         sequence += 1
         // Up to a tenth of an interval early is on time (hosts' clocks jitter).
-        let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed))) * 9 / 10
-        if lastAccepted != 0, now &- lastAccepted < interval {
+        let interval = Self.interval(feed) * 9 / 10
+        if let lastAccepted, now.since(lastAccepted) < interval {
             context.stats.withLock { $0.framesDroppedTooSoon += 1 }
             return .tooSoon
         }
@@ -98,6 +99,9 @@ final class PushedVideo: @unchecked Sendable {
         return .accepted
     }
 
+    /// The frame interval at the frame rate asked for now.
+    private static func interval(_ feed: VideoFeed) -> Duration { .seconds(1) / max(1, feed.fps.load(ordering: .relaxed)) }
+
     /// A host that stopped pushing (its content is still): the newest
     /// picture again, marked unchanged (x264 skips every macroblock, a few
     /// dozen bytes), once `stillRefresh` passed since the last one — or two
@@ -106,15 +110,14 @@ final class PushedVideo: @unchecked Sendable {
     /// that joins or lost packets gets a picture without waiting for the
     /// host. Called by the encode thread when it found no picture; a push
     /// under way makes it return (that push brings a picture).
-    func repeatNewest(_ context: SenderContext, stillRefresh: UInt64?) {
+    func repeatNewest(_ context: SenderContext, stillRefresh: Duration?) {
         guard context.isRunning,
               pushing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { pushing.store(false, ordering: .releasing) }
-        guard lastAccepted != 0 else { return }
-        let now = SystemClock.monotonic()
-        let interval = UInt64(1_000_000_000 / max(1, feed.fps.load(ordering: .relaxed)))
-        let wanted = context.keyframeRequested.load(ordering: .relaxed) ? 2 * interval : stillRefresh
-        guard let wanted, now &- lastAccepted >= wanted, let pool, let source = lastSource else { return }
+        guard let accepted = lastAccepted else { return }
+        let now = SystemClock.now()
+        let wanted = context.keyframeRequested.load(ordering: .relaxed) ? Self.interval(feed) * 2 : stillRefresh
+        guard let wanted, now.since(accepted) >= wanted, let pool, let source = lastSource else { return }
         sequence += 1
         guard var lease = pool.lease(time: CaptureTime.now(), sequence: sequence, sourceWidth: source.width,
                                      sourceHeight: source.height) else { return }

@@ -65,7 +65,7 @@ public final class ScreenSender: Sendable {
         self.configuration = configuration
         let (socket, destination) = try Self.openSocket(configuration)
         let (screen, source, captureSummary) = try Self.openVideo(configuration)
-        let plan = SenderPlan(configuration: configuration, source: source, captureBuffers: screen?.heldBytes ?? 0,
+        let plan = SenderPlan(configuration: configuration, source: source, captureBuffers: .bytes(screen?.heldBytes ?? 0),
                               ssrcs: .random(for: configuration))
         governor = plan.governor.map { GovernorControl(governor: $0, accounting: configuration.memoryAccounting) }
         startupFailure = plan.startupFailure.map(SenderError.memory)
@@ -93,18 +93,20 @@ public final class ScreenSender: Sendable {
         governor?.historyBytes = { [network] in
             network.video.withLock { $0.historyBytes } + network.audio.reduce(0) { $0 + $1.withLock { $0.historyBytes } }
         }
-        pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
-                                  encoder: encoder, baseSize: plan.baseSize, baseBitrate: plan.baseBitrate, audioBitrate: audioBitrate)
+        var idle: (@Sendable (SenderContext) -> Void)?
         if let pushed {
-            let refresh = configuration.stillRefresh?.nanoseconds
-            pipeline.idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }
+            let refresh = configuration.stillRefresh
+            idle = { context in pushed.repeatNewest(context, stillRefresh: refresh) }
         }
+        pipeline = EncodePipeline(configuration: configuration, feed: feed, network: network, governor: governor,
+                                  encoder: encoder, baseSize: plan.baseSize, baseBitrate: plan.baseBitrate, audioBitrate: audioBitrate,
+                                  idle: idle)
         gatherer = StatisticsGatherer(context: context, network: network, capture: capture, pushed: pushed, audio: audio,
                                       governor: governor)
         var description: SessionDescription?
         if case .staticKey(let keying) = configuration.keying {
             description = plan.sessionDescription(keying: keying, host: destination.host, parameterSets: encoder.parameterSets(),
-                                                  audio: sound.channels.map { .init(ssrc: $0.ssrc, channels: $0.reader.channels) })
+                                                  audio: sound.channels.map { .init(ssrc: $0.ssrc, channels: $0.channels) })
         }
         setup = SenderSetup(sourceSize: plan.sourceSize, encodedSize: plan.encodedSize, fps: configuration.fps,
                             bitrateKbps: encoder.configuration.bitrateKbps, destination: destination.description,
@@ -153,12 +155,12 @@ public final class ScreenSender: Sendable {
         // With a static key the streams flow from the start: say now which
         // audio streams come (a handshake's session says it when it is up).
         if case .staticKey = configuration.keying { network.describeAudio() }
-        if let interval = configuration.statisticsInterval?.nanoseconds, interval > 0 {
+        if let interval = configuration.statisticsInterval, interval > .zero {
             spawn("statistics") { [weak self] in
-                var next = SystemClock.monotonic() + interval
+                var next = SystemClock.now() + interval
                 while context.isActive {
-                    SystemClock.sleep(until: min(next, SystemClock.monotonic() + 50_000_000))
-                    guard SystemClock.monotonic() >= next, context.isActive, let self else { continue }
+                    SystemClock.sleep(until: min(next, SystemClock.now() + .milliseconds(50)))
+                    guard SystemClock.now() >= next, context.isActive, let self else { continue }
                     next += interval
                     context.emit(.statistics(statistics))
                 }
@@ -169,9 +171,9 @@ public final class ScreenSender: Sendable {
             // keys: the handshake (a few milliseconds) gets up to a second.
             let link = network.link
             DispatchQueue.global().async { [self] in
-                let deadline = SystemClock.monotonic() + 1_000_000_000
-                while !link.ready.load(ordering: .acquiring) && SystemClock.monotonic() < deadline {
-                    SystemClock.sleep(until: SystemClock.monotonic() + 5_000_000)
+                let deadline = SystemClock.now() + .seconds(1)
+                while !link.ready.load(ordering: .acquiring) && SystemClock.now() < deadline {
+                    SystemClock.sleep(for: .milliseconds(5))
                 }
                 finish(with: startupFailure)
             }

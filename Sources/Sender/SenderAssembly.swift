@@ -100,7 +100,7 @@ extension ScreenSender {
                                     audioBitrate: Bitrate) throws(SenderError) -> NetworkDriver {
         let link = SessionLink(keying: configuration.keying, name: configuration.handshakeName, profile: configuration.profile,
                                instance: UInt64.random(in: 1...UInt64.max), confirmation: configuration.confirmation)
-        let layout = audio.channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.reader.channels)) }
+        let layout = audio.channels.map { AudioStreamLayout(ssrc: $0.ssrc, channels: UInt8($0.channels)) }
         // Audio streams are numbered as they started (as the SDP numbers them).
         let routes: MediaRoutes
         do {

@@ -49,12 +49,12 @@ struct SenderPlan {
     enum FixedMemory {
         /// The whole process: the Swift runtime and the libraries, as a
         /// sender at rest measures them (`ProcessFootprint`).
-        static let processBase = 8 << 20
+        static let processBase = ByteCount.mebibytes(8)
         /// The sender's own account: the pacer's rings and the statistics'
         /// storage, reserved at the start.
-        static let senderRings = 1 << 20
+        static let senderRings = ByteCount.mebibytes(1)
         /// Each audio stream's buffers and Opus encoder.
-        static let perAudioStream = 1 << 20
+        static let perAudioStream = ByteCount.mebibytes(1)
     }
 
     /// What the congestion controller may send beyond the video's bitrate:
@@ -69,8 +69,8 @@ struct SenderPlan {
     static let audioOverhead = Bitrate.kilobitsPerSecond(16)
 
     /// The plan for `configuration` sending pictures of `source`, whose
-    /// capture holds `captureBuffers` bytes of its own (the band buffers).
-    init(configuration: SenderConfiguration, source: VideoSize, captureBuffers: Int, ssrcs: StreamSSRCs) {
+    /// capture holds `captureBuffers` of its own (the band buffers).
+    init(configuration: SenderConfiguration, source: VideoSize, captureBuffers: ByteCount, ssrcs: StreamSSRCs) {
         self.configuration = configuration
         self.sourceSize = source
         self.ssrcs = ssrcs
@@ -97,11 +97,11 @@ struct SenderPlan {
     static let historyPackets = 1024
 
     /// What the governor counts that does not change with the rung.
-    static func account(_ configuration: SenderConfiguration, base: VideoSize, captureBuffers: Int) -> MemoryAccount {
+    static func account(_ configuration: SenderConfiguration, base: VideoSize, captureBuffers: ByteCount) -> MemoryAccount {
         let fixed = configuration.memoryAccounting == .process
             ? FixedMemory.processBase + captureBuffers
-            : captureBuffers + FixedMemory.senderRings + configuration.audio.count * FixedMemory.perAudioStream
-        return MemoryAccount(fixedBytes: fixed, sourceWidth: base.width, sourceHeight: base.height,
+            : captureBuffers + FixedMemory.senderRings + FixedMemory.perAudioStream * configuration.audio.count
+        return MemoryAccount(fixed: fixed, sourceWidth: base.width, sourceHeight: base.height,
                              pictureSlots: max(1, configuration.captureSlots))
     }
 

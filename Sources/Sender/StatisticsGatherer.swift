@@ -17,7 +17,7 @@ final class StatisticsGatherer: Sendable {
     private let audio: [AudioChannel]
     private let governor: GovernorControl?
     /// When the run started, and the process's CPU time then.
-    private let startTime = Locked<(mono: UInt64, cpu: Duration)>((0, .zero))
+    private let startTime = Locked<(at: MonotonicTime?, cpu: Duration)>((nil, .zero))
 
     init(context: SenderContext, network: NetworkDriver, capture: CaptureLoop?, pushed: PushedVideo?, audio: [AudioChannel],
          governor: GovernorControl?) {
@@ -31,7 +31,7 @@ final class StatisticsGatherer: Sendable {
 
     /// The run starts now: elapsed time and CPU are counted from here.
     func started() {
-        startTime.withLock { $0 = (SystemClock.monotonic(), ProcessFootprint.cpuTime()) }
+        startTime.withLock { $0 = (SystemClock.now(), ProcessFootprint.cpuTime()) }
     }
 
     /// Updates the context's counters (footprint sampled now).
@@ -61,7 +61,7 @@ final class StatisticsGatherer: Sendable {
             s.audioPacketsSent = audioPackets
             s.audioStreams = audioCount
             s.audioFramesDropped = audioDropped
-            s.elapsedSeconds = began == 0 ? 0 : Double(SystemClock.monotonic() - began) / 1e9
+            s.elapsedSeconds = began.map { SystemClock.now().since($0).seconds } ?? 0
             s.cpuSeconds = cpu.seconds
             // Pushed pictures are counted as they are pushed.
             if let captured, let droppedPool {

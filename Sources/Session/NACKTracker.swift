@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 #if canImport(Glibc)
 internal import Glibc
 public import ShareBase

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// Who draws the pointer, for `--cursor auto`, sans-IO: each receiver that

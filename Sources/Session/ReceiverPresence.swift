@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// Whether a receiver is listening, as the sender sees it, sans-IO: it

@@ -1,4 +1,4 @@
-public import ShareWire
+internal import ShareWire
 public import ShareBase
 
 /// The most recent packets of one stream by sequence number (before SRTP),

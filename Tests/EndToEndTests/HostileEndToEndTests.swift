@@ -339,7 +339,7 @@ final class CommitFlood: @unchecked Sendable {
     private let group = DispatchGroup()
 
     init(port: Int, mode: HandshakeMode) throws {
-        let target = try SocketAddress(host: "127.0.0.1", port: port)
+        _ = try SocketAddress(host: "127.0.0.1", port: port)  // a bad port fails here, not in the threads
         let spoofers = (2...41).map { LoopbackSender(host: "127.0.0.\($0)", port: port) }
         let echoing = LoopbackSender(host: "127.0.0.42", port: port)
         let authentication: HandshakeAuthentication = mode == .preSharedKey ? .preSharedKey(Array(repeating: 3, count: 30))

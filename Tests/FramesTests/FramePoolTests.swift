@@ -1,3 +1,4 @@
+import ShareBase
 import ShareColor
 import ShareFrames
 import Testing
@@ -6,7 +7,7 @@ private struct NoFreeSlot: Error {}
 
 @Suite struct FramePoolTests {
     private func lease(_ pool: FramePool, besideNewest: Bool = false) throws -> FrameLease {
-        guard let lease = pool.lease(time: CaptureTime(monotonicNanoseconds: 0, unixNanoseconds: 0), sequence: 0,
+        guard let lease = pool.lease(time: CaptureTime(monotonic: .zero, unixNanoseconds: 0), sequence: 0,
                                      sourceWidth: 32, sourceHeight: 32, besideNewest: besideNewest) else { throw NoFreeSlot() }
         return lease
     }

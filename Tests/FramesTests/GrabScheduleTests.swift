@@ -1,3 +1,4 @@
+import ShareBase
 import ShareFrames
 import Testing
 
@@ -41,8 +42,8 @@ private struct SimulatedCapture {
         changes = drawings.enumerated().flatMap { index, start in
             parts.map { start + $0 + (index < seenLate.count ? seenLate[index] : 0) }
         }.sorted()
-        schedule = GrabSchedule(quiet: 250_000, settle: 2_000_000, refresh: refresh, longestWait: 20_000_000,
-                                interval: interval)
+        schedule = GrabSchedule(quiet: .microseconds(250), settle: .milliseconds(2), refresh: .nanoseconds(Int64(refresh)),
+                                longestWait: .milliseconds(20), interval: .nanoseconds(Int64(interval)))
     }
 
     /// Grabs that caught a drawing half done.
@@ -80,7 +81,7 @@ private struct SimulatedCapture {
     private mutating func readEvents(asTheyCame: Bool) {
         if unreadEvent {
             unreadEvent = false
-            schedule.changed(at: now, asItCame: asTheyCame)
+            schedule.changed(at: MonotonicTime(nanoseconds: now), asItCame: asTheyCame)
         }
     }
 
@@ -88,20 +89,20 @@ private struct SimulatedCapture {
         while now < end {
             advance(to: now)
             readEvents(asTheyCame: false)
-            let step = schedule.next(now: now, pending: pending, keyframeWanted: keyframeWanted(now))
+            let step = schedule.next(now: MonotonicTime(nanoseconds: now), pending: pending, keyframeWanted: keyframeWanted(now))
             switch step {
             case .waitForChange(let until):
-                if !pending, waitForEvent(until: until) { readEvents(asTheyCame: true) }
+                if !pending, waitForEvent(until: until.nanoseconds) { readEvents(asTheyCame: true) }
             case .watchForNextChange(let until):
                 watches += 1
-                if until > now + 400_000 { longWatches.append(now) }
+                if until.nanoseconds > now + 400_000 { longWatches.append(now) }
                 armed = true
-                if waitForEvent(until: until) { readEvents(asTheyCame: true) }
+                if waitForEvent(until: until.nanoseconds) { readEvents(asTheyCame: true) }
             case .sleep(let until):
-                advance(to: until)
+                advance(to: until.nanoseconds)
             case .grab:
                 let time = now
-                _ = schedule.grabbed(at: time)
+                _ = schedule.grabbed(at: MonotonicTime(nanoseconds: time))
                 let newest = drawings.last { $0 <= time }
                 grabs.append((time, newest.map { time - $0 }))
                 pending = false
@@ -269,23 +270,24 @@ struct GrabScheduleTests {
     /// pause; predictions land on the rhythm's beat.
     @Test func theRhythmIsLearnedOnlyWhileItKeepsTime() {
         var rhythm = ChangeRhythm()
-        for _ in 0..<3 { rhythm.add(gap: 16_666_667) }
+        for _ in 0..<3 { rhythm.add(gap: .nanoseconds(16_666_667)) }
         #expect(rhythm.period == nil, "three gaps are not yet a rhythm")
-        rhythm.add(gap: 16_900_000)
-        #expect(rhythm.period == 16_666_667)
-        rhythm.add(gap: 40_000_000)
-        #expect(rhythm.period == 16_666_667, "one odd gap in five is jitter")
-        rhythm.add(gap: 5_000_000)
-        #expect(rhythm.period == 16_666_667, "two odd gaps in five keep a rhythm learned")
-        rhythm.add(gap: 25_000_000)
+        rhythm.add(gap: .nanoseconds(16_900_000))
+        #expect(rhythm.period == .nanoseconds(16_666_667))
+        rhythm.add(gap: .nanoseconds(40_000_000))
+        #expect(rhythm.period == .nanoseconds(16_666_667), "one odd gap in five is jitter")
+        rhythm.add(gap: .nanoseconds(5_000_000))
+        #expect(rhythm.period == .nanoseconds(16_666_667), "two odd gaps in five keep a rhythm learned")
+        rhythm.add(gap: .nanoseconds(25_000_000))
         #expect(rhythm.period == nil, "three lose it")
         var fresh = ChangeRhythm()
-        for gap: UInt64 in [16_666_667, 40_000_000, 16_666_667, 5_000_000, 16_666_667] { fresh.add(gap: gap) }
+        for gap: Int64 in [16_666_667, 40_000_000, 16_666_667, 5_000_000, 16_666_667] { fresh.add(gap: .nanoseconds(gap)) }
         #expect(fresh.period == nil, "two odd gaps in five do not teach one")
-        for _ in 0..<5 { rhythm.add(gap: 4_291_845) }
-        #expect(rhythm.period == 4_291_845)
-        #expect(rhythm.nextChange(after: 100_000_000, seen: 90_000_000) == 90_000_000 + 3 * 4_291_845)
-        rhythm.add(gap: 2_000_000_000)
+        for _ in 0..<5 { rhythm.add(gap: .nanoseconds(4_291_845)) }
+        #expect(rhythm.period == .nanoseconds(4_291_845))
+        #expect(rhythm.nextChange(after: MonotonicTime(nanoseconds: 100_000_000), seen: MonotonicTime(nanoseconds: 90_000_000))
+                == MonotonicTime(nanoseconds: 90_000_000 + 3 * 4_291_845))
+        rhythm.add(gap: .nanoseconds(2_000_000_000))
         #expect(rhythm.period == nil, "a pause forgets")
     }
 }

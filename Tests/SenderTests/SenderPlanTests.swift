@@ -22,7 +22,7 @@ struct SenderPlanTests {
 
     @Test func withoutABudgetThePlanIsTheConfiguredOne() {
         let plan = SenderPlan(configuration: configuration { $0.fps = 30; $0.memoryBudget = nil }, source: VideoSize(width: 1279, height: 721),
-                              captureBuffers: 0, ssrcs: ssrcs)
+                              captureBuffers: .zero, ssrcs: ssrcs)
         #expect(plan.baseSize == VideoSize(width: 1278, height: 720), "even, as the encoder takes it")
         #expect(plan.encodedSize == plan.baseSize && plan.fps == 30 && plan.governor == nil && plan.startupFailure == nil)
         #expect(plan.baseBitrate == .kilobitsPerSecond(H264Encoder.Configuration.defaultBitrateKbps(width: 1278, height: 720, fps: 30)))
@@ -34,7 +34,7 @@ struct SenderPlanTests {
 
     @Test func aTinyRegionIsScaledUpAndAConfiguredBitrateWins() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 700 }, source: VideoSize(width: 8, height: 8),
-                              captureBuffers: 0, ssrcs: ssrcs)
+                              captureBuffers: .zero, ssrcs: ssrcs)
         #expect(plan.baseSize == VideoSize(width: 16, height: 16))
         #expect(plan.baseBitrate == .kilobitsPerSecond(700))
     }
@@ -44,12 +44,12 @@ struct SenderPlanTests {
     /// stream (sender accounting), beside the pictures.
     @Test func theGovernorsAccountNamesWhatItCounts() {
         let source = VideoSize(width: 1920, height: 1080)
-        let buffers = 3 << 20
+        let buffers = ByteCount.mebibytes(3)
         let process = SenderPlan.account(configuration { $0.memoryAccounting = .process }, base: source, captureBuffers: buffers)
-        #expect(process.fixedBytes == SenderPlan.FixedMemory.processBase + buffers)
+        #expect(process.fixed == SenderPlan.FixedMemory.processBase + buffers)
         let sender = SenderPlan.account(configuration { $0.audio = [AudioInput(source: .tone(hertz: 440)), AudioInput(source: .tone(hertz: 880))] },
                                         base: source, captureBuffers: buffers)
-        #expect(sender.fixedBytes == buffers + SenderPlan.FixedMemory.senderRings + 2 * SenderPlan.FixedMemory.perAudioStream)
+        #expect(sender.fixed == buffers + SenderPlan.FixedMemory.senderRings + SenderPlan.FixedMemory.perAudioStream * 2)
         #expect(sender.sourceWidth == 1920 && sender.sourceHeight == 1080)
     }
 
@@ -58,15 +58,15 @@ struct SenderPlanTests {
     @Test func aBudgetChoosesTheStartingRungOrSaysItCannot() {
         let source = VideoSize(width: 1920, height: 1080)
         let roomy = SenderPlan(configuration: configuration { $0.memoryBudget = MemoryBudget(bytes: 400 << 20) }, source: source,
-                               captureBuffers: 2 << 20, ssrcs: ssrcs)
+                               captureBuffers: .mebibytes(2), ssrcs: ssrcs)
         #expect(roomy.encodedSize == roomy.baseSize && roomy.startupFailure == nil)
         let tight = SenderPlan(configuration: configuration { $0.memoryBudget = MemoryBudget(bytes: 12 << 20) }, source: source,
-                               captureBuffers: 2 << 20, ssrcs: ssrcs)
+                               captureBuffers: .mebibytes(2), ssrcs: ssrcs)
         #expect(tight.startupFailure == nil, "\(tight.startupFailure ?? "")")
         #expect(tight.encodedSize.height < 1080 && Bitrate.kilobitsPerSecond(tight.encoderBitrateKbps) < tight.baseBitrate, "\(tight.encodedSize)")
         #expect(tight.videoStream.historyPackets == tight.governor?.current.historyPackets)
         let impossible = SenderPlan(configuration: configuration { $0.memoryBudget = MemoryBudget(bytes: 1 << 20) }, source: source,
-                                    captureBuffers: 2 << 20, ssrcs: ssrcs)
+                                    captureBuffers: .mebibytes(2), ssrcs: ssrcs)
         #expect(impossible.startupFailure?.isEmpty == false)
     }
 
@@ -75,14 +75,14 @@ struct SenderPlanTests {
     /// least 100 kbit/s), plus the audio.
     @Test func congestionBoundsCoverEverythingSent() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
-                              captureBuffers: 0, ssrcs: ssrcs)
+                              captureBuffers: .zero, ssrcs: ssrcs)
         let audio = SenderPlan.audioBitrate([96_000])
         #expect(audio == .kilobitsPerSecond(96 + 16))
         let bounds = plan.congestion(audio: audio)
         #expect(bounds.maximum == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor + audio && bounds.start == bounds.maximum)
         #expect(bounds.minimum == .kilobitsPerSecond(200) + audio)
         let low = SenderPlan(configuration: configuration { $0.bitrateKbps = 500 }, source: VideoSize(width: 640, height: 360),
-                             captureBuffers: 0, ssrcs: ssrcs)
+                             captureBuffers: .zero, ssrcs: ssrcs)
         #expect(low.congestion(audio: .zero).minimum == .kilobitsPerSecond(100))
     }
 
@@ -90,7 +90,7 @@ struct SenderPlanTests {
     /// profile they say), the repairs, and each audio stream on its port.
     @Test func theSessionDescriptionFollowsThePlan() throws {
         let plan = SenderPlan(configuration: configuration { $0.audioPorts = [5006] }, source: VideoSize(width: 1280, height: 720),
-                              captureBuffers: 0, ssrcs: ssrcs)
+                              captureBuffers: .zero, ssrcs: ssrcs)
         let sps: [UInt8] = [0x67, 0x64, 0x00, 0x1F, 0xAC]
         let pps: [UInt8] = [0x68, 0xEE, 0x3C, 0x80]
         let description = plan.sessionDescription(keying: key, host: "127.0.0.1", parameterSets: [sps, pps],

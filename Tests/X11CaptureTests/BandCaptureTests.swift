@@ -92,9 +92,9 @@ struct BandCaptureTests {
         _ = try take(capturer)
         scene.fill(x: 100, y: 100, width: 40, height: 10, rgb: 0xFF0000)
         scene.sync()
-        #expect(capturer.waitForChange(timeoutNanoseconds: 1_000_000_000))
+        #expect(capturer.waitForChange(timeout: .seconds(1)))
         let seen = capturer.changesSeen
-        #expect(!capturer.watchForNextChange(timeoutNanoseconds: 50_000_000), "nothing drawn since: the watch times out")
+        #expect(!capturer.watchForNextChange(timeout: .milliseconds(50)), "nothing drawn since: the watch times out")
         #expect(capturer.changesSeen == seen)
         #expect(capturer.screenChanged, "the change set aside is still to be grabbed")
         // Drawn 50 ms later from a thread of its own while this one watches
@@ -110,7 +110,7 @@ struct BandCaptureTests {
             drawing.fill(x: 900, y: 600, width: 40, height: 10, rgb: 0x00FF00)
             drawing.sync()
         }.start()
-        #expect(capturer.watchForNextChange(timeoutNanoseconds: 2_000_000_000))
+        #expect(capturer.watchForNextChange(timeout: .seconds(2)))
         let ended = DispatchTime.now().uptimeNanoseconds
         let drawnTime = drawnAt.withLock { drawn }
         let (waited, afterDrawing) = (Double(ended - started) / 1e6, (Double(ended) - Double(drawnTime)) / 1e6)
@@ -138,7 +138,7 @@ struct BandCaptureTests {
         for step in 0..<3 {
             // A 6x10 character, far above the pointer (bands of 12 rows).
             _ = client.window(x: 100 + step * 8, y: 120, width: 6, height: 10, rgb: 0x202020, name: "character \(step)")
-            #expect(capturer.waitForChange(timeoutNanoseconds: 1_000_000_000))
+            #expect(capturer.waitForChange(timeout: .seconds(1)))
             let before = capturer.bandsGrabbed
             let lease = try take(capturer)
             let grabbed = capturer.bandsGrabbed - before
@@ -162,10 +162,10 @@ struct BandCaptureTests {
         let (client, capturer) = (screen.client, screen.capturer)
         #expect(!capturer.screenChanged)
         let began = ContinuousClock.now
-        #expect(!capturer.waitForChange(timeoutNanoseconds: 60_000_000), "nothing moved")
+        #expect(!capturer.waitForChange(timeout: .milliseconds(60)), "nothing moved")
         #expect(ContinuousClock.now - began >= .milliseconds(55), "the wait lasted its time")
         client.movePointer(x: 300, y: 200)
-        #expect(capturer.waitForChange(timeoutNanoseconds: 40_000_000), "the move is seen when the wait ends")
+        #expect(capturer.waitForChange(timeout: .milliseconds(40)), "the move is seen when the wait ends")
         #expect(capturer.screenChanged, "and stays a change until the grab")
         _ = try take(capturer)
         #expect(!capturer.screenChanged, "grabbed: no change left")

@@ -32,8 +32,8 @@ private struct WhiteScreen {
     /// One look as the capture thread takes it at rest: a wait of 50 ms
     /// (its resting wait), then the pointer read when it goes apart.
     @discardableResult
-    func look(waitingAtMost nanoseconds: UInt64 = 50_000_000) -> Bool {
-        let changed = capturer.waitForChange(timeoutNanoseconds: nanoseconds)
+    func look(waitingAtMost timeout: Duration = .milliseconds(50)) -> Bool {
+        let changed = capturer.waitForChange(timeout: timeout)
         if apart { _ = capturer.readPointer() }
         return changed
     }
@@ -73,7 +73,7 @@ struct CaptureWaitTests {
 
         screen.moveLater(to: 300, 200, after: .milliseconds(200))
         let began = ContinuousClock.now
-        let changed = capturer.waitForChange(timeoutNanoseconds: 3_000_000_000)
+        let changed = capturer.waitForChange(timeout: .seconds(3))
         let waited = ContinuousClock.now - began
         #expect(waited >= .milliseconds(150) && waited < .milliseconds(1500), "a 3 s wait ended by the move after \(waited)")
         if apart {
@@ -115,7 +115,7 @@ struct CaptureWaitTests {
         let switches = voluntarySwitches() ?? 0
         #expect(switches > 0, "the thread's sleeps are read from /proc/thread-self/status")
         var began = ContinuousClock.now
-        #expect(capturer.idle(timeoutNanoseconds: 1_500_000_000))
+        #expect(capturer.idle(timeout: .milliseconds(1500)))
         var waited = ContinuousClock.now - began
         let woken = (voluntarySwitches() ?? 0) - switches
         #expect(waited >= .milliseconds(1400), "a paused 1.5 s wait ended after \(waited) while the mouse moved")
@@ -128,7 +128,7 @@ struct CaptureWaitTests {
             wakeup.signal()
         }
         began = ContinuousClock.now
-        #expect(capturer.idle(timeoutNanoseconds: 3_000_000_000))
+        #expect(capturer.idle(timeout: .seconds(3)))
         waited = ContinuousClock.now - began
         #expect(waited >= .milliseconds(150) && waited < .milliseconds(1500), "a paused 3 s wait ended by news after \(waited)")
     }
@@ -148,17 +148,17 @@ struct CaptureWaitTests {
             wakeup.signal()
         }
         var began = ContinuousClock.now
-        #expect(!capturer.waitForChange(timeoutNanoseconds: 3_000_000_000), "nothing changed on screen")
+        #expect(!capturer.waitForChange(timeout: .seconds(3)), "nothing changed on screen")
         var waited = ContinuousClock.now - began
         #expect(waited >= .milliseconds(150) && waited < .milliseconds(1500), "a 3 s wait ended by the news after \(waited)")
         wakeup.signal()
         wakeup.signal()
         began = ContinuousClock.now
-        _ = capturer.waitForChange(timeoutNanoseconds: 3_000_000_000)
+        _ = capturer.waitForChange(timeout: .seconds(3))
         waited = ContinuousClock.now - began
         #expect(waited < .milliseconds(500), "news given before the wait ends it at once (\(waited))")
         began = ContinuousClock.now
-        _ = capturer.waitForChange(timeoutNanoseconds: 300_000_000)
+        _ = capturer.waitForChange(timeout: .milliseconds(300))
         waited = ContinuousClock.now - began
         #expect(waited >= .milliseconds(250), "and is taken: the next wait lasts its time (\(waited))")
     }

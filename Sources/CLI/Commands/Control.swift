@@ -4,6 +4,8 @@ import Glibc
 #endif
 import Foundation
 public import ShareWire
+internal import ShareBase
+internal import ShareSync
 
 /// The local control channel of a running `share send`: a Unix socket in a
 /// directory only the user can enter, one command line in, one JSON line
@@ -85,13 +87,13 @@ public enum ControlChannel {
     private static func readRequest(_ client: Int32) -> ControlRequest {
         var reader = ControlRequestReader()
         var buffer = [UInt8](repeating: 0, count: ControlRequest.maximumLength + 1)
-        let deadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+        let deadline = SystemClock.now() + .seconds(1)
         while true {
             // One reading of the clock per turn: a test and a later subtraction
             // could see it pass the deadline in between.
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = SystemClock.now()
             guard now < deadline else { break }
-            setTimeout(client, microseconds: max(1_000, Int((deadline - now) / 1_000)))
+            setTimeout(client, microseconds: max(1_000, Int(deadline.since(now).nanoseconds / 1_000)))
             let n = read(client, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }

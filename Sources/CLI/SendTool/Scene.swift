@@ -5,6 +5,8 @@ import ShareAudio
 import ShareCommands
 
 import ShareScene
+import ShareBase
+import ShareSync
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,12 +39,12 @@ struct Scene: ParsableCommand {
             // Content advances with the clock at `fps`; with a stamp, the
             // timer ticks at the stamp rate and redraws only the stamp between.
             let rate = max(1, options.stamp ? max(fps, options.stampRate) : fps)
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = SystemClock.now()
             nonisolated(unsafe) var drawn = -1
             let ticking = DispatchSource.makeTimerSource(flags: .strict, queue: DispatchQueue(label: "scene"))
             ticking.schedule(deadline: .now(), repeating: 1.0 / Double(rate), leeway: .nanoseconds(0))
             ticking.setEventHandler {
-                let frame = Int(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 * Double(max(1, fps)))
+                let frame = Int(SystemClock.now().since(start).seconds * Double(max(1, fps)))
                 if frame != drawn {
                     scene.draw(frame: frame, overlay: overlay)
                     drawn = frame
@@ -103,13 +105,13 @@ struct Scene: ParsableCommand {
         let perLine = max(1, (scene.width - 2 * left) / advance)
         let lines = max(1, (scene.height - top - lineHeight) / lineHeight)
         let rate = max(1, fps)
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = SystemClock.now()
         nonisolated(unsafe) var typed = 0
         nonisolated(unsafe) var caretShown = false
         // Ticks at the typing rate, twice a second at least (the blink).
         timer.schedule(deadline: .now(), repeating: 1.0 / Double(max(rate, 2)), leeway: .nanoseconds(0))
         timer.setEventHandler {
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let elapsed = SystemClock.now().since(started).seconds
             let place = { (n: Int) in (x: left + n % perLine * advance, y: top + (n / perLine) % lines * lineHeight) }
             let showCaret = Int(elapsed * 2) % 2 == 0
             var drew = false

@@ -25,7 +25,7 @@ extension PipeWireCapturer {
     }
 
     /// How long after a cast closed the news that the monitors changed may come.
-    static let reconfiguration: UInt64 = 1_000_000_000
+    static let reconfiguration = Duration.seconds(1)
 
     /// Casts the same source again after the desktop reconfigured its
     /// monitors; the next picture comes at the new size, which the capture

@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import CPipeWire
 public import ShareCapture
 internal import ShareSync
@@ -16,7 +17,7 @@ extension PipeWireCapturer {
         pointerShape = shape
         if changes != pointerChangesSeen {
             pointerChangesSeen = changes
-            pointerMovedAt = SystemClock.monotonic()
+            pointerMovedAt = SystemClock.now()
         }
         guard pointer.known != 0 else { return nil }
         var newShape: PointerShape?
@@ -33,9 +34,9 @@ extension PipeWireCapturer {
 
     /// Still for a second: the compositor tells every move, so a resting
     /// pointer needs no looking at.
-    public var pointerResting: Bool { SystemClock.monotonic() &- pointerMovedAt > 1_000_000_000 }
+    public var pointerResting: Bool { SystemClock.now().since(pointerMovedAt) > .seconds(1) }
 
     /// Moves wake the waits (the stream's descriptor), so a resting pointer
     /// is only looked at now and then.
-    public var restingPointerCheck: UInt64? { 1_000_000_000 }
+    public var restingPointerCheck: Duration? { .seconds(1) }
 }

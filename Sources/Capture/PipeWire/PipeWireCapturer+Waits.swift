@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import ShareCapture
 internal import ShareSync
 #if canImport(Glibc)
@@ -16,36 +17,36 @@ extension PipeWireCapturer {
 
     /// True as well once the desktop closed the cast: the next capture
     /// says why at once, instead of at the still screen's next refresh.
-    public func waitForChange(timeoutNanoseconds: UInt64) -> Bool {
+    public func waitForChange(timeout: Duration) -> Bool {
         if screenChanged { return true }
-        wait(timeoutNanoseconds) { self.screenChanged }
+        wait(timeout) { self.screenChanged }
         return screenChanged || session.closed()
     }
 
-    public func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool {
+    public func watchForNextChange(timeout: Duration) -> Bool {
         let before = stream.locked { $0.counts.arrived }
-        wait(timeoutNanoseconds) { self.stream.locked { $0.counts.arrived } != before }
+        wait(timeout) { self.stream.locked { $0.counts.arrived } != before }
         return stream.locked { $0.counts.arrived } != before
     }
 
     /// Waits on the other threads' descriptor alone: neither pictures nor
     /// the pointer wake a paused sender.
-    public func idle(timeoutNanoseconds: UInt64) -> Bool {
+    public func idle(timeout: Duration) -> Bool {
         guard (try? checkEnded()) != nil else { return false }
         guard wakeDescriptor >= 0 else { return false }
-        if Poll.wait(on: [wakeDescriptor], timeoutNanoseconds: timeoutNanoseconds)[0] { Poll.drain(wakeDescriptor) }
+        if Poll.wait(on: [wakeDescriptor], timeout: timeout)[0] { Poll.drain(wakeDescriptor) }
         return true
     }
 
     /// Waits until `done`, the other threads' news, the pointer's news (when
     /// it goes apart), the cast's end or `timeout`.
-    private func wait(_ timeout: UInt64, until done: () -> Bool) {
-        let deadline = SystemClock.monotonic() + timeout
+    private func wait(_ timeout: Duration, until done: () -> Bool) {
+        let deadline = SystemClock.now() + timeout
         let (pointerBefore, stateBefore) = stream.locked { ($0.pointerChanges, $0.state) }
         let bus = session.busDescriptor
-        while SystemClock.monotonic() < deadline {
+        while SystemClock.now() < deadline {
             let ready = Poll.wait(on: [stream.wakeupDescriptor, wakeDescriptor, bus],
-                                  timeoutNanoseconds: deadline &- min(deadline, SystemClock.monotonic()))
+                                  timeout: deadline.since(SystemClock.now()))
             stream.clearWakeup()
             if done() { return }
             // Another thread's news: the loop looks.
@@ -63,12 +64,13 @@ extension PipeWireCapturer {
 
 /// poll(2) over a few descriptors.
 enum Poll {
-    /// Which of `descriptors` became readable within `timeoutNanoseconds`
-    /// (a negative descriptor is left out, and never ready).
+    /// Which of `descriptors` became readable within `timeout` (rounded up
+    /// to poll's milliseconds; a negative descriptor is left out, and never
+    /// ready).
     @discardableResult
-    static func wait(on descriptors: [Int32], timeoutNanoseconds: UInt64) -> [Bool] {
+    static func wait(on descriptors: [Int32], timeout: Duration) -> [Bool] {
         var fds = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        let milliseconds = Int32(clamping: (timeoutNanoseconds + 999_999) / 1_000_000)
+        let milliseconds = Int32(clamping: (timeout.nanoseconds + 999_999) / 1_000_000)
         guard poll(&fds, nfds_t(fds.count), milliseconds) > 0 else { return descriptors.map { _ in false } }
         return fds.map { $0.revents != 0 }
     }

@@ -1,4 +1,5 @@
 internal import CPipeWire
+internal import ShareBase
 public import ShareCapture
 internal import ShareColor
 public import ShareFrames
@@ -69,7 +70,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     var pointerShape: [UInt32] = []
     var pointerSerial: UInt32 = 0
     var pointerChangesSeen: UInt64 = 0
-    var pointerMovedAt: UInt64 = 0
+    var pointerMovedAt = MonotonicTime.zero
     /// Arrivals seen at the last capture (`changesSeen` counts from them).
     var arrivalsTaken: UInt64 = 0
     var ended: ScreenCastError?
@@ -87,7 +88,7 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
     public static let defaultSlots = 3
     public static let defaultBandBytes = 1 << 20
     /// How long the first picture's format may take to be agreed.
-    static let negotiation: UInt64 = 10_000_000_000
+    static let negotiation = Duration.seconds(10)
 
     /// Asks the desktop for a cast of `source` through `backend` and waits
     /// until PipeWire agreed a format. The pointer comes as metadata with
@@ -130,15 +131,15 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
 
     /// Waits for the stream's format (and its buffers), or says why it never came.
     func awaitFormat() throws(ScreenCastError) -> (width: Int, height: Int) {
-        let deadline = SystemClock.monotonic() + Self.negotiation
+        let deadline = SystemClock.now() + Self.negotiation
         while true {
             let (state, format) = stream.locked { ($0.state, $0.format) }
             if case .failed(let why) = state { throw .failed("PipeWire: \(why)") }
             if state == .ended { throw .ended("the screen cast ended before its first picture") }
             if let format, state == .streaming || state == .paused { return (format.width, format.height) }
-            let now = SystemClock.monotonic()
+            let now = SystemClock.now()
             guard now < deadline else { throw .failed("PipeWire agreed no video format with the screen cast within 10 s") }
-            Poll.wait(on: [stream.wakeupDescriptor], timeoutNanoseconds: min(100_000_000, deadline - now))
+            Poll.wait(on: [stream.wakeupDescriptor], timeout: min(.milliseconds(100), deadline.since(now)))
             stream.clearWakeup()
         }
     }
@@ -206,11 +207,11 @@ public final class PipeWireCapturer: ScreenSource, @unchecked Sendable {
         }
     }
 
-    /// The monotonic and wall instants of a picture's arrival.
+    /// The monotonic and wall instants of a picture's arrival (PipeWire's
+    /// thread read the monotonic clock, in nanoseconds, as it came).
     private static func captureTime(arrived: UInt64) -> CaptureTime {
         let now = CaptureTime.now()
-        let age = now.monotonicNanoseconds &- min(arrived, now.monotonicNanoseconds)
-        return CaptureTime(monotonicNanoseconds: now.monotonicNanoseconds - age, unixNanoseconds: now.unixNanoseconds - age)
+        return now - now.monotonic.since(MonotonicTime(nanoseconds: arrived))
     }
 
     /// Converts the bands of `frame` that changed since the picture before

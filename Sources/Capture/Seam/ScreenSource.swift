@@ -47,18 +47,18 @@ public protocol ScreenSource: AnyObject, Sendable {
     /// Changes seen so far: each the first one after a capture or a
     /// `watchForNextChange`.
     var changesSeen: Int { get }
-    /// Waits until something changes or `timeoutNanoseconds` pass; true
-    /// when it changed. Other news (the pointer's device, `wakeDescriptor`)
-    /// ends the wait too.
-    func waitForChange(timeoutNanoseconds: UInt64) -> Bool
+    /// Waits until something changes or `timeout` passes; true when it
+    /// changed. Other news (the pointer's device, `wakeDescriptor`) ends
+    /// the wait too.
+    func waitForChange(timeout: Duration) -> Bool
     /// Sets the changes so far aside for the next capture and waits for
     /// the next one to be drawn; true when one came in time.
-    func watchForNextChange(timeoutNanoseconds: UInt64) -> Bool
+    func watchForNextChange(timeout: Duration) -> Bool
     /// Waits while nothing is wanted (a paused sender) until
-    /// `wakeDescriptor` is signalled or `timeoutNanoseconds` pass, letting
+    /// `wakeDescriptor` is signalled or `timeout` passes, letting
     /// nothing on the desktop wake it; false at once when the source is
     /// broken (the next capture says why).
-    func idle(timeoutNanoseconds: UInt64) -> Bool
+    func idle(timeout: Duration) -> Bool
     /// A descriptor whose signal ends the waits early (another thread's
     /// news for the capturing one); -1: none.
     var wakeDescriptor: Int32 { get set }
@@ -77,7 +77,7 @@ public protocol ScreenSource: AnyObject, Sendable {
     /// How often a resting pointer is looked at when its moving wakes the
     /// waits (a program may still move it unseen); nil when its moving
     /// wakes nothing, and the loop looks on its own schedule.
-    var restingPointerCheck: UInt64? { get }
+    var restingPointerCheck: Duration? { get }
 
     // MARK: counters, read from any thread
 

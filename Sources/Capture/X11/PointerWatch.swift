@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import CXCB
 internal import ShareX11
 #if canImport(Glibc)
@@ -19,9 +20,9 @@ internal import ShareSync
 /// resting pointer is asked for every `warpCheck` all the same.
 final class PointerWatch {
     /// Still this long, the pointer rests.
-    static let rest: UInt64 = 1_000_000_000
+    static let rest = Duration.seconds(1)
     /// How often a resting pointer is asked for without a raw event.
-    static let warpCheck: UInt64 = 250_000_000
+    static let warpCheck = Duration.milliseconds(250)
 
     private let connection: X11Connection
     /// XInput's major opcode, when the server speaks XInput 2 (nil: the
@@ -33,11 +34,11 @@ final class PointerWatch {
     /// pointer was last asked for.
     private var listening = false
     private var nudged = false
-    private var askedAt: UInt64 = 0
+    private var askedAt = MonotonicTime.zero
     /// Where the pointer was when last asked (screen coordinates), and when
-    /// (monotonic ns) that was first seen.
+    /// that was first seen.
     private(set) var position = (x: Int.min, y: Int.min)
-    private(set) var movedAt: UInt64 = 0
+    private(set) var movedAt = MonotonicTime.zero
     /// Questions asked (round trips), for tests.
     private(set) var questions = 0
 
@@ -63,7 +64,7 @@ final class PointerWatch {
     var tellsMotion: Bool { inputOpcode != nil }
 
     /// Whether the pointer has been still for `rest`.
-    func resting(now: UInt64) -> Bool { now &- movedAt >= Self.rest }
+    func resting(now: MonotonicTime) -> Bool { now.since(movedAt) >= Self.rest }
 
     /// Takes a raw event; false for any other event.
     func take(_ event: UnsafeMutablePointer<xcb_generic_event_t>) -> Bool {
@@ -81,13 +82,13 @@ final class PointerWatch {
     /// moves (or the server tells no motion), a raw event came, or the warp
     /// check is due. A pointer coming to rest starts the raw events, and is
     /// asked for once more after that (a move in between made none).
-    func mayHaveMoved(now: UInt64) -> Bool {
+    func mayHaveMoved(now: MonotonicTime) -> Bool {
         guard inputOpcode != nil, resting(now: now) else { return true }
         guard listening else {
             listen(true)
             return true
         }
-        return nudged || now &- askedAt >= Self.warpCheck
+        return nudged || now.since(askedAt) >= Self.warpCheck
     }
 
     /// Where the pointer is now, in screen coordinates (one round trip);
@@ -98,7 +99,7 @@ final class PointerWatch {
         nudged = false
         questions += 1
         guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
-        let now = SystemClock.monotonic()
+        let now = SystemClock.now()
         askedAt = now
         let asked = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
         free(reply)

@@ -1,3 +1,4 @@
+internal import ShareBase
 internal import CXCB
 internal import ShareColor
 public import ShareCapture
@@ -33,7 +34,7 @@ extension ScreenCapturer {
         }
         // A resting pointer that did not move is where it was: no round trip.
         let position: (x: Int, y: Int)
-        if shape == nil && !pointer.mayHaveMoved(now: SystemClock.monotonic()) {
+        if shape == nil && !pointer.mayHaveMoved(now: SystemClock.now()) {
             position = pointer.position
         } else {
             guard let asked = pointer.ask() else { return nil }
@@ -61,7 +62,7 @@ extension ScreenCapturer {
     /// Whether the pointer has been still for a second: the capture
     /// thread may then look less often (with XInput 2 its first move wakes
     /// a wait on the connection).
-    public var pointerResting: Bool { pointer.resting(now: SystemClock.monotonic()) }
+    public var pointerResting: Bool { pointer.resting(now: SystemClock.now()) }
 
     /// Whether a resting pointer's move wakes `waitForChange` (the server
     /// speaks XInput 2).
@@ -70,8 +71,8 @@ extension ScreenCapturer {
     /// How often a resting pointer that woke nothing is asked for all the
     /// same (a program may have warped it): the longest a capture thread
     /// woken by every other news need wait at rest.
-    public static var warpCheckNanoseconds: UInt64 { PointerWatch.warpCheck }
-    public var restingPointerCheck: UInt64? { pointerWakes ? Self.warpCheckNanoseconds : nil }
+    public static var warpCheck: Duration { PointerWatch.warpCheck }
+    public var restingPointerCheck: Duration? { pointerWakes ? Self.warpCheck : nil }
 
     /// Round trips asking where the pointer is, so far (for tests).
     public var pointerQuestions: Int { pointer.questions }
@@ -79,7 +80,7 @@ extension ScreenCapturer {
     /// Whether the pointer moved, since it was last drawn, in a way that
     /// shows in the picture (it was or is over the captured area).
     func pointerMoved() -> Bool {
-        guard pointer.mayHaveMoved(now: SystemClock.monotonic()), let position = pointer.ask() else { return false }
+        guard pointer.mayHaveMoved(now: SystemClock.now()), let position = pointer.ask() else { return false }
         return drawn.shows(movedTo: position, in: area)
     }
 }

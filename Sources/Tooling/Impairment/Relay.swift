@@ -82,5 +82,5 @@ public final class Relay: @unchecked Sendable {
         }
     }
 
-    static func now() -> MonotonicTime { MonotonicTime(nanoseconds: SystemClock.monotonic()) }
+    static func now() -> MonotonicTime { SystemClock.now() }
 }

@@ -1,4 +1,5 @@
 public import ShareLatency
+internal import ShareBase
 internal import ShareSync
 
 /// Reads the frame stamp (`FrameStamp`, drawn by `share scene --stamp`)
@@ -30,7 +31,7 @@ public final class StampReader: Sendable {
     /// Reads the stamp of a `width` x `height` picture whose luma `luma`
     /// gives, shown at `now` (monotonic microseconds; nil: now).
     public func read(width: Int, height: Int, now: UInt64? = nil, luma: (_ x: Int, _ y: Int) -> UInt8) {
-        let now = now ?? SystemClock.monotonic() / 1000
+        let now = now ?? SystemClock.now().nanoseconds / 1000
         let stamp = FrameStamp.read(width: width, height: height, luma: luma)
         let elapsed: UInt64? = state.withLock { state in
             guard let stamp else {

@@ -1,4 +1,4 @@
-public import ShareBase
+internal import ShareBase
 
 /// Why an SDP could not be used.
 public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {

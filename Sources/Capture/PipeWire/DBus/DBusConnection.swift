@@ -1,4 +1,5 @@
 internal import CDBus
+internal import ShareBase
 internal import ShareSync
 #if canImport(Glibc)
 internal import Glibc
@@ -117,16 +118,16 @@ final class DBusConnection: @unchecked Sendable {
         }
     }
 
-    /// The next signal that came, waiting up to `timeoutMilliseconds` for
-    /// one (0: only what is there); nil when none came or the bus closed.
-    func nextSignal(timeoutMilliseconds: Int32) -> DBusSignal? {
-        let deadline = SystemClock.monotonic() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+    /// The next signal that came, waiting up to `timeout` for one (zero:
+    /// only what is there); nil when none came or the bus closed.
+    func nextSignal(timeout: Duration) -> DBusSignal? {
+        let deadline = SystemClock.now() + timeout
         _ = dbus_connection_read_write(connection, 0)
         keepSignals()
         while heard.isEmpty, isConnected {
-            let now = SystemClock.monotonic()
+            let now = SystemClock.now()
             guard now < deadline else { break }
-            _ = dbus_connection_read_write(connection, Int32(clamping: (deadline - now + 999_999) / 1_000_000))
+            _ = dbus_connection_read_write(connection, Int32(clamping: (deadline.since(now).nanoseconds + 999_999) / 1_000_000))
             keepSignals()
         }
         return heard.isEmpty ? nil : heard.removeFirst()

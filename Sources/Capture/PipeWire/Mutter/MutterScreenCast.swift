@@ -1,5 +1,6 @@
 internal import ShareCapture
 internal import ShareColor
+internal import ShareBase
 internal import ShareSync
 
 /// A screen cast from GNOME's compositor through its own D-Bus API
@@ -19,8 +20,8 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     /// Whether the desktop closed the cast (once told, for good).
     private var hasClosed = false
     /// When the cast closed, and when the desktop last said its monitors changed.
-    private var closedAt: UInt64?
-    private var monitorsChangedAt: UInt64?
+    private var closedAt: MonotonicTime?
+    private var monitorsChangedAt: MonotonicTime?
     let node: UInt32
     var pipeWireDescriptor: Int32 { -1 }
     let summary: String
@@ -82,10 +83,9 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
 
     /// The stream's PipeWire node, told by a signal once the session started.
     private static func awaitNode(bus: DBusConnection, stream: String) throws(ScreenCastError) -> UInt32 {
-        let deadline = SystemClock.monotonic() + 10_000_000_000
-        while SystemClock.monotonic() < deadline {
-            let left = (deadline &- min(deadline, SystemClock.monotonic())) / 1_000_000
-            guard let signal = bus.nextSignal(timeoutMilliseconds: Int32(clamping: left)) else { continue }
+        let deadline = SystemClock.now() + .seconds(10)
+        while SystemClock.now() < deadline {
+            guard let signal = bus.nextSignal(timeout: deadline.since(SystemClock.now())) else { continue }
             if signal.member == "PipeWireStreamAdded", signal.path == stream, let node = signal.arguments.first?.uint32 {
                 return node
             }
@@ -97,7 +97,7 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     /// Whether the compositor closed the session (the cast stopped from the
     /// top bar, the desktop ending); reads what the bus has without waiting.
     func closed() -> Bool {
-        while !hasClosed, let signal = bus.nextSignal(timeoutMilliseconds: 0) { note(signal) }
+        while !hasClosed, let signal = bus.nextSignal(timeout: .zero) { note(signal) }
         if !bus.isConnected { hasClosed = true }
         return hasClosed
     }
@@ -105,22 +105,22 @@ final class MutterScreenCast: ScreenCastSession, @unchecked Sendable {
     private func note(_ signal: DBusSignal) {
         if signal.member == "Closed" && signal.path == sessionPath {
             hasClosed = true
-            closedAt = SystemClock.monotonic()
+            closedAt = SystemClock.now()
         }
-        if signal.member == "MonitorsChanged" { monitorsChangedAt = SystemClock.monotonic() }
+        if signal.member == "MonitorsChanged" { monitorsChangedAt = SystemClock.now() }
     }
 
-    /// Whether the desktop said its monitors changed within `nanoseconds`
-    /// of the cast closing, waiting that long for it (it comes just after):
+    /// Whether the desktop said its monitors changed within `span` of the
+    /// cast closing, waiting that long for it (it comes just after):
     /// a cast stopped from the top bar long after a monitor was plugged in
     /// is not a reconfiguration.
-    func monitorsChanged(within nanoseconds: UInt64) -> Bool {
-        let closed = closedAt ?? SystemClock.monotonic()
-        let deadline = closed + nanoseconds
-        func near() -> Bool { monitorsChangedAt.map { $0 + nanoseconds >= closed } ?? false }
-        while !near(), bus.isConnected, SystemClock.monotonic() < deadline {
-            let left = (deadline &- min(deadline, SystemClock.monotonic())) / 1_000_000
-            if let signal = bus.nextSignal(timeoutMilliseconds: Int32(clamping: max(1, left))) { note(signal) }
+    func monitorsChanged(within span: Duration) -> Bool {
+        let closed = closedAt ?? SystemClock.now()
+        let deadline = closed + span
+        func near() -> Bool { monitorsChangedAt.map { $0 + span >= closed } ?? false }
+        while !near(), bus.isConnected, SystemClock.now() < deadline {
+            let left = max(.milliseconds(1), deadline.since(SystemClock.now()))
+            if let signal = bus.nextSignal(timeout: left) { note(signal) }
         }
         return near()
     }

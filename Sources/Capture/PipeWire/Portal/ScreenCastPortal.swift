@@ -112,7 +112,7 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
         let requestPath = reply.first?.string ?? expected
         while true {
             guard bus.isConnected else { throw ScreenCastError.failed("the session bus went away during \(method)") }
-            guard let signal = bus.nextSignal(timeoutMilliseconds: 1_000) else { continue }
+            guard let signal = bus.nextSignal(timeout: .seconds(1)) else { continue }
             if signal.member == "Closed", signal.interface == "org.freedesktop.portal.Session" {
                 throw ScreenCastError.ended("the desktop closed the screen cast session during \(method)")
             }
@@ -127,7 +127,7 @@ final class ScreenCastPortal: ScreenCastSession, @unchecked Sendable {
     }
 
     func closed() -> Bool {
-        while !hasClosed, let signal = bus.nextSignal(timeoutMilliseconds: 0) {
+        while !hasClosed, let signal = bus.nextSignal(timeout: .zero) {
             if signal.member == "Closed" && signal.path == sessionPath { hasClosed = true }
         }
         if !bus.isConnected { hasClosed = true }
