@@ -509,6 +509,9 @@ def main():
     parser.add_argument("--bin", default=DEFAULT_BIN, help="where share-send and share-recv are (default: the release build)")
     parser.add_argument("--network", help=f"measure share across simulated networks instead: a comma-separated list of "
                                           f"{', '.join(NETWORKS)}, or all")
+    parser.add_argument("--scenes", default="moving,video", metavar="SCENE[,SCENE]",
+                        help="with --network: the scenes each network sends, from " + ", ".join(SCENES)
+                             + " (moving: `share scene --stamp`; video: a video playing beside scrolling text, hard to send)")
     parser.add_argument("--startup", type=int, metavar="N",
                         help="measure time to first picture instead: N sender starts per size and keying (a key file, "
                              "identities already known to each other)")
@@ -522,6 +525,9 @@ def main():
         for name in names:
             if name not in NETWORKS:
                 parser.error(f"unknown network {name!r}: choose from {', '.join(NETWORKS)}")
+        for scene in args.scenes.split(","):
+            if scene not in SCENES:
+                parser.error(f"unknown scene {scene!r}: choose from {', '.join(SCENES)}")
         return main_network(args, names)
     if args.quick:
         args.sizes, args.seconds, args.repeats = args.sizes.split(",")[0], 3, 2
@@ -702,11 +708,16 @@ def make_key(work):
 
 # MARK: networks
 
-NETWORKS = ("clean", "loss2", "loss5", "burst", "cap1m", "cap3m", "halving", "rtt100", "jitter20")
+NETWORKS = ("clean", "loss2", "loss5", "burst", "cap1m", "cap3m", "halving", "rtt100", "jitter20",
+            "loss10", "drop", "fbloss", "deepq", "rtt400", "wifi")
 # What each profile caps the path at over time (kbit/s), for the plot: (from second, kbit/s or None).
-CAPS = {"cap1m": [(0, 1000)], "cap3m": [(0, 3000)], "halving": [(0, 4000), (8, 2000), (20, None)]}
+CAPS = {"cap1m": [(0, 1000)], "cap3m": [(0, 3000)], "halving": [(0, 4000), (8, 2000), (20, None)],
+        "drop": [(0, 4000), (8, 400), (14, None)], "deepq": [(0, 1500)], "wifi": [(0, 2500)]}
 # Profiles that need longer than --seconds to show what they test.
-MIN_SECONDS = {"halving": 32}
+MIN_SECONDS = {"halving": 32, "drop": 26}
+# The scenes a network run sends: `share scene --stamp` (text, shapes, a bar) and the one that is
+# hard to send (a video playing beside scrolling text, `--video`).
+SCENES = {"moving": [], "video": ["--video"]}
 SETTLE = 3.0  # seconds after the start that "shown" and "frozen" leave out (the targets' "after that")
 
 
@@ -721,12 +732,24 @@ def at(timeline, seconds, key):
     return previous[1]
 
 
-def run_network(name, size, args, key, work):
+def cap_change(caps):
+    """The step down to the lowest cap and the step after it: ((second, kbit/s), lift second or None), or None
+    when the path's cap never falls."""
+    if len(caps) < 2:
+        return None
+    low = min((c for c in caps[1:] if c[1] is not None), key=lambda c: c[1], default=None)
+    if low is None:
+        return None
+    after = [c[0] for c in caps if c[0] > low[0]]
+    return low, (after[0] if after else None)
+
+
+def run_network(name, scene_name, size, args, key, work):
     seconds = max(args.seconds, MIN_SECONDS.get(name, 0))
     display, xvfb = start_xvfb(size)
     receiver_display, receiver_xvfb = (None, None) if args.headless_receiver else start_xvfb(size, (display,))
     scene = subprocess.Popen([os.path.join(BIN, "share-send"), "scene", "--display", display, "--fps", str(args.fps),
-                              "--stamp"])
+                              "--stamp", *SCENES[scene_name]])
     port, relay_port = free_port(), free_port()
     files = {n: os.path.join(work, f"{name}-{n}.json") for n in ("send", "recv", "relay")}
     for path in files.values():
@@ -778,12 +801,23 @@ def run_network(name, size, args, key, work):
     shown = received["framesDecoded"] - at(samples, SETTLE + shift, "framesDecoded")
     frozen = received.get("freezeSeconds", 0) - at(samples, SETTLE + shift, "freezeSeconds")
     caps = CAPS.get(name, [])
-    under = None
-    if caps:
+    under, back = None, None
+    change = cap_change(caps)
+    if change:
+        # Under the lowered cap how long after it fell, and back to the rate sent before it how long after it lifted.
+        (fell, cap), lifted = change
+        under = next((r["seconds"] - fell for r in rate if r["seconds"] >= fell and r["targetKbps"] <= cap), None)
+        before = [r["sentKbps"] for r in rate if SETTLE <= r["seconds"] < fell and r["sentKbps"] is not None]
+        if lifted is not None and before:
+            earlier = statistics.mean(before)
+            back = next((r["seconds"] - lifted for r in rate
+                         if r["seconds"] >= lifted and (r["sentKbps"] or 0) >= 0.9 * earlier), None)
+    elif caps:
         cap = caps[0][1]
         under = next((r["seconds"] for r in rate if r["targetKbps"] <= cap), None)
     return {
-        "network": name, "seconds": seconds, "frames_sent": sent["framesEncoded"], "frames_decoded": received["framesDecoded"],
+        "network": name, "scene": scene_name, "seconds": seconds,
+        "longest_freeze": received.get("longestFreezeSeconds"), "seconds_back_after_lift": back, "frames_sent": sent["framesEncoded"], "frames_decoded": received["framesDecoded"],
         "shown_percent": 100 * shown / max(encoded, 1), "frozen_percent": 100 * frozen / max(seconds - SETTLE, 1),
         "freezes": received.get("freezes", 0),
         "g2g_p50": g2g.get("p50"), "g2g_p95": g2g.get("p95"), "g2g_p99": g2g.get("p99"),
@@ -800,18 +834,25 @@ def run_network(name, size, args, key, work):
 
 def network_markdown(settings, rows):
     lines = [f"Network benchmark: {settings['when']}, {settings['host']}; {settings['size']} at {settings['fps']} fps, "
-             f"`share` through `share relay`; shown and frozen leave out the first {SETTLE:.0f} s. "
+             f"`share` through `share relay`, scenes {', '.join(settings.get('scenes', ['moving']))} (moving: "
+             f"`share scene --stamp`; video: `share scene --stamp --video`, a video playing beside scrolling text); "
+             f"shown and frozen leave out the first {SETTLE:.0f} s. "
              f"Command: `{settings['command']}`.", "",
-             "| network | frames shown | time frozen (freezes) | glass-to-glass p50 / p95 / p99 ms | retransmitted | "
-             "keyframes (requests) | mean sent kbit/s | under the cap after |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| network | scene | frames shown | time frozen (freezes, longest s) | glass-to-glass p50 / p95 / p99 ms | "
+             "retransmitted | keyframes (requests) | mean sent kbit/s | under the cap after | back after the lift |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         under = "-" if not r["caps"] else (f"{r['seconds_to_under_cap']:.1f} s" if r["seconds_to_under_cap"] is not None
                                              else "never")
-        lines.append(f"| {r['network']} | {r['shown_percent']:.1f}% | {r['frozen_percent']:.2f}% ({r['freezes']}) | "
+        lifts = cap_change(r["caps"]) and cap_change(r["caps"])[1] is not None
+        back = "-" if not lifts else (f"{r['seconds_back_after_lift']:.1f} s" if r["seconds_back_after_lift"] is not None
+                                      else "never")
+        longest = f"{r['longest_freeze']:.2f}" if r.get("longest_freeze") is not None else "-"
+        lines.append(f"| {r['network']} | {r.get('scene', 'moving')} | {r['shown_percent']:.1f}% | "
+                     f"{r['frozen_percent']:.2f}% ({r['freezes']}, {longest}) | "
                      f"{fmt(r['g2g_p50'])} / {fmt(r['g2g_p95'])} / {fmt(r['g2g_p99'])} | "
                      f"{r['retransmitted_percent']:.2f}% | {r['keyframes']} ({r['keyframe_requests']}) | "
-                     f"{fmt(r['mean_sent_kbps'], 0)} | {under} |")
+                     f"{fmt(r['mean_sent_kbps'], 0)} | {under} | {back} |")
     return "\n".join(lines) + "\n"
 
 
@@ -833,6 +874,7 @@ def network_svg(rows):
         sx = lambda t: left + (width - left - 20) * min(t, span) / span
         sy = lambda v: y0 + panel - panel * min(v or 0, ceiling) / ceiling
         out.append(f'<text x="4" y="{y0 + 10}">{r["network"]}</text>')
+        out.append(f'<text x="4" y="{y0 + 24}" fill="#666">{r.get("scene", "moving")}</text>')
         out.append(f'<rect x="{left}" y="{y0}" width="{width - left - 20}" height="{panel}" fill="none" stroke="#ccc"/>')
         for v in range(0, int(ceiling) + 1, int(step)):
             out.append(f'<text x="{left - 4}" y="{sy(v) + 4}" text-anchor="end" fill="#666">{v}</text>')
@@ -853,11 +895,13 @@ def main_network(args, names):
     work = tempfile.mkdtemp(prefix="share-network-")
     key = make_key(work)
     rows = []
-    for index, name in enumerate(names):
-        print(f"[{index + 1}/{len(names)}] network {name}", file=sys.stderr, flush=True)
-        rows.append(run_network(name, size, args, key, work))
+    scenes = args.scenes.split(",")
+    runs = [(name, scene) for name in names for scene in scenes]
+    for index, (name, scene) in enumerate(runs):
+        print(f"[{index + 1}/{len(runs)}] network {name}, scene {scene}", file=sys.stderr, flush=True)
+        rows.append(run_network(name, scene, size, args, key, work))
     settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores", "size": size,
-                "fps": args.fps, "seconds": args.seconds,
+                "fps": args.fps, "seconds": args.seconds, "scenes": scenes,
                 "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]])}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "network.json"), "w") as f:

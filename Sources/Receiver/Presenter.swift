@@ -353,6 +353,7 @@ private struct Decoding {
             if gap > spacing + 100 {
                 local.freezes += 1
                 local.freezeSeconds += gap / 1000
+                local.longestFreezeSeconds = max(local.longestFreezeSeconds, gap / 1000)
             }
         }
         session.lastShownAt = shownAt

@@ -165,6 +165,8 @@ public struct PictureStatistics: Sendable, Codable, Equatable {
     public var freezes = 0
     /// The time those freezes add up to, in seconds (see `freezes`).
     public var freezeSeconds = 0.0
+    /// The longest of those freezes, in seconds.
+    public var longestFreezeSeconds = 0.0
     /// Video frames written to the recording.
     public var framesRecorded = 0
     /// Times the recording stopped on a fault (no space, an I/O error, the

@@ -125,6 +125,8 @@ public struct SceneOptions: ParsableArguments {
     public var pointer = false
     @Flag(help: "With --static: type a character --fps times a second into a line of text, a caret blinking twice a second after it (a small-change benchmark).")
     public var typing = false
+    @Flag(help: "Draw content that is hard to send instead: a window playing a video (a detailed picture panning, a disc crossing it, grain new every frame) beside a page of text scrolling up.")
+    public var video = false
     @Flag(help: "Draw the frames whose numbers come on standard input, one a line, each exactly (no clock), answering each with its number once it is on the screen: a caller steps the scene (the per-stage benchmarks).")
     public var framesFromStdin = false
 
@@ -148,7 +150,7 @@ public struct RelayOptions: ParsableArguments {
 }
 
 /// The names `share relay --network` takes (kept here for help text only).
-public let networkNames = "clean, loss2, loss5, burst, cap1m, cap3m, halving, rtt100, jitter20"
+public let networkNames = "clean, loss2, loss5, burst, cap1m, cap3m, halving, rtt100, jitter20, loss10, drop, fbloss, deepq, rtt400, wifi"
 
 /// Command descriptions shared by the dispatcher and the tools.
 public enum CommandText {

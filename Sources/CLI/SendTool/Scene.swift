@@ -23,8 +23,17 @@ struct Scene: ParsableCommand {
         }
         let scene: DemoScene
         do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
+        // The moving scene, or the one that is hard to send.
+        let video = options.video
+        let draw: (Int, Bool, ((DemoScene) -> Void)?) -> Void = { frame, atomically, overlay in
+            if video {
+                scene.drawVideo(frame: frame, atomically: atomically, overlay: overlay)
+            } else {
+                scene.draw(frame: frame, atomically: atomically, overlay: overlay)
+            }
+        }
         if options.framesFromStdin {
-            Self.step(scene)
+            Self.step(draw)
             return
         }
         let stop = StopSignal(duration: duration)
@@ -33,7 +42,7 @@ struct Scene: ParsableCommand {
         let timer: (any DispatchSourceTimer)?
         let pointer = options.pointer ? Self.movePointer(on: scene, fps: fps) : nil
         if options.stillScreen {
-            scene.draw(frame: 0, overlay: overlay)
+            draw(0, false, overlay)
             timer = options.typing ? Self.type(on: scene, fps: fps) : nil
         } else {
             // Content advances with the clock at `fps`; with a stamp, the
@@ -46,7 +55,7 @@ struct Scene: ParsableCommand {
             ticking.setEventHandler {
                 let frame = Int(SystemClock.now().since(start).seconds * Double(max(1, fps)))
                 if frame != drawn {
-                    scene.draw(frame: frame, overlay: overlay)
+                    draw(frame, false, overlay)
                     drawn = frame
                 } else if let overlay {
                     overlay(scene)
@@ -67,12 +76,12 @@ struct Scene: ParsableCommand {
 
     /// Draws each frame whose number comes on standard input and answers
     /// with the number once the server has drawn it; ends with the input.
-    private static func step(_ scene: DemoScene) {
+    private static func step(_ draw: (Int, Bool, ((DemoScene) -> Void)?) -> Void) {
         while let line = readLine() {
             guard let frame = Int(line.trimmingCharacters(in: .whitespaces)), frame >= 0 else {
                 fail("--frames-from-stdin: \"\(line)\" is not a frame number")
             }
-            scene.draw(frame: frame, atomically: true)
+            draw(frame, true, nil)
             FileHandle.standardOutput.write(Data("\(frame)\n".utf8))
         }
     }

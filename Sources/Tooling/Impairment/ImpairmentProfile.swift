@@ -189,10 +189,27 @@ public struct NetworkProfile: Sendable, Equatable {
             return .init(name: name, forward: try p("delay=50ms,loss=1%"), reverse: try p("delay=50ms"))
         case "jitter20":
             return .init(name: name, forward: try p("delay=30ms,jitter=20ms,reorder"), reverse: try p("delay=30ms"))
+        // The paths of the second round (content that is hard to send):
+        // heavy random loss at a short round trip; the rate falling to a
+        // tenth for 6 s and coming back; the feedback path alone losing;
+        // a slow link with a one-second queue; a long round trip; a
+        // wifi-like mix of a cap, a shallow queue, jitter and bursts.
+        case "loss10":
+            return .init(name: name, forward: try p("delay=20ms,loss=10%"), reverse: try p("delay=20ms"))
+        case "drop":
+            return .init(name: name, forward: try p("rate=4mbit/400kbit@8s/off@14s,queue=100ms"), reverse: .init())
+        case "fbloss": return .init(name: name, forward: .init(), reverse: try p("loss=10%"))
+        case "deepq": return .init(name: name, forward: try p("rate=1500kbit,queue=1000ms"), reverse: .init())
+        case "rtt400":
+            return .init(name: name, forward: try p("delay=200ms,loss=1%"), reverse: try p("delay=200ms"))
+        case "wifi":
+            return .init(name: name, forward: try p("rate=2500kbit,queue=60ms,delay=15ms,jitter=8ms,burst=0.4%/30%"),
+                         reverse: try p("delay=15ms,jitter=8ms"))
         default:
             throw ImpairmentError("unknown network profile \"\(name)\" (known: \(names.joined(separator: ", ")))")
         }
     }
 
-    public static let names = ["clean", "loss2", "loss5", "burst", "cap1m", "cap3m", "halving", "rtt100", "jitter20"]
+    public static let names = ["clean", "loss2", "loss5", "burst", "cap1m", "cap3m", "halving", "rtt100", "jitter20",
+                               "loss10", "drop", "fbloss", "deepq", "rtt400", "wifi"]
 }

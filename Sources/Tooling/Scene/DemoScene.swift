@@ -17,6 +17,9 @@ public final class DemoScene {
     private let layout: PixelLayout
     public let width: Int
     public let height: Int
+    /// The video-like region's pictures, and a row buffer for them (made on first use).
+    private var video: VideoPicture?
+    private var videoPixels: [UInt32] = []
 
     public init(display: String? = nil) throws(X11Error) {
         let connection = try X11Connection(display: display)
@@ -124,6 +127,71 @@ public final class DemoScene {
         // A progress bar that sweeps once a second at 30 fps.
         fill(x: 0, y: 0, width: w * (number % 30 + 1) / 30, height: 8, rgb: 0xFF_FFFF)
         overlay?(self)
+    }
+
+    /// Where `drawVideo` puts its video-like region: right of the text, 16:9.
+    public var videoRegion: (x: Int, y: Int, width: Int, height: Int) {
+        let x = width * 2 / 5 + 20
+        let regionWidth = max(16, width - x - 20)
+        let regionHeight = max(16, min(height - 60, regionWidth * 9 / 16))
+        return (x, max(20, (height - regionHeight) / 2), regionWidth, regionHeight)
+    }
+
+    /// Draws frame `number` of the scene that is hard to send: a window
+    /// playing a video (`VideoPicture`: every pixel new every frame) beside
+    /// a page of text scrolling up two pixels a frame, as a person shares a
+    /// film next to their notes. Like `draw`, a function of `number` alone.
+    public func drawVideo(frame number: Int, atomically: Bool = false, overlay: ((DemoScene) -> Void)? = nil) {
+        let region = videoRegion
+        if atomically { xcb_grab_server(connection.connection) }
+        defer {
+            if atomically { xcb_ungrab_server(connection.connection) }
+            sync()
+        }
+        // The desktop around the video, never over it (a capture would see it flash).
+        let background: UInt32 = 0x10_1820
+        fill(x: 0, y: 0, width: region.x, height: height, rgb: background)
+        fill(x: region.x, y: 0, width: width - region.x, height: region.y, rgb: background)
+        fill(x: region.x, y: region.y + region.height, width: width - region.x, height: height - region.y - region.height,
+             rgb: background)
+        fill(x: region.x + region.width, y: region.y, width: width - region.x - region.width, height: region.height,
+             rgb: background)
+        let lineHeight = 14
+        var y = 40 - (number * 2) % lineHeight
+        var line = (number * 2) / lineHeight
+        while y < height - 20 {
+            text("line \(line): notes beside the film, \(line * 7919 % 10007)", x: 20, y: y, rgb: 0xD0_D8E0)
+            y += lineHeight
+            line += 1
+        }
+        putVideo(frame: number, at: region)
+        overlay?(self)
+    }
+
+    /// The video-like region's picture, converted to the display's pixels
+    /// and put with PutImage in strips that fit a request.
+    private func putVideo(frame number: Int, at region: (x: Int, y: Int, width: Int, height: Int)) {
+        let picture = video ?? VideoPicture()
+        video = picture
+        let count = region.width * region.height
+        if videoPixels.count != count { videoPixels = [UInt32](repeating: 0, count: count) }
+        videoPixels.withUnsafeMutableBufferPointer { pixels in
+            picture.render(frame: number, width: region.width, height: region.height, into: pixels)
+            for i in 0..<count { pixels[i] = layout.pixel(rgb: pixels[i]) }
+        }
+        let c = connection.connection
+        let stride = region.width * 4
+        let rows = max(1, (Int(xcb_get_maximum_request_length(c)) * 4 - 64) / stride)
+        videoPixels.withUnsafeBytes { bytes in
+            var row = 0
+            while row < region.height {
+                let strip = min(rows, region.height - row)
+                xcb_put_image(c, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), window, gc, UInt16(region.width), UInt16(strip),
+                              Int16(region.x), Int16(region.y + row), 0, connection.screen.root_depth, UInt32(strip * stride),
+                              bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + row * stride)
+                row += strip
+            }
+        }
     }
 
     private func bounce(_ value: Int, span: Int) -> Int {
