@@ -5,8 +5,12 @@ public import ShareBase
 /// repairs a loss one round trip later; once that is longer than a frame
 /// can wait unnoticed (`slowRepair`), losses mean freezes, so FEC repairs
 /// them at once instead: one FlexFEC packet per group of media packets,
-/// the group smaller as loss grows. Off on fast paths (NACK is cheaper) and
-/// when loss stays negligible; hysteresis on both. A path found slow at its
+/// the group smaller as loss grows. Heavy loss is protected whatever the
+/// round trip: there NACK alone keeps few frames whole (at 10%, a frame of
+/// sixteen packets arrives whole one time in five) and its repairs are
+/// lost too, so frames wait and keyframes are asked for. Off on fast paths
+/// with moderate loss (NACK is cheaper) and when loss stays negligible;
+/// hysteresis on both. A path found slow at its
 /// first round trip starts protected (`unprovenGroup`): its loss is not
 /// known until the receiver has reported on some packets, and a loss before
 /// that (the first keyframe's many packets are the likeliest) would freeze
@@ -17,6 +21,11 @@ public struct ProtectionPolicy: Sendable {
     public var slowRepair: Duration = .milliseconds(60)
     /// Below this round trip FEC is turned off again.
     public var fastRepair: Duration = .milliseconds(40)
+    /// Loss above which FEC starts on any path once it has lasted
+    /// `heavyAfter` (moderate random loss often reads above it for a
+    /// moment); a fast path turns it off again below half of it.
+    public var heavyLoss = 0.07
+    public var heavyAfter: Duration = .seconds(2)
     /// Loss above which FEC starts, and below which (for `offAfter`) it stops.
     public var startLoss = 0.003
     public var stopLoss = 0.001
@@ -31,6 +40,8 @@ public struct ProtectionPolicy: Sendable {
     /// Media packets per repair packet, nil when off.
     public private(set) var group: Int?
     private var quietSince: MonotonicTime?
+    /// Since when loss has stayed above `heavyLoss`.
+    private var heavySince: MonotonicTime?
     /// Whether a round trip has been seen (the first decides whether the
     /// path starts protected).
     private var judged = false
@@ -48,15 +59,17 @@ public struct ProtectionPolicy: Sendable {
                 quietSince = now
             }
         }
-        if rtt < fastRepair {
-            group = nil
-            return group
-        }
-        if loss > startLoss && rtt >= slowRepair {
+        heavySince = loss > heavyLoss ? heavySince ?? now : nil
+        let heavy = heavySince.map { now.since($0) >= heavyAfter } ?? false
+        if heavy || (loss > startLoss && rtt >= slowRepair) {
             quietSince = nil
             // About 5% of the packets' worth of protection per 1% of loss,
             // so two losses in one group stay rare: 1% -> 1 in 5.
             group = min(max(Int((0.05 / loss).rounded()), 3), 12)
+            return group
+        }
+        if rtt < fastRepair, loss < heavyLoss / 2 {
+            group = nil
             return group
         }
         if group != nil, loss < stopLoss {

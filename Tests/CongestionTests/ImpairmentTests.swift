@@ -109,6 +109,27 @@ struct ImpairmentTests {
         #expect(feed(0.0, rtt: 100, seconds: 10) == nil, "off after five quiet seconds")
     }
 
+    /// Heavy loss is protected on a fast path too (NACK alone keeps few
+    /// frames whole), sized to the loss; moderate loss on a fast path is
+    /// not, and protection there ends once loss falls well under the mark.
+    @Test func heavyLossIsProtectedWhateverTheRoundTrip() {
+        var policy = ProtectionPolicy()
+        var now = MonotonicTime.zero
+        func feed(_ loss: Double, rtt: Int, seconds: Double) -> [Int?] {
+            (0..<Int(seconds * 4)).map { _ in
+                defer { now = now + .milliseconds(250) }
+                return policy.update(lossFraction: loss, roundTrip: .milliseconds(Int64(rtt)), now: now)
+            }
+        }
+        #expect(feed(0.05, rtt: 5, seconds: 5).allSatisfy { $0 == nil }, "5% at 5 ms: NACK")
+        let heavy = feed(0.10, rtt: 30, seconds: 4)
+        #expect(heavy.last == 3, "10% at 30 ms: one repair per three packets: \(heavy)")
+        #expect(heavy.firstIndex { $0 != nil }.map { $0 >= 8 } == true, "after lasting two seconds: \(heavy)")
+        #expect(feed(0.05, rtt: 30, seconds: 3).allSatisfy { $0 != nil }, "kept while loss stays near the mark")
+        #expect(feed(0.01, rtt: 30, seconds: 3).last! == nil, "off once loss is well under it")
+        #expect(feed(0.12, rtt: 5, seconds: 3).last == 3, "on a path of a few milliseconds too")
+    }
+
     /// A path slow at its first round trip is protected before its loss is
     /// known (the first keyframe's packets are the likeliest to meet a
     /// loss), and without loss the protection ends like any; a path fast at
