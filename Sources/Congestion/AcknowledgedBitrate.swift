@@ -42,6 +42,19 @@ public struct AcknowledgedBitrate: Sendable {
         return inWindow / max(last - first, window / 2)
     }
 
+    /// The rate over only the last `span` of arrivals: when a link is
+    /// saturated (its queue full and overflowing), packets leave it back
+    /// to back, so this is the link's rate, long before the window's
+    /// average forgets the faster past. Nil with fewer than four packets
+    /// or arrivals spread over less than a fifth of `span`.
+    public func recentRate(over span: Duration) -> Bitrate? {
+        guard let newest = arrivals.map(\.at).max() else { return nil }
+        let recent = arrivals.filter { newest - $0.at <= span }
+        guard recent.count >= 4, let first = recent.map(\.at).min(), newest - first >= span / 5 else { return nil }
+        let firstSize = recent.first { $0.at == first }!.size
+        return (recent.reduce(ByteCount.zero) { $0 + $1.size } - firstSize) / (newest - first)
+    }
+
     /// The highest `rate` of the last `peakWindow`: what the path
     /// has just shown it carries. Screen content comes in bursts (a scroll,
     /// then a pause), so the rate of one window swings with where the

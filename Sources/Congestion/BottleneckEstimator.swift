@@ -37,6 +37,7 @@ public struct BottleneckEstimator: Sendable {
     /// Set when trains showed a bottleneck gone (the path got faster); the
     /// owner takes it with `takeWidened`.
     private var widened = false
+    private var pinned: (at: Duration, rate: Bitrate)?
 
     /// True once after a bottleneck has been seen to go away.
     public mutating func takeWidened() -> Bool {
@@ -46,9 +47,24 @@ public struct BottleneckEstimator: Sendable {
 
     public init() {}
 
+    /// Forgets what was measured (a probe showed the path faster).
+    public mutating func forget() {
+        samples.removeAll()
+        unconstrained = 0
+        pinned = nil
+    }
+
+    /// A rate measured another way, that stands for `memory` unless trains
+    /// measure the link again: what a saturated link delivered.
+    public mutating func pin(_ rate: Bitrate) {
+        samples.removeAll()
+        pinned = (latest, rate)
+    }
+
     /// The rate of the narrowest link seen lately, if one is.
     public var rate: Bitrate? {
         let recent = samples.filter { latest - $0.at <= memory }.map(\.rate).sorted()
+        if recent.count < 3, let pinned, latest - pinned.at <= memory { return pinned.rate }
         guard recent.count >= 3 else { return nil }
         // A link serialises every train at its one rate, so its trains
         // agree; jitter spreads the few trains that happen to arrive in
@@ -88,8 +104,9 @@ public struct BottleneckEstimator: Sendable {
             // As tight as it left: nothing below our pacing rate on the path.
             unconstrained += 1
             if unconstrained >= 3 {
-                if !samples.isEmpty { widened = true }
+                if !samples.isEmpty || pinned != nil { widened = true }
                 samples.removeAll()
+                pinned = nil
                 unconstrained = 0
             }
             return

@@ -57,6 +57,7 @@ public struct CongestionController: Sendable {
     private var acknowledged = AcknowledgedBitrate()
     private var queue = QueueDelayEstimator()
     private var bottleneck = BottleneckEstimator()
+    private var probes = ProbeController()
     /// A queue standing longer than this (ms) is congestion even when flat.
     public var queueDelayLimit = 40.0
     private var lastStandingCut: (at: MonotonicTime, queue: Double)?
@@ -65,6 +66,14 @@ public struct CongestionController: Sendable {
     private var lastSend: MonotonicTime?
     private var lastTimeoutCut: MonotonicTime?
     public private(set) var target: Bitrate
+    /// Set when the path's rate was found fallen under half the target at
+    /// once; taken by `takeCollapse`.
+    private var collapsed = false
+    /// The send time the current run of heavily lossy reports began at.
+    private var heavyLossSince: MonotonicTime?
+    /// When feedback last showed the path saturated (heavy loss behind a
+    /// grown queue): loss then is the sender's own overflow.
+    public private(set) var lastSaturation: MonotonicTime?
     public private(set) var feedbackReports = 0
 
     /// A rule that can set the target.
@@ -81,6 +90,8 @@ public struct CongestionController: Sendable {
         case ceiling
         /// The configured minimum.
         case floor
+        /// A bandwidth probe the path carried.
+        case probe
     }
     /// The rule that set the target last.
     public private(set) var limit: Limit = .ceiling
@@ -100,6 +111,7 @@ public struct CongestionController: Sendable {
     /// Records a packet as it leaves.
     public mutating func sent(_ packet: SentPacket) {
         history.sent(packet)
+        if packet.isProbe { probes.sent(packet) }
         lastSend = packet.sendTime
     }
 
@@ -122,14 +134,36 @@ public struct CongestionController: Sendable {
         feedbackReports += 1
         lastFeedback = now
         if let sample = feedback.roundTrip { observeRoundTrip(sample) }
-        guard !feedback.results.isEmpty else { return target }
+        var results = feedback.results
+        // A probe's padding is measured by the probe alone: it is sent
+        // faster than the target on purpose, so its delay, its loss and its
+        // share of what arrived say nothing of the media's rate.
+        if results.contains(where: \.packet.isProbe) {
+            if let carried = probes.handle(results.filter(\.packet.isProbe)) { raise(to: carried) }
+            results.removeAll(where: \.packet.isProbe)
+        }
+        defer { probes.observe(target: target, now: now) }
+        guard !results.isEmpty else { return target }
         let rtt = smoothedRoundTrip ?? .milliseconds(100)
-        acknowledged.update(feedback.results)
-        queue.update(feedback.results)
-        bottleneck.update(feedback.results)
+        acknowledged.update(results)
+        queue.update(results)
+        bottleneck.update(results)
         if bottleneck.takeWidened() { rate.forgetCapacity() }
-        var usage = trendline.update(feedback.results)
+        var usage = trendline.update(results)
         if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
+        // A link that fell below our rate overflows its queue: heavy loss
+        // behind a grown queue. What still arrives arrives at the link's
+        // rate; the target and the pacing go to it at once, not in halving
+        // steps one round trip apart while every frame is lost.
+        if saturated(results, usage: usage) {
+            if let delivered = acknowledged.recentRate(over: .milliseconds(250)) {
+                bottleneck.pin(delivered)
+                // The rate fell to a fraction at once: most of what is in
+                // flight is lost, more than repairs can resend in time.
+                if delivered < target * 0.5, lastSaturation.map({ now.since($0) > .seconds(2) }) ?? true { collapsed = true }
+            }
+            lastSaturation = now
+        }
         switch usage {
         case .overusing: overuseReports += 1
         case .underusing: underuseReports += 1
@@ -138,7 +172,8 @@ public struct CongestionController: Sendable {
         let delayBased = rate.update(usage, acknowledged: acknowledged.rate, carried: acknowledged.peak,
                                      bottleneck: bottleneck.rate, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
-        let lossBased = loss.update(feedback.results, roundTrip: rtt, now: now)
+        let queued = usage == .overusing || (queue.queueDelay ?? 0) > Self.queueSign
+        let lossBased = loss.update(results, roundTrip: rtt, now: now, queued: queued)
         var combined = min(delayBased, lossBased)
         var limit: Limit = lossBased < delayBased ? .loss : .delay
         // Never above what the narrowest link drains (with room for repairs
@@ -155,6 +190,72 @@ public struct CongestionController: Sendable {
         target = min(max(combined, configuration.minimum), configuration.maximum)
         return target
     }
+
+    /// A rate a probe showed the path carries: the estimates rise to it at
+    /// once (as libwebrtc's do on a probe result) and a slower bottleneck
+    /// measured before is forgotten.
+    private mutating func raise(to carried: Bitrate) {
+        let raised = min(carried, configuration.maximum)
+        guard raised > target else { return }
+        rate.raise(to: raised)
+        loss.raise(to: raised)
+        if let link = bottleneck.rate, link < raised { bottleneck.forget() }
+        target = raised
+        limit = .probe
+    }
+
+    /// A probe cluster to send now, if one is due: after a large drop,
+    /// while the target is well under the rate before it and the path is
+    /// calm (no overuse, under 5% loss, a queue under 25 ms).
+    public mutating func nextProbe(now: MonotonicTime) -> ProbeCluster? {
+        let calm = trendline.state != .overusing && loss.lossFraction < 0.05 && (queue.queueDelay ?? 0) < 25
+        return probes.next(now: now, target: target, calm: calm)
+    }
+
+    /// True once after the path's rate fell under half the target at once
+    /// (a saturated link delivering a fraction of what was sent): what was
+    /// in flight is mostly lost, and repairs at the new rate would take
+    /// longer than a keyframe at it. The sender sends one without waiting
+    /// for the receiver to ask.
+    public mutating func takeCollapse() -> Bool {
+        defer { collapsed = false }
+        return collapsed
+    }
+
+    /// Probe clusters sent, and how many the path carried.
+    public var probeCounts: (clusters: Int, carried: Int) { (probes.clusters, probes.carried) }
+
+    /// Whether feedback shows a saturated link: reports with a fifth or
+    /// more of their media packets (at least five) lost, while the queue
+    /// grows or stands over the limit, over packets sent across at least
+    /// `saturationSpan`. Random loss on a free path comes with no queue;
+    /// a burst of content that overflows a short queue loses the tail of
+    /// a frame or two, not everything sent for a sixth of a second.
+    private mutating func saturated(_ results: [PacketResult], usage: BandwidthUsage) -> Bool {
+        var lost = 0, total = 0
+        var oldest: MonotonicTime?, newest: MonotonicTime?
+        for result in results where !result.packet.isRetransmission {
+            total += 1
+            if !result.received { lost += 1 }
+            oldest = min(oldest ?? result.packet.sendTime, result.packet.sendTime)
+            newest = max(newest ?? result.packet.sendTime, result.packet.sendTime)
+        }
+        guard lost >= 5, Double(lost) >= Double(total) * 0.2,
+              usage == .overusing || (queue.queueDelay ?? 0) > queueDelayLimit, let oldest, let newest else {
+            heavyLossSince = nil
+            return false
+        }
+        let since = heavyLossSince ?? oldest
+        heavyLossSince = since
+        return newest.since(since) >= Self.saturationSpan
+    }
+
+    /// A queue delay (ms) that shows loss may be congestion.
+    static let queueSign = 10.0
+
+    /// How long heavy loss behind a queue must last (by send time) to be
+    /// taken for a saturated link.
+    static let saturationSpan: Duration = .milliseconds(150)
 
     /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
     /// faster than a measured bottleneck drains (a frame sent faster only
@@ -186,6 +287,7 @@ public struct CongestionController: Sendable {
         lastTimeoutCut = now
         target = max(target / 2, configuration.minimum)
         limit = target <= configuration.minimum ? .floor : .feedbackTimeout
+        probes.observe(target: target, now: now)
         rate.reduce(to: target)
         loss.cap(at: target / 1.5)
         return target

@@ -9,13 +9,17 @@ public struct SentPacket: Sendable, Equatable {
     public var sendTime: MonotonicTime
     /// A repair (RTX): counted in the rate, not in the loss of the media.
     public var isRetransmission: Bool
+    /// Padding of a bandwidth probe: measured by the probe alone.
+    public var isProbe: Bool
 
-    public init(ssrc: UInt32, sequence: UInt16, size: Int, sendTime: MonotonicTime, isRetransmission: Bool = false) {
+    public init(ssrc: UInt32, sequence: UInt16, size: Int, sendTime: MonotonicTime, isRetransmission: Bool = false,
+                isProbe: Bool = false) {
         self.ssrc = ssrc
         self.sequence = sequence
         self.size = size
         self.sendTime = sendTime
         self.isRetransmission = isRetransmission
+        self.isProbe = isProbe
     }
 }
 

@@ -17,6 +17,10 @@ public struct PacketPacer: Sendable {
         case retransmission
         /// Leaves at once: audio and RTCP are small and time-critical.
         case immediate
+        /// A bandwidth probe's padding: leaves at the time it was queued
+        /// for (`enqueue`'s `now`), outside the pacing budget, since a
+        /// probe is sent faster than the target on purpose.
+        case probe
     }
 
     public struct Configuration: Sendable, Equatable {
@@ -42,6 +46,8 @@ public struct PacketPacer: Sendable {
         public var sent = 0
         public var dropped = 0
         public var retransmissionsDropped = 0
+        /// Repairs dropped from the queue because a keyframe followed them.
+        public var repairsSuperseded = 0
         public var bytesSent = 0
     }
 
@@ -57,6 +63,7 @@ public struct PacketPacer: Sendable {
     private var media: PacketRing
     private var repairs: PacketRing
     private var urgent: PacketRing
+    private var probes: PacketRing
 
     public init(targetBitrate: Bitrate, configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -67,6 +74,7 @@ public struct PacketPacer: Sendable {
         media = PacketRing(capacity: configuration.capacity, bytes: configuration.capacityBytes)
         repairs = PacketRing(capacity: max(64, configuration.capacity / 4), bytes: configuration.capacityBytes / 4)
         urgent = PacketRing(capacity: 128, bytes: 64 * 1024)
+        probes = PacketRing(capacity: 128, bytes: 32 * 1024)
         setTarget(targetBitrate)
         mediaTokens = burstBytes
         repairTokens = repairDepth
@@ -88,7 +96,8 @@ public struct PacketPacer: Sendable {
     /// took 78 ms). The share over time stays `retransmissionShare`.
     private var repairDepth: Double { max(retransmissionRate.bytes(in: .milliseconds(250)), 2 * 1500) }
 
-    /// Queues a packet. Returns false (counted) when its queue is full.
+    /// Queues a packet (a probe's, to leave at `now`). Returns false
+    /// (counted) when its queue is full.
     @discardableResult
     public mutating func enqueue(_ bytes: ArraySlice<UInt8>, kind: Kind, now: MonotonicTime) -> Bool {
         let accepted: Bool
@@ -96,6 +105,7 @@ public struct PacketPacer: Sendable {
         case .media: accepted = media.push(bytes, at: now)
         case .retransmission: accepted = repairs.push(bytes, at: now)
         case .immediate: accepted = urgent.push(bytes, at: now)
+        case .probe: accepted = probes.push(bytes, at: now)
         }
         if !accepted {
             counters.dropped += 1
@@ -105,7 +115,8 @@ public struct PacketPacer: Sendable {
     }
 
     /// Hands every packet that may leave by `now` to `send`, in order:
-    /// immediate ones, then repairs within their budget, then media.
+    /// immediate ones, probe padding that is due, then repairs within
+    /// their budget, then media.
     /// `send` gets the bytes and whether it is a retransmission.
     public mutating func release(now: MonotonicTime, send: (ArraySlice<UInt8>, Kind) -> Void) {
         refill(now: now)
@@ -113,6 +124,11 @@ public struct PacketPacer: Sendable {
             send(bytes, .immediate)
             account(bytes.count)
             urgent.pop()
+        }
+        while let bytes = probes.front, let at = probes.frontTime, at <= now {
+            send(bytes, .probe)
+            account(bytes.count)
+            probes.pop()
         }
         dropStale(now: now)
         // Repairs are on the wire too: they leave at the pacing rate (no
@@ -133,6 +149,15 @@ public struct PacketPacer: Sendable {
         }
     }
 
+    /// Drops the repairs waiting (a keyframe made them useless); returns how many.
+    @discardableResult
+    public mutating func dropRepairs() -> Int {
+        let dropped = repairs.count
+        while !repairs.isEmpty { repairs.pop() }
+        counters.repairsSuperseded += dropped
+        return dropped
+    }
+
     /// When `release` next has something to send, if anything is queued.
     public func nextRelease(now: MonotonicTime) -> MonotonicTime? {
         if !urgent.isEmpty { return now }
@@ -144,11 +169,12 @@ public struct PacketPacer: Sendable {
             let at = max(wake(now, deficit: deficit, rate: retransmissionRate), paced)
             next = min(next ?? at, at)
         }
+        if let at = probes.frontTime { next = min(next ?? at, max(at, now)) }
         return next
     }
 
     /// Packets waiting.
-    public var queued: Int { media.count + repairs.count + urgent.count }
+    public var queued: Int { media.count + repairs.count + urgent.count + probes.count }
     /// Bytes waiting to be paced.
     public var queuedBytes: Int { media.bytes + repairs.bytes }
 

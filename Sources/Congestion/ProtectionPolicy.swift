@@ -15,7 +15,10 @@ public import ShareBase
 /// known until the receiver has reported on some packets, and a loss before
 /// that (the first keyframe's many packets are the likeliest) would freeze
 /// the picture for a round trip; without loss it goes off after `offAfter`
-/// like any protection.
+/// like any protection. Loss while the path is saturated is the sender's
+/// own overflow, not the path's: FEC would only add to the load that
+/// overflows it (and the queue's delay makes the path look slow), so
+/// while `congested` there is none.
 public struct ProtectionPolicy: Sendable {
     /// A round trip above which NACK repairs show as freezes.
     public var slowRepair: Duration = .milliseconds(60)
@@ -48,9 +51,17 @@ public struct ProtectionPolicy: Sendable {
 
     public init() {}
 
-    /// Feeds the controller's latest loss fraction and round trip.
-    public mutating func update(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime) -> Int? {
+    /// Feeds the controller's latest loss fraction and round trip, and
+    /// whether the path was saturated lately.
+    public mutating func update(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime,
+                                congested: Bool = false) -> Int? {
         loss = loss * 0.8 + min(max(lossFraction, 0), 1) * 0.2
+        if congested {
+            heavySince = nil
+            quietSince = nil
+            group = nil
+            return group
+        }
         let rtt = roundTrip ?? .zero
         if !judged, roundTrip != nil {
             judged = true

@@ -5,6 +5,12 @@ public import ShareBase
 /// ladder trades frame rate first, then picture size, for the bitrate the
 /// path allows, with hysteresis (down after `downDelay` below a rung's
 /// floor, up after `upDelay` comfortably above the next rung's), sans-IO.
+/// A target a bandwidth probe has just shown the path to carry needs no
+/// wait: the ladder goes up at once to the rung it fits. A target under
+/// half the rung's floor (the path's rate fell to a fraction) needs none
+/// either: the ladder goes down at once, so the keyframe the receiver
+/// will ask for is the smaller picture's, not the large one's sent into a
+/// path that cannot take it, followed a second later by another.
 public struct QualityLadder: Sendable {
     public struct Rung: Sendable, Equatable {
         public var fps: Int
@@ -42,13 +48,14 @@ public struct QualityLadder: Sendable {
 
     public var current: Rung { rungs[index] }
 
-    /// Follows the target; returns true when the rung changed.
-    public mutating func update(target: Bitrate, now: MonotonicTime) -> Bool {
+    /// Follows the target; returns true when the rung changed. `proven`
+    /// says a probe has just shown the path carries the target.
+    public mutating func update(target: Bitrate, now: MonotonicTime, proven: Bool = false) -> Bool {
         if index + 1 < rungs.count, target < rungs[index].floor {
             aboveSince = nil
             let since = belowSince ?? now
             belowSince = since
-            if now.since(since) >= downDelay {
+            if now.since(since) >= downDelay || target < rungs[index].floor * 0.5 {
                 // Straight to the rung that fits, not one step a second.
                 while index + 1 < rungs.count, target < rungs[index].floor { index += 1 }
                 belowSince = nil
@@ -57,6 +64,11 @@ public struct QualityLadder: Sendable {
             return false
         }
         belowSince = nil
+        if proven, index > 0, target > rungs[index - 1].floor * upMargin {
+            while index > 0, target > rungs[index - 1].floor * upMargin { index -= 1 }
+            aboveSince = nil
+            return true
+        }
         if index > 0, target > rungs[index - 1].floor * upMargin {
             let since = aboveSince ?? now
             aboveSince = since

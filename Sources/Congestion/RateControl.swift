@@ -114,6 +114,13 @@ public struct RateControl: Sendable {
     /// Three standard deviations of the capacity estimate (kbit/s).
     private func band(_ capacity: Double) -> Double { 3 * (capacity * linkVariance).squareRoot() }
 
+    /// Raises the rate to what a probe showed the path carries: the old
+    /// capacity no longer holds, so growth is multiplicative again.
+    public mutating func raise(to carried: Bitrate) {
+        bitrate = min(max(bitrate, carried), maximum)
+        linkCapacity = nil
+    }
+
     /// Lowers the rate from outside (a feedback timeout).
     public mutating func reduce(to limit: Bitrate) {
         bitrate = min(max(min(bitrate, limit), minimum), maximum)
@@ -123,7 +130,8 @@ public struct RateControl: Sendable {
 
 /// The loss-based part of Google Congestion Control
 /// (draft-ietf-rmcat-gcc-02 §6): above 10% loss the rate drops by half the
-/// loss, below 2% it may grow 5% per update; in between it holds.
+/// loss (above 25% when no queue shows), below 2% it may grow 5% per
+/// update; in between it holds.
 public struct LossBasedEstimator: Sendable {
     public let minimum: Bitrate
     public let maximum: Bitrate
@@ -139,9 +147,14 @@ public struct LossBasedEstimator: Sendable {
         bitrate = min(max(start, minimum), self.maximum)
     }
 
+    /// Loss above which the rate is cut even with no queue on the path.
+    public static let unqueuedLoss = 0.25
+
     /// Counts reported packets; decides once enough (20) have been reported
-    /// and at most once per round trip plus 100 ms for decreases.
-    public mutating func update(_ results: [PacketResult], roundTrip: Duration, now: MonotonicTime) -> Bitrate {
+    /// and at most once per round trip plus 100 ms for decreases. `queued`
+    /// says the delay detector sees a queue (growing, or standing).
+    public mutating func update(_ results: [PacketResult], roundTrip: Duration, now: MonotonicTime,
+                                queued: Bool = true) -> Bitrate {
         for result in results where !result.packet.isRetransmission {
             if result.received { received += 1 } else { lost += 1 }
         }
@@ -153,7 +166,11 @@ public struct LossBasedEstimator: Sendable {
         received = 0
         lost = 0
         let since = lastChange.map { now.since($0) } ?? .seconds(3600)
-        if lossFraction > 0.1 {
+        // Without a queue to show for it (random loss on a radio link), a
+        // tenth lost is no sign of congestion: cutting only starves the
+        // stream while FEC and NACK repair. Heavier loss is cut even then
+        // (a policer drops without queueing).
+        if lossFraction > (queued ? 0.1 : Self.unqueuedLoss) {
             if since >= roundTrip + .milliseconds(100) {
                 bitrate = bitrate * (1 - 0.5 * lossFraction)
                 lastChange = now
@@ -166,6 +183,11 @@ public struct LossBasedEstimator: Sendable {
         }
         bitrate = min(max(bitrate, minimum), maximum)
         return bitrate
+    }
+
+    /// Raises the rate to what a probe showed the path carries.
+    public mutating func raise(to carried: Bitrate) {
+        bitrate = min(max(bitrate, carried), maximum)
     }
 
     /// Keeps the loss-based rate within reach of the delay-based one, as

@@ -238,6 +238,7 @@ final class NetworkWork {
             local.nackedPackets = s.nackedPackets
             local.needlessNACKs = s.needlessNACKs
             local.repairsReceived = s.repairsReceived
+            local.paddingReceived = s.paddingReceived
             local.fecPacketsReceived = s.fecPacketsReceived
             local.fecRecovered = s.fecRecovered
             local.feedbackReports = s.feedbackReportsSent

@@ -110,6 +110,9 @@ public struct NetworkStatistics: Sendable, Codable, Equatable {
     public var needlessNACKs = 0
     /// Retransmissions (RTX) that arrived.
     public var repairsReceived = 0
+    /// Padding-only packets on the retransmission stream that arrived (the
+    /// sender's bandwidth probes): reported in congestion feedback, then dropped.
+    public var paddingReceived = 0
     /// FlexFEC repair packets that arrived, and packets they rebuilt.
     public var fecPacketsReceived = 0
     /// Packets rebuilt from FlexFEC repairs (see `fecPacketsReceived`).

@@ -19,6 +19,8 @@ internal import ShareBase
 /// budget allow, and hands it to the network driver. The encoder follows
 /// the pictures' size; `adapt` chooses the size, rate and bitrate.
 final class EncodePipeline: Sendable {
+    /// A picture is skipped while the pacer's oldest media packet has waited longer.
+    static let longestQueue: Duration = .milliseconds(200)
     /// All it keeps is the encode thread's own.
     private let work: ThreadBound<EncodeWork>
 
@@ -92,6 +94,8 @@ final class EncodeWork {
     private let governor: GovernorControl?
     private var encoder: H264Encoder
     private var ladder: QualityLadder
+    /// Probes the path carried, as last seen: a new one lets the ladder go up at once.
+    private var probesSeen = 0
     /// The size pictures are encoded at before any step down: the
     /// configured size, else the captured picture's (which follows a
     /// resized window).
@@ -134,6 +138,7 @@ final class EncodeWork {
             guard let lease = nextPicture(context) else { continue }
             let began = SystemClock.now()
             followSource(VideoSize(width: lease.sourceWidth, height: lease.sourceHeight))
+            if outgrown(lease.height, now: began, context) { continue }
             guard followPictureSize(VideoSize(width: lease.width, height: lease.height), at: began, context) else { return }
             guard let frame = encode(lease, began: began, slice: &slice, context) else { return }
             if configuration.simulatedEncodeDelay > .zero {
@@ -160,6 +165,15 @@ final class EncodeWork {
         guard let lease = feed.take() else { return nil }
         guard network.link.ready.load(ordering: .acquiring) else {
             context.stats.withLock { $0.framesBeforeSession += 1 }
+            return nil
+        }
+        // A frame encoded now would wait behind what the pacer holds: on a
+        // path that just became slower, or behind a keyframe larger than
+        // the path takes at once. Skipping it lets the queue drain (and
+        // the next picture, compared with nothing, is coded whole where it
+        // changed), as libwebrtc drops frames while its pacer queue is long.
+        if configuration.congestionControl, network.paced.queueDelay(now: SystemClock.now()) > EncodePipeline.longestQueue {
+            context.stats.withLock { $0.framesSkippedForQueue += 1 }
             return nil
         }
         return lease
@@ -278,6 +292,36 @@ final class EncodeWork {
         }
     }
 
+    /// What is left of the controller's target for video: audio and
+    /// retransmissions come first, RTP/SRTP headers take about 4%, FEC its share.
+    private func videoBudget() -> Bitrate {
+        let target = Bitrate.bitsPerSecond(Double(network.targetBitrate.load(ordering: .relaxed)))
+        let group = network.protectionGroup.load(ordering: .relaxed)
+        let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
+        let repairs = Bitrate.bitsPerSecond(Double(network.paced.repairBitrate.load(ordering: .relaxed)))
+        let available = (target - audioBitrate - repairs) * (0.96 * (1 - fecShare))
+        return max(available, target * 0.3)
+    }
+
+    /// Follows a fall of the target before a picture is encoded: when the
+    /// ladder steps down, the capture side is told at once, and a picture
+    /// larger than the new rung is not encoded. The path has just become
+    /// too slow for it, and the keyframe the new size needs (or the
+    /// receiver asks for) is then the small picture's.
+    private func outgrown(_ height: Int, now: MonotonicTime, _ context: SenderContext) -> Bool {
+        guard configuration.congestionControl else { return false }
+        let before = ladder.index
+        guard ladder.update(target: videoBudget(), now: now) else { return false }
+        context.stats.withLock { $0.qualitySteps += 1 }
+        // A step up is told to the capture side after this picture (`adapt`).
+        guard ladder.index > before else { return false }
+        let memory = governor?.current
+        let maxHeight = min(memory?.height ?? baseSize.height, ladder.current.height)
+        feed.fps.store(min(memory?.fps ?? configuration.fps, ladder.current.fps), ordering: .relaxed)
+        feed.maxHeight.store(maxHeight, ordering: .relaxed)
+        return height > maxHeight
+    }
+
     /// After each frame: what the memory budget and the network allow now.
     /// A new size goes to the capture loop (the encoder follows the
     /// pictures); a new bitrate is a reconfiguration. Returns false when the
@@ -296,17 +340,12 @@ final class EncodeWork {
             }
         }
         let now = SystemClock.now()
-        // What is left of the target for video: audio and retransmissions
-        // come first, RTP/SRTP headers take about 4%, FEC its share.
         var video = baseBitrate
         if configuration.congestionControl {
-            let target = Bitrate.bitsPerSecond(Double(network.targetBitrate.load(ordering: .relaxed)))
-            let group = network.protectionGroup.load(ordering: .relaxed)
-            let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
-            let repairs = Bitrate.bitsPerSecond(Double(network.paced.repairBitrate.load(ordering: .relaxed)))
-            let available = (target - audioBitrate - repairs) * (0.96 * (1 - fecShare))
-            video = max(available, target * 0.3)
-            if ladder.update(target: video, now: now) {
+            video = videoBudget()
+            let carried = network.probesCarried.load(ordering: .relaxed)
+            defer { probesSeen = carried }
+            if ladder.update(target: video, now: now, proven: carried != probesSeen) {
                 context.stats.withLock { $0.qualitySteps += 1 }
             }
         }

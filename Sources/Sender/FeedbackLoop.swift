@@ -104,8 +104,12 @@ final class FeedbackLoop {
         // The streams' locks take closures that may capture only what is
         // shared (the driver), not this thread's own state.
         let network = network
-        let (polled, rtt, pacing) = network.controller.withLock { ($0.poll(now: now), $0.roundTrip, $0.pacingRate) }
+        let (polled, rtt, pacing, carried) = network.controller.withLock {
+            ($0.poll(now: now), $0.roundTrip, $0.pacingRate, $0.probeCounts.carried)
+        }
         apply(target: polled, pacingRate: pacing)
+        network.probesCarried.store(carried, ordering: .relaxed)
+        probe(now: now, context: context)
         let (videoDue, drawnApart) = network.video.withLock { stream in
             if let rtt { stream.observeRoundTrip(rtt) }
             return (stream.poll(now: now) { network.sendRTCP($0, route: network.routes.video, now: now) },
@@ -133,7 +137,8 @@ final class FeedbackLoop {
         if presence.present, let news = estimateChanges.check(estimate, now: now) {
             context.emit(.networkEstimate(NetworkEstimate(news)))
         }
-        protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, now: now)
+        let congested = network.controller.withLock { $0.lastSaturation }.map { now.since($0) < .seconds(2) } ?? false
+        protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, congested: congested, now: now)
         network.rates.record(at: now, bytesSent: bytes, controller: state,
                              encoderKbps: network.encoderKbps.load(ordering: .relaxed),
                              quantizer: network.encoderQuantizer.load(ordering: .relaxed),
@@ -155,9 +160,9 @@ final class FeedbackLoop {
     }
 
     /// Sets the video's FEC as the policy says for the path now.
-    private func protect(lossFraction: Double, roundTrip: Duration?, now: MonotonicTime) {
+    private func protect(lossFraction: Double, roundTrip: Duration?, congested: Bool = false, now: MonotonicTime) {
         guard network.fecAvailable else { return }
-        let group = protection.update(lossFraction: lossFraction, roundTrip: roundTrip, now: now)
+        let group = protection.update(lossFraction: lossFraction, roundTrip: roundTrip, now: now, congested: congested)
         guard group ?? 0 != network.protectionGroup.load(ordering: .relaxed) else { return }
         network.protectionGroup.store(group ?? 0, ordering: .relaxed)
         network.video.withLock { $0.protectionGroup = group }
@@ -278,12 +283,28 @@ final class FeedbackLoop {
         case .keyframeRequested, .receiverJoined:
             keyframe()
         case .congestion(let report):
-            let (target, pacing) = network.controller.withLock { ($0.handle(report, now: now), $0.pacingRate) }
+            let (target, pacing, collapsed) = network.controller.withLock {
+                ($0.handle(report, now: now), $0.pacingRate, $0.takeCollapse())
+            }
             apply(target: target, pacingRate: pacing)
+            if collapsed { keyframe() }
         case .receiverReport(_, let roundTrip):
             if let roundTrip { network.controller.withLock { $0.observeRoundTrip(roundTrip) } }
         default:
             break
+        }
+    }
+
+    /// Sends a bandwidth probe when the controller has one due (only with
+    /// a retransmission stream to carry the padding, and only when the
+    /// target is followed).
+    private func probe(now: MonotonicTime, context: SenderContext) {
+        guard network.adaptive, network.canPad else { return }
+        guard let cluster = network.controller.withLock({ $0.nextProbe(now: now) }) else { return }
+        do {
+            try network.sendProbe(cluster, now: now)
+        } catch {
+            context.fail(.encryption(error.description))
         }
     }
 

@@ -39,6 +39,11 @@ final class NetworkDriver: @unchecked Sendable {
     let encoderQuantizer = Atomic<Int>(0)
     /// Whether the video stream can send FlexFEC.
     let fecAvailable: Bool
+    /// Whether the video stream can send padding for bandwidth probes.
+    let canPad: Bool
+    /// Probes the path carried so far: each raised the target to a rate
+    /// the path was just shown to carry (the quality ladder need not wait).
+    let probesCarried = Atomic<Int>(0)
 
     /// Whether the congestion controller's target is followed (off: the
     /// configured rate is sent whatever the path does).
@@ -63,6 +68,7 @@ final class NetworkDriver: @unchecked Sendable {
         self.link = link
         self.adaptive = adaptive
         fecAvailable = video.configuration.forwardErrorCorrection != nil
+        canPad = video.canPad
         self.video = Locked(video)
         self.audio = audio
         let controller = Locked(CongestionController(configuration: congestion))
@@ -87,9 +93,23 @@ final class NetworkDriver: @unchecked Sendable {
                             now: now) { datagram in
                 paced.enqueue(datagram, kind: .media, now: now)
             }
+            // Repairs of what came before a keyframe are of no use now.
+            if stream.takeKeyframeStarted() { paced.dropRepairs() }
         }
         paced.flush()
         return true
+    }
+
+    /// Sends a bandwidth probe: the cluster's padding, queued to leave
+    /// `spacing` apart from now (the pacer thread sends each at its time).
+    func sendProbe(_ cluster: ProbeCluster, now: MonotonicTime) throws(SRTPError) {
+        guard link.ready.load(ordering: .acquiring) else { return }
+        try video.withLock { stream throws(SRTPError) in
+            try stream.sendPadding(count: cluster.packets, size: cluster.packetSize) { index, datagram in
+                paced.enqueue(datagram, kind: .probe, now: now + cluster.spacing * index)
+            }
+        }
+        paced.flush()
     }
 
     /// Protects and queues one audio packet (sent ahead of video).
@@ -201,15 +221,16 @@ final class NetworkDriver: @unchecked Sendable {
     struct Snapshot {
         var estimate: CongestionController.Estimate
         var feedbackReports: Int
+        var probes: (clusters: Int, carried: Int)
         var pacer: PacketPacer.Counters
         var queueDelay: Duration
     }
 
     func snapshot() -> Snapshot {
         let now = SystemClock.now()
-        let (estimate, reports) = controller.withLock { ($0.estimate, $0.feedbackReports) }
+        let (estimate, reports, probes) = controller.withLock { ($0.estimate, $0.feedbackReports, $0.probeCounts) }
         let (counters, delay) = paced.snapshot(now: now)
-        return Snapshot(estimate: estimate, feedbackReports: reports, pacer: counters, queueDelay: delay)
+        return Snapshot(estimate: estimate, feedbackReports: reports, probes: probes, pacer: counters, queueDelay: delay)
     }
 }
 

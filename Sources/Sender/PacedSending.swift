@@ -65,6 +65,16 @@ final class PacedSending: @unchecked Sendable {
         pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
     }
 
+    /// Drops the repairs waiting to be sent.
+    func dropRepairs() {
+        pacer.withLock { _ = $0.dropRepairs() }
+    }
+
+    /// How long the oldest media packet waiting in the pacer has waited.
+    func queueDelay(now: MonotonicTime) -> Duration {
+        pacer.withLock { $0.queueDelay(now: now) }
+    }
+
     /// Bytes sent so far.
     var bytesSent: Int { pacer.withLock { $0.counters.bytesSent } }
 
@@ -109,6 +119,6 @@ final class PacedSending: @unchecked Sendable {
         var ssrc: UInt32 = 0
         for index in 8..<12 { ssrc = ssrc << 8 | UInt32(bytes[start + index]) }
         return SentPacket(ssrc: ssrc, sequence: sequence, size: bytes.count, sendTime: now,
-                          isRetransmission: kind == .retransmission)
+                          isRetransmission: kind == .retransmission, isProbe: kind == .probe)
     }
 }

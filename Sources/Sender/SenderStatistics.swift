@@ -79,6 +79,10 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var lastHandshakeSetback: String?
     /// Frames encoded before a session was up (not sent).
     public var framesBeforeSession = 0
+    /// Pictures not encoded because the pacer still held more than 200 ms
+    /// of earlier frames (the path had become slower than the encoder could
+    /// follow at once).
+    public var framesSkippedForQueue = 0
     /// Datagrams the kernel refused because its send buffer was full.
     public var sendDrops = 0
     /// CPU time the whole process used since `start`, in seconds.
@@ -124,6 +128,11 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var delaySignal = "normal"
     /// Congestion-control feedback reports received (RFC 8888).
     public var feedbackReports = 0
+    /// Bandwidth probes sent after a drop in the rate (bursts of padding
+    /// on the retransmission stream).
+    public var probeClusters = 0
+    /// Probes the path carried: each raised the target at once.
+    public var probesCarried = 0
     /// The encoder's bitrate, frame rate and picture now.
     public var encoderKbps = 0
     /// The frame rate pictures are captured and encoded at now (the governor and the quality ladder lower it).
@@ -140,6 +149,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var qualitySteps = 0
     /// NACKed packets not resent: a repair had left less than a round trip before.
     public var retransmissionsSuppressed = 0
+    /// NACKed packets not resent, and queued repairs dropped, because a
+    /// keyframe was sent after them (the receiver decodes on from it).
+    public var retransmissionsSuperseded = 0
     /// FlexFEC repair packets sent, and media packets per repair now (0: off).
     public var fecPackets = 0
     /// Media packets per FlexFEC repair now (0: no FEC).

@@ -76,6 +76,7 @@ final class StatisticsGatherer: Sendable {
             s.bytesSent = streamStats.bytes
             s.packetsRetransmitted = streamStats.retransmitted
             s.retransmissionsSuppressed = streamStats.retransmissionsSuppressed
+            s.retransmissionsSuperseded = streamStats.retransmissionsSuperseded + driver.pacer.repairsSuperseded
             s.fecPackets = streamStats.fecPackets
             s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests
@@ -93,6 +94,7 @@ final class StatisticsGatherer: Sendable {
             s.feedbackLossFraction = driver.estimate.lossFraction
             s.delaySignal = "\(driver.estimate.usage)"
             s.feedbackReports = driver.feedbackReports
+            (s.probeClusters, s.probesCarried) = driver.probes
             s.pacerDrops = driver.pacer.dropped
             s.pacerQueueMilliseconds = driver.queueDelay.seconds * 1000
             s.rateTimeline = rates

@@ -49,6 +49,9 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var framesLost = 0
     /// Retransmissions (RTX, RFC 4588) received, and those that filled a gap.
     public var repairsReceived = 0
+    /// Padding-only packets on the retransmission stream (the sender's
+    /// bandwidth probes): reported in congestion feedback, then dropped.
+    public var paddingReceived = 0
     /// FlexFEC repair packets received, and packets they rebuilt.
     public var fecPacketsReceived = 0
     public var fecRecovered = 0

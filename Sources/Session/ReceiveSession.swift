@@ -135,6 +135,9 @@ public final class ReceiveSession {
         let wait = heard.nack.reorderWait + rtt * 2 + .milliseconds(30)
         let depth = min(max(wait, configuration.minimumDelay), configuration.maximumDelay)
         heard.assembler.maxDelay = depth
+        // Past the reordering seen, a hole before a whole keyframe is a loss
+        // nobody repairs (the sender sent the keyframe instead).
+        heard.assembler.keyframeSkipAfter = heard.nack.reorderWait + .milliseconds(10)
         heard.nack.maxAge = depth
     }
 
@@ -155,6 +158,13 @@ public final class ReceiveSession {
         guard let packet = unprotect(&datagram, now: now) else { return [] }
         noteStream(packet.ssrc, now: now)
         if configuration.congestionFeedback { heard.feedback.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, now: now) }
+        // A bandwidth probe's padding (RFC 4588 §8.2): its arrival is all
+        // it carries, and the feedback above has it.
+        if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, packet.payload.isEmpty,
+           !packet.padding.isEmpty, packet.ssrc != heard.videoSSRC {
+            statistics.paddingReceived += 1
+            return []
+        }
         if let rtx = configuration.retransmissionPayloadType, packet.payloadType == rtx, let ssrc = heard.videoSSRC,
            let videoPayloadType = heard.videoPayloadType, packet.ssrc != ssrc {
             return retransmission(packet, of: ssrc, payloadType: videoPayloadType, now: now, emit: emit)

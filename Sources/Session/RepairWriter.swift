@@ -51,6 +51,27 @@ struct RepairWriter: Sendable {
         return true
     }
 
+    /// Whether padding can be sent: it goes on the retransmission stream,
+    /// which every receiver that negotiated it expects to carry packets
+    /// that are not media (RFC 4588 §8.2: padding-only packets on the RTX
+    /// SSRC, as libwebrtc sends its probes).
+    var canPad: Bool { retransmission != nil }
+
+    /// Writes a padding-only packet of `size` bytes before SRTP (a 12-byte
+    /// header, the P bit set, then padding whose last octet counts it, so
+    /// at most 255 of it) on the retransmission stream, with `timestamp`.
+    mutating func writePadding(size: Int, timestamp: UInt32, into buffer: inout PacketBuffer) -> Bool {
+        guard var rtx = retransmission else { return false }
+        let padding = min(max(size - RTPPacket.fixedHeaderSize, 1), 255)
+        rtx.beginPacket(in: &buffer, timestamp: timestamp, marker: false)
+        for _ in 1..<padding { guard buffer.append(0) else { return false } }
+        guard buffer.append(UInt8(padding)) else { return false }
+        _ = buffer.withMutableStorage { bytes, _ in bytes[0] |= 0x20 }
+        rtx.didSend(payloadSize: 0)
+        retransmission = rtx
+        return true
+    }
+
     /// Notes a media packet just sent. When it closes a group (full, or the
     /// frame's last packet, so a frame's repair leaves right behind it),
     /// writes the FlexFEC packet for the group into `buffer` (RFC 8627 §4.1:

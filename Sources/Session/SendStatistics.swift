@@ -32,8 +32,14 @@ public struct SendStatistics: Sendable, Equatable {
     public var rtcpRejected = 0
     /// NACKed packets not resent because a repair left less than a round trip ago.
     public var retransmissionsSuppressed = 0
+    /// NACKed packets not resent because a keyframe was sent after them.
+    public var retransmissionsSuperseded = 0
     /// FlexFEC repair packets sent.
     public var fecPackets = 0
+    /// Padding-only packets sent for bandwidth probes.
+    public var paddingPackets = 0
+    /// Their bytes on the wire.
+    public var paddingBytes = 0
     /// Receivers whose first report asked for a keyframe (late joiners).
     public var receiversJoined = 0
     /// The RTCP port of its own (`handle(controlPortDatagram:)`): plain PLI

@@ -9,12 +9,12 @@ public import ShareBase
 /// (`emit`, `now`).
 public final class SendStream {
     public let configuration: Configuration
-    public private(set) var statistics = SendStatistics()
-    private var srtp: SRTPContext
+    public internal(set) var statistics = SendStatistics()
+    var srtp: SRTPContext
     private var inbound: SRTPContext
     private var packetizer: RTPPacketizer
-    private var repairs: RepairWriter
-    private var repairBuffer: PacketBuffer
+    var repairs: RepairWriter
+    var repairBuffer: PacketBuffer
     /// Media packets per FEC repair packet (one loss in each group is
     /// rebuilt at once); nil sends no FEC.
     public var protectionGroup: Int? {
@@ -27,7 +27,7 @@ public final class SendStream {
     private var lastKeyframeRequest: MonotonicTime?
     private var nextReport: MonotonicTime?
     /// The newest frame's RTP timestamp and capture time, for SR timing.
-    private var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
+    var clockAnchor: (rtp: UInt32, ntp: NTPTimestamp, at: MonotonicTime)?
     private var sentReports: [(middle: UInt32, at: MonotonicTime)] = []
     var announcer = StateAnnouncer()
     var cursor = CursorAnnouncer()
@@ -37,6 +37,10 @@ public final class SendStream {
     private var plainRequests: PlainRequestGate
     /// Whether a part of the frame being sent held an IDR slice.
     private var frameHasIDR = false
+    /// The newest IDR frame's first packet: what came before is not resent.
+    private var keyframeStart: UInt16?
+    /// Set when a frame with an IDR slice begins to leave (`takeKeyframeStarted`).
+    var keyframeStarted = false
 
     /// The abs-capture-time extension as last sent. Encoded once; after
     /// that only its 8 timestamp bytes (after the one-byte element header)
@@ -106,7 +110,11 @@ public final class SendStream {
                      now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) throws(SRTPError) {
         let headerExtension = captureExtension(captureTime)
         let count = payloader.prepare(accessUnit: part)
-        if payloader.containsIDR { frameHasIDR = true }
+        if payloader.containsIDR, !frameHasIDR {
+            frameHasIDR = true
+            keyframeStart = packetizer.nextSequenceNumber
+            keyframeStarted = true
+        }
         for index in 0..<count {
             let last = endsFrame && index == count - 1
             let sequence = packetizer.beginPacket(in: &buffer, timestamp: rtpTimestamp, marker: last,
@@ -211,6 +219,7 @@ public final class SendStream {
                     case .sent: sent += 1
                     case .missing: missed += 1
                     case .suppressed: statistics.retransmissionsSuppressed += 1
+                    case .superseded: statistics.retransmissionsSuperseded += 1
                     }
                 }
                 statistics.retransmitted += sent
@@ -280,12 +289,14 @@ public final class SendStream {
         return []
     }
 
-    private enum RepairOutcome { case sent, missing, suppressed }
+    private enum RepairOutcome { case sent, missing, suppressed, superseded }
 
     /// Resends one packet from history (as RTX, or as it was). A packet
     /// resent less than a round trip ago is not resent again: that repair
     /// may still be on its way.
     private func retransmit(_ sequence: UInt16, now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> RepairOutcome {
+        // Before the newest keyframe: the receiver decodes on from that.
+        if let start = keyframeStart, Int16(bitPattern: sequence &- start) < 0 { return .superseded }
         guard let plain = history.packet(sequence) else { return .missing }
         if let last = history.lastResent(sequence), now.since(last) < (statistics.roundTrip ?? .milliseconds(5)) {
             return .suppressed

@@ -330,6 +330,31 @@ struct CongestionTests {
         #expect(spread > 60 && spread < 90, "spread over \(spread) ms")
     }
 
+    /// A probe's padding leaves at the times it was queued for, outside
+    /// the pacing budget (it is sent faster than the target on purpose),
+    /// and the pacer wakes for each; repairs made useless by a keyframe go.
+    @Test func probePaddingLeavesOnItsScheduleAndSupersededRepairsGo() {
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(300))
+        let start = MonotonicTime(nanoseconds: 1_000_000_000)
+        let padding = [UInt8](repeating: 0, count: 250)
+        for index in 0..<6 { pacer.enqueue(padding[...], kind: .probe, now: start + .milliseconds(2 * index)) }
+        var now = start
+        var times: [(MonotonicTime, PacketPacer.Kind)] = []
+        while pacer.queued > 0 {
+            pacer.release(now: now) { _, kind in times.append((now, kind)) }
+            guard let next = pacer.nextRelease(now: now) else { break }
+            now = max(next, now + .microseconds(10))
+        }
+        #expect(times.map(\.1) == Array(repeating: .probe, count: 6))
+        #expect(times.map { $0.0.since(start) / .milliseconds(1) } == [0, 2, 4, 6, 8, 10],
+                "each at its time, though 1.5 KB in 10 ms is 1.2 Mbit/s against a 750 kbit/s pacing rate")
+        let packet = [UInt8](repeating: 0, count: 1200)
+        for _ in 0..<5 { pacer.enqueue(packet[...], kind: .retransmission, now: now) }
+        #expect(pacer.dropRepairs() == 5)
+        #expect(pacer.queued == 0)
+        #expect(pacer.counters.repairsSuperseded == 5)
+    }
+
     @Test func retransmissionsGoFirstButWithinTheirBudget() {
         var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(1000))  // repairs: 300 kbit/s
         var now = MonotonicTime(nanoseconds: 1_000_000_000)

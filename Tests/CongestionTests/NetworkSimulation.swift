@@ -14,7 +14,7 @@ struct NetworkSimulation {
     var reporter = FeedbackReporter()
     var now = MonotonicTime(nanoseconds: 1_000_000_000)
     var sequence: UInt16 = 100
-    var inFlight: [(at: MonotonicTime, sequence: UInt16)] = []
+    var inFlight: [(at: MonotonicTime, ssrc: UInt32, sequence: UInt16)] = []
     var feedbackInFlight: [(at: MonotonicTime, report: CongestionControlFeedback)] = []
     var returnDelay: Duration
     var nextFrame = MonotonicTime(nanoseconds: 1_000_000_000)
@@ -29,6 +29,13 @@ struct NetworkSimulation {
     var packetBytes = 1200
     private var frames = 0
     let ssrc: UInt32 = 0x1234
+    /// The stream that carries probes' padding (the sender's RTX stream).
+    let probeSSRC: UInt32 = 0x5678
+    private var probeSequence: UInt16 = 7
+    /// Whether the controller's probes are sent.
+    var probing = true
+    /// Probe clusters sent.
+    var clusters: [ProbeCluster] = []
     private var frameBuffer = [UInt8](repeating: 0, count: 1200)
 
     init(link: ImpairmentProfile, start: Bitrate = .kilobitsPerSecond(3000), minimum: Bitrate = .kilobitsPerSecond(150),
@@ -54,29 +61,35 @@ struct NetworkSimulation {
             frames += 1
             while bytes > 0 {
                 let size = min(bytes, packetBytes)
-                var packet = [UInt8](repeating: 0, count: max(size, 12))
-                packet[0] = 0x80
-                packet[1] = 96
-                packet[2] = UInt8(sequence >> 8)
-                packet[3] = UInt8(sequence & 0xFF)
-                for (i, byte) in [UInt8(0), 0, 0x12, 0x34].enumerated() { packet[8 + i] = byte }
+                let packet = Self.packet(size: size, firstByte: 0x80, payloadType: 96, sequence: sequence, ssrc: ssrc)
                 sequence &+= 1
                 pacer.enqueue(packet[...], kind: .media, now: now)
                 bytes -= size
             }
             nextFrame = nextFrame + .nanoseconds(33_333_333)
         }
-        var leaving: [ArraySlice<UInt8>] = []
-        pacer.release(now: now) { bytes, _ in leaving.append(bytes) }
-        for bytes in leaving {
+        if probing, let cluster = controller.nextProbe(now: now) {
+            clusters.append(cluster)
+            for index in 0..<cluster.packets {
+                // Padding only (the P bit) on the retransmission stream.
+                let packet = Self.packet(size: cluster.packetSize, firstByte: 0xA0, payloadType: 97,
+                                         sequence: probeSequence, ssrc: probeSSRC)
+                probeSequence &+= 1
+                pacer.enqueue(packet[...], kind: .probe, now: now + cluster.spacing * index)
+            }
+        }
+        var leaving: [(ArraySlice<UInt8>, PacketPacer.Kind)] = []
+        pacer.release(now: now) { bytes, kind in leaving.append((bytes, kind)) }
+        for (bytes, kind) in leaving {
             let seq = UInt16(bytes[bytes.startIndex + 2]) << 8 | UInt16(bytes[bytes.startIndex + 3])
-            controller.sent(SentPacket(ssrc: ssrc, sequence: seq, size: bytes.count, sendTime: now))
-            for at in forward.submit(size: bytes.count, now: now) { inFlight.append((at, seq)) }
+            let stream = kind == .probe ? probeSSRC : ssrc
+            controller.sent(SentPacket(ssrc: stream, sequence: seq, size: bytes.count, sendTime: now, isProbe: kind == .probe))
+            for at in forward.submit(size: bytes.count, now: now) { inFlight.append((at, stream, seq)) }
         }
         inFlight.sort { $0.at < $1.at }
         while let first = inFlight.first, first.at <= now {
             inFlight.removeFirst()
-            reporter.received(ssrc: ssrc, sequence: first.sequence, now: now)
+            reporter.received(ssrc: first.ssrc, sequence: first.sequence, now: now)
             delivered += 1
         }
         if let report = reporter.poll(now: now, senderSSRC: 9) { feedbackInFlight.append((now + returnDelay, report)) }
@@ -89,6 +102,17 @@ struct NetworkSimulation {
         maxQueue = max(maxQueue, forward.counters.maxQueueMilliseconds)
         if now.nanoseconds % 100_000_000 == 0 { targets.append((seconds, controller.target)) }
         now = now + .milliseconds(1)
+    }
+
+    /// An RTP header (all the simulation reads) in a packet of `size` bytes.
+    static func packet(size: Int, firstByte: UInt8, payloadType: UInt8, sequence: UInt16, ssrc: UInt32) -> [UInt8] {
+        var packet = [UInt8](repeating: 0, count: max(size, 12))
+        packet[0] = firstByte
+        packet[1] = payloadType
+        packet[2] = UInt8(sequence >> 8)
+        packet[3] = UInt8(sequence & 0xFF)
+        for index in 0..<4 { packet[8 + index] = UInt8(truncatingIfNeeded: ssrc >> (24 - 8 * index)) }
+        return packet
     }
 
     /// The target at `seconds` into the run.

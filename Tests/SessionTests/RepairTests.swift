@@ -36,6 +36,69 @@ struct RepairTests {
         #expect(link.losses == 0)
     }
 
+    /// A bandwidth probe's padding goes on the RTX stream as padding-only
+    /// packets (RFC 4588 §8.2) of the asked size on the wire; the receiver
+    /// counts them, reports their arrival, and takes them for nothing else.
+    @Test func probePaddingTravelsOnTheRetransmissionStreamAndIsDropped() throws {
+        let link = try Self.repairing()
+        try link.send(0, size: 5000, keyframe: true)
+        link.deliver()
+        #expect(link.sender.canPad)
+        link.toReceiver.removeAll()  // the sender's RTCP replies
+        var indices: [Int] = []
+        try link.sender.sendPadding(count: 5, size: 200) { index, bytes in
+            indices.append(index)
+            link.toReceiver.append(Array(bytes))
+        }
+        #expect(indices == Array(0..<5))
+        for bytes in link.toReceiver {
+            #expect(bytes.count == 200)
+            #expect(bytes[0] & 0x20 != 0, "the padding bit")
+            #expect(bytes[1] & 0x7F == 97)
+            #expect(UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]) == 0xCCCC)
+        }
+        link.deliver()
+        #expect(link.receiver.statistics.paddingReceived == 5)
+        #expect(link.receiver.statistics.malformed == 0)
+        #expect(link.receiver.statistics.repairsReceived == 0)
+        #expect(link.frames.count == 1)
+        #expect(link.sender.statistics.paddingPackets == 5)
+        // Without a retransmission stream there is nowhere to put it.
+        let plain = try Link()
+        #expect(!plain.sender.canPad)
+        var sent = 0
+        try plain.sender.sendPadding(count: 5, size: 200) { _, _ in sent += 1 }
+        #expect(sent == 0)
+    }
+
+    /// After a keyframe, nothing sent before it is needed: NACKs for those
+    /// packets are not answered, and the stream says once that a keyframe
+    /// began (so queued repairs can be dropped).
+    @Test func aKeyframeSupersedesRepairsOfWhatCameBeforeIt() throws {
+        let link = try Self.repairing()
+        try link.send(0, size: 3000, keyframe: true)
+        #expect(link.sender.takeKeyframeStarted())
+        #expect(!link.sender.takeKeyframeStarted(), "once")
+        try link.send(1, size: 3000)
+        #expect(!link.sender.takeKeyframeStarted())
+        let beforeKeyframe = UInt16(65_500 + link.toReceiver.count - 1)
+        try link.send(2, size: 3000, keyframe: true)
+        #expect(link.sender.takeKeyframeStarted())
+        let inKeyframe = UInt16(65_500 + link.toReceiver.count - 1)
+        link.toReceiver.removeAll()
+        let receiverSide = try SRTPContext(keying: link.keying, direction: .outbound)
+        var repairs = 0
+        for sequence in [beforeKeyframe, inKeyframe] {
+            var buffer = PacketBuffer(RTCPPacket.serializeCompound([
+                .nack(GenericNACK(senderSSRC: 0xBBBB, mediaSSRC: 0xAAAA, lost: [sequence]))]))
+            try receiverSide.protectRTCP(&buffer)
+            var datagram = PacketBuffer(buffer.bytes)
+            _ = link.sender.handle(datagram: &datagram, now: link.now) { _ in repairs += 1 }
+        }
+        #expect(repairs == 1, "only the keyframe's own packet is resent")
+        #expect(link.sender.statistics.retransmissionsSuperseded == 1)
+    }
+
     /// A NACK repeated within a round trip does not send the packet twice.
     @Test func repeatedNACKWithinARoundTripIsNotAnsweredTwice() throws {
         let link = try Self.repairing()

@@ -42,6 +42,46 @@ struct FrameAssemblerTests {
         #expect(assembler.bufferedPackets == 0)
     }
 
+    /// A whole keyframe behind a gap: the gap is not waited for (a sender
+    /// that sent the keyframe no longer repairs what came before it), and
+    /// decoding goes on from the keyframe at once. Its start is proven by
+    /// the unit before it, or, when that unit's end is what was lost, by
+    /// the parameter sets it begins with.
+    @Test(arguments: [false, true])
+    func aWholeKeyframeBehindAGapIsNotKeptWaiting(losePacketBeforeIt: Bool) throws {
+        func bytes(_ header: UInt8, _ count: Int, _ seed: UInt8) -> [UInt8] { [header] + (0..<count).map { UInt8(truncatingIfNeeded: $0) &+ seed } }
+        let keyframe = { (seed: UInt8) in [bytes(0x67, 12, seed), bytes(0x68, 4, seed), bytes(0x65, 3000, seed)] }
+        let frames = [keyframe(1), [bytes(0x41, 2500, 2)], [bytes(0x41, 2500, 3)], keyframe(4), [bytes(0x41, 800, 5)]]
+        let packets = try packetize(frames, mtu: 1200, firstSequence: 100)
+        var assembler = H264FrameAssembler(maxDelay: .seconds(1))
+        assembler.keyframeSkipAfter = .milliseconds(5)
+        var out: [[[UInt8]]] = []
+        var lost = 0
+        let victim = losePacketBeforeIt ? packets[2].last! : packets[1][1]
+        func take(_ events: [H264FrameAssembler.Event]) {
+            for event in events {
+                switch event {
+                case .frame(let unit): out.append(nalList(unit.data))
+                case .lost(let loss): lost += loss.frames
+                default: break
+                }
+            }
+        }
+        for packet in packets.joined() where packet.sequenceNumber != victim.sequenceNumber {
+            take(assembler.insert(packet, now: .zero))
+        }
+        // Within the reordering allowance the hole is still waited for.
+        #expect(out == [frames[0]] || (losePacketBeforeIt && out == [frames[0], frames[1]]))
+        #expect(assembler.deadline == .zero + .milliseconds(5), "woken when the allowance is over")
+        take(assembler.poll(now: .zero + .milliseconds(5)))
+        #expect(out == [frames[0], frames[3], frames[4]] || (losePacketBeforeIt && out == [frames[0], frames[1], frames[3], frames[4]]),
+                "no waiting for the second's repair: \(out.count) frames")
+        #expect(out.last == frames[4])
+        #expect(lost >= 1)
+        #expect(assembler.counters.gapsSkippedForKeyframe == 1)
+        #expect(assembler.deadline == nil, "nothing left to wait for")
+    }
+
     @Test func keyframeFlagAndCaptureExtension() throws {
         var packetizer = RTPPacketizer(ssrc: 1, payloadType: 96, clockRate: 90_000, initialSequenceNumber: 0)
         var buffer = PacketBuffer(capacity: 1500)

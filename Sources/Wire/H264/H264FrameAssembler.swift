@@ -90,6 +90,8 @@ public struct H264FrameAssembler: Sendable {
         public var framesLost = 0
         /// Units some of whose NAL units were announced before they were complete.
         public var framesAnnouncedEarly = 0
+        /// Gaps no longer waited for because a whole keyframe had arrived behind them.
+        public var gapsSkippedForKeyframe = 0
     }
 
     /// The unit being received, depacketized as far as its packets are
@@ -107,6 +109,10 @@ public struct H264FrameAssembler: Sendable {
 
     /// How long a gap is waited for; the receiver tunes it to the path.
     public var maxDelay: Duration
+    /// How long a gap is waited for when a whole keyframe has arrived
+    /// behind it (decoding can start again there): past the path's
+    /// reordering, it is a loss. Nil waits `maxDelay` whatever comes.
+    public var keyframeSkipAfter: Duration?
     public let maxPackets: Int
     /// Whether the start of a unit still arriving is announced (`.slices`).
     public let earlySlices: Bool
@@ -231,6 +237,22 @@ public struct H264FrameAssembler: Sendable {
             return
         }
         gapDeadline = oldest + maxDelay
+        // A whole keyframe behind the hole: decoding starts again from it,
+        // so once the hole is older than reordering explains, nothing before
+        // the keyframe is worth waiting for (a sender that sent it no longer
+        // repairs what came before).
+        if let skipAfter = keyframeSkipAfter, skipAfter < maxDelay, let keyframe = completeKeyframe(after: holeAt) {
+            guard now >= oldest + skipAfter else {
+                gapDeadline = oldest + skipAfter
+                return
+            }
+            gapDeadline = nil
+            counters.gapsSkippedForKeyframe += 1
+            discard(below: keyframe, reason: .missingPackets, into: &events)
+            next = keyframe
+            drain(now: now, into: &events)
+            return
+        }
         if now >= gapDeadline! {
             giveUp(into: &events)
             drain(now: now, into: &events)
@@ -246,6 +268,36 @@ public struct H264FrameAssembler: Sendable {
             next = boundary
             resyncing = false
         }
+    }
+
+    /// The first sequence after `hole` that starts a whole unit holding an
+    /// IDR slice: every packet from its start to its marker is stored, and
+    /// its start is proven (the packet before it ends another unit, or it
+    /// begins with a parameter set or delimiter, as an access unit may).
+    private func completeKeyframe(after hole: Int64) -> Int64? {
+        var best: Int64?
+        for (sequence, packet) in stored.packets where sequence > hole {
+            guard best.map({ sequence < $0 }) ?? true, H264PayloadInspection.carriesIDR(stored.payload(of: packet)) else { continue }
+            var start = sequence
+            while let previous = stored[start - 1], previous.timestamp == packet.timestamp, !previous.marker { start -= 1 }
+            guard start > hole else { continue }
+            if let before = stored[start - 1] {
+                guard before.marker || before.timestamp != packet.timestamp else { continue }
+            } else {
+                guard let first = stored[start], H264PayloadInspection.beginsAccessUnit(stored.payload(of: first)) else { continue }
+            }
+            var end = start
+            var complete = false
+            while let next = stored[end], next.timestamp == packet.timestamp {
+                if next.marker {
+                    complete = true
+                    break
+                }
+                end += 1
+            }
+            if complete { best = start }
+        }
+        return best
     }
 
     /// The first stored sequence that provably starts a unit after `next`: its

@@ -1,0 +1,211 @@
+import ShareCongestion
+import ShareImpairment
+import Testing
+import ShareBase
+
+@Suite("Bandwidth probes and a path that falls and comes back (sans-IO)")
+struct ProbeTests {
+    func at(_ milliseconds: Int) -> MonotonicTime { .zero + .milliseconds(milliseconds) }
+
+    @Test func aClusterSpansSeveralFeedbackTicksInPaddingPackets() {
+        for kbps in [200.0, 1200, 3000, 10_000] {
+            let cluster = ProbeCluster(id: 1, rate: .kilobitsPerSecond(kbps))
+            #expect(cluster.packets >= ProbeCluster.minimumPackets)
+            #expect(cluster.packetSize <= ProbeCluster.largestPacket, "padding is at most 255 bytes")
+            #expect(cluster.packetSize >= ProbeCluster.smallestPacket)
+            // Its bytes at its rate last about `duration`, so the cluster costs
+            // a path slower than the probe about that much queue.
+            let lasts = ByteCount(bytes: cluster.packets * cluster.packetSize) / cluster.rate
+            #expect(lasts >= .milliseconds(13) && lasts <= .milliseconds(17), "\(kbps) kbit/s: \(lasts)")
+            let spread = cluster.spacing * cluster.packets
+            #expect(spread - lasts < .microseconds(50) && lasts - spread < .microseconds(50))
+        }
+    }
+
+    /// The controller only probes after a large drop, while the path is
+    /// calm, at up to three times the target and never above the rate
+    /// before the drop; a cluster that falls short is tried again after
+    /// `interval`, then less often.
+    @Test func probesComeOnlyAfterALargeDropAndWithinItsBounds() {
+        var probes = ProbeController()
+        var now = MonotonicTime.zero
+        for _ in 0..<50 {
+            probes.observe(target: .kilobitsPerSecond(3000), now: now)
+            let step1 = probes.next(now: now, target: .kilobitsPerSecond(3000), calm: true)
+            #expect(step1 == nil, "no drop, no probe")
+            now = now + .milliseconds(50)
+        }
+        // A dip to 80% is no large drop.
+        probes.observe(target: .kilobitsPerSecond(2400), now: now)
+        let step2 = probes.next(now: now, target: .kilobitsPerSecond(2400), calm: true)
+        #expect(step2 == nil)
+        // A fall to a tenth is.
+        probes.observe(target: .kilobitsPerSecond(300), now: now)
+        #expect(probes.beforeDrop?.rate == .kilobitsPerSecond(3000))
+        let step3 = probes.next(now: now, target: .kilobitsPerSecond(300), calm: false)
+        #expect(step3 == nil, "not while congested")
+        let first = probes.next(now: now, target: .kilobitsPerSecond(300), calm: true)
+        #expect(first?.rate == .kilobitsPerSecond(900), "three times the target")
+        // Until its verdict is in (or a second passes with none), no other.
+        now = now + .milliseconds(100)
+        let step4 = probes.next(now: now, target: .kilobitsPerSecond(300), calm: true)
+        #expect(step4 == nil)
+        // Its padding arrives spread out at 400 kbit/s: the path is slower than the probe.
+        let cluster = first!
+        var results: [PacketResult] = []
+        for index in 0..<cluster.packets {
+            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: cluster.packetSize,
+                                  sendTime: now + cluster.spacing * index, isProbe: true)
+            probes.sent(sent)
+            let arrival = Duration.milliseconds(500) + ByteCount(bytes: cluster.packetSize * index) / .kilobitsPerSecond(400)
+            results.append(PacketResult(packet: sent, received: true, arrival: arrival))
+        }
+        let verdict = probes.handle(results)
+        #expect(verdict.map { abs($0.kilobitsPerSecond - 380) < 20 } ?? false,
+                "fell short: 95% of the rate it arrived at, \(verdict?.description ?? "none")")
+        #expect(probes.carried == 0)
+        let step5 = probes.next(now: now + .milliseconds(500), target: .kilobitsPerSecond(300), calm: true)
+        #expect(step5 == nil,
+                "the next waits for the interval")
+        now = now + .milliseconds(1100)
+        let second = probes.next(now: now, target: .kilobitsPerSecond(300), calm: true)
+        #expect(second?.rate == .kilobitsPerSecond(600), "after a shortfall, twice the target")
+        // Near the rate before the drop the probe stops at it.
+        #expect(ProbeController.recoveredShare < 1)
+        var near = ProbeController()
+        near.observe(target: .kilobitsPerSecond(3000), now: at(0))
+        near.observe(target: .kilobitsPerSecond(1500), now: at(10))
+        let step6 = near.next(now: at(10), target: .kilobitsPerSecond(1500), calm: true)
+        #expect(step6?.rate == .kilobitsPerSecond(3000))
+        // Back near the rate before the drop, it is forgotten.
+        near.observe(target: .kilobitsPerSecond(2700), now: at(20))
+        #expect(near.beforeDrop == nil)
+    }
+
+    @Test func aClusterThatArrivesAsFastAsItLeftIsCarried() {
+        var probes = ProbeController()
+        probes.observe(target: .kilobitsPerSecond(3000), now: at(0))
+        probes.observe(target: .kilobitsPerSecond(400), now: at(10))
+        let cluster = probes.next(now: at(10), target: .kilobitsPerSecond(400), calm: true)!
+        var results: [PacketResult] = []
+        for index in 0..<cluster.packets {
+            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: cluster.packetSize,
+                                  sendTime: at(10) + cluster.spacing * index, isProbe: true)
+            probes.sent(sent)
+            // Arrivals keep the send spacing (a fast path), on the feedback's 1/1024 s ticks.
+            let arrival = Duration.seconds(2) + cluster.spacing * index
+            let ticks = (arrival / .seconds(1) * 1024).rounded()
+            results.append(PacketResult(packet: sent, received: true, arrival: .seconds(ticks / 1024)))
+        }
+        // Reported in two reports: only the second gives the verdict.
+        let early = probes.handle(Array(results.prefix(2)))
+        #expect(early == nil)
+        let carried = probes.handle(Array(results.dropFirst(2)))
+        #expect(carried != nil)
+        if let carried { #expect(carried > cluster.rate * 0.8 && carried <= cluster.rate * 1.2, "\(carried) for \(cluster.rate)") }
+        #expect(probes.carried == 1)
+        // The next may follow at once.
+        let step7 = probes.next(now: at(40), target: carried ?? .zero, calm: true)
+        #expect(step7 != nil)
+    }
+
+    /// The failure the second round of network tests found: the rate falls
+    /// to a tenth for 6 s and comes back. The controller must be under the
+    /// new cap within a second, and back to its earlier rate within 3 s of
+    /// the lift; GCC's growth alone took tens of seconds.
+    @Test func aPathThatFallsToATenthIsFollowedDownAndFoundAgainWhenItComesBack() {
+        var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/400kbit@8s/off@14s,queue=100ms"),
+                                    start: .kilobitsPerSecond(3000), maximum: .kilobitsPerSecond(3000))
+        sim.run(for: .seconds(20))
+        let before = sim.meanTarget(from: 5, to: 8)
+        #expect(before > .kilobitsPerSecond(2700), "uses its maximum before: \(before)")
+        #expect(sim.target(at: 9) < .kilobitsPerSecond(400), "under the new cap within a second: \(sim.target(at: 9))")
+        #expect(sim.meanTarget(from: 10, to: 14) < .kilobitsPerSecond(420), "and stays there: \(sim.meanTarget(from: 10, to: 14))")
+        #expect(sim.target(at: 17) > 0.9 * before,
+                "back within 3 s of the lift: \(sim.targets.filter { $0.seconds >= 13.5 && $0.seconds <= 17.5 }.map { Int($0.rate.kilobitsPerSecond) })")
+        // While the path is low, the probes that fall short are few and small.
+        let low = sim.clusters.filter { $0.rate < .kilobitsPerSecond(1500) }
+        #expect(low.count <= 8, "\(low.count) probes at the low rate")
+        #expect(sim.controller.probeCounts.carried >= 1)
+
+        // Without probes the climb back is GCC's alone: much slower.
+        var slow = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/400kbit@8s/off@14s,queue=100ms"),
+                                     start: .kilobitsPerSecond(3000), maximum: .kilobitsPerSecond(3000))
+        slow.probing = false
+        slow.run(for: .seconds(20))
+        #expect(slow.target(at: 17) < 0.6 * before, "without probes: \(slow.target(at: 17))")
+    }
+
+    /// Probing must not disturb a path that never fell: no probe is sent
+    /// on an open path, nor on one whose cap is steady.
+    @Test func aSteadyPathIsNotProbed() {
+        for path in ["delay=10ms", "rate=2mbit,queue=100ms"] {
+            var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: .kilobitsPerSecond(1500),
+                                        maximum: .kilobitsPerSecond(1500))
+            sim.run(for: .seconds(15))
+            #expect(sim.clusters.isEmpty, "\(path): \(sim.clusters.count) probes")
+        }
+    }
+
+    @Test func heavyLossBehindAFullQueueIsTakenAsTheLinksRateAndRandomLossIsNot() {
+        var acknowledged = AcknowledgedBitrate()
+        // Packets arriving back to back at 400 kbit/s: a saturated link's output.
+        var results: [PacketResult] = []
+        for index in 0..<40 {
+            let packet = SentPacket(ssrc: 1, sequence: UInt16(index), size: 1000, sendTime: .zero)
+            results.append(PacketResult(packet: packet, received: true, arrival: .milliseconds(20 * index)))
+        }
+        acknowledged.update(results)
+        let rate = acknowledged.recentRate(over: .milliseconds(250))
+        #expect(rate.map { abs($0.kilobitsPerSecond - 400) < 10 } ?? false, "\(rate?.description ?? "none")")
+        // Too few packets to tell.
+        var sparse = AcknowledgedBitrate()
+        sparse.update(Array(results.prefix(2)))
+        #expect(sparse.recentRate(over: .milliseconds(250)) == nil)
+
+        // 10% random loss on an open path: FEC, not a cut to what arrives.
+        var lossy = NetworkSimulation(link: try! ImpairmentProfile(parsing: "delay=20ms,loss=10%"),
+                                      start: .kilobitsPerSecond(2000), maximum: .kilobitsPerSecond(2000))
+        lossy.run(for: .seconds(10))
+        #expect(lossy.controller.lastSaturation == nil, "random loss without a queue is no saturation")
+        #expect(lossy.meanTarget(from: 2, to: 10) > .kilobitsPerSecond(1700),
+                "nor is it cut for: \(lossy.meanTarget(from: 2, to: 10))")
+
+        // Content in bursts that overflow a short queue loses a frame's
+        // tail at a time: no saturation, the link is not taken for slower.
+        var bursty = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=2500kbit,queue=60ms"),
+                                       start: .kilobitsPerSecond(2400), maximum: .kilobitsPerSecond(2400))
+        let pattern = [5.0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]
+        bursty.content = { pattern[$0 % pattern.count] }
+        bursty.run(for: .seconds(10))
+        #expect(bursty.controller.lastSaturation == nil, "a frame's tail overflowing is no saturated link")
+    }
+
+    @Test func saturationTurnsForwardErrorCorrectionOff() {
+        var policy = ProtectionPolicy()
+        var now = MonotonicTime.zero
+        for _ in 0..<20 {
+            _ = policy.update(lossFraction: 0.3, roundTrip: .milliseconds(150), now: now)
+            now = now + .milliseconds(250)
+        }
+        #expect(policy.group != nil, "heavy loss on a slow path is protected")
+        #expect(policy.update(lossFraction: 0.3, roundTrip: .milliseconds(150), now: now, congested: true) == nil,
+                "but not while the loss is the sender's own overflow")
+    }
+
+    @Test func theLadderFollowsAProvenRiseAndAFallToAFractionAtOnce() {
+        var ladder = QualityLadder(fps: 30, height: 720, bitrate: .kilobitsPerSecond(2800))
+        let step8 = ladder.update(target: .kilobitsPerSecond(300), now: .zero)
+        #expect(step8, "far below the floor: at once")
+        #expect(ladder.index == 3)
+        let waits = ladder.update(target: .kilobitsPerSecond(2500), now: at(100))
+        #expect(!waits, "a rise waits")
+        let step9 = ladder.update(target: .kilobitsPerSecond(2500), now: at(200), proven: true)
+        #expect(step9,
+                "unless a probe has just shown the path carries it")
+        #expect(ladder.index == 0)
+        // A dip to just under the floor still waits `downDelay`.
+        let dip = ladder.update(target: .kilobitsPerSecond(1100), now: at(300))
+        #expect(!dip)
+    }
+}
