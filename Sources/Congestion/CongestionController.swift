@@ -142,7 +142,7 @@ public struct CongestionController: Sendable {
             if let carried = probes.handle(results.filter(\.packet.isProbe)) { raise(to: carried) }
             results.removeAll(where: \.packet.isProbe)
         }
-        defer { probes.observe(target: target, now: now) }
+        defer { probes.observe(target: target, carried: acknowledged.peak, now: now) }
         guard !results.isEmpty else { return target }
         let rtt = smoothedRoundTrip ?? .milliseconds(100)
         acknowledged.update(results)
@@ -287,7 +287,7 @@ public struct CongestionController: Sendable {
         lastTimeoutCut = now
         target = max(target / 2, configuration.minimum)
         limit = target <= configuration.minimum ? .floor : .feedbackTimeout
-        probes.observe(target: target, now: now)
+        probes.observe(target: target, carried: acknowledged.peak, now: now)
         rate.reduce(to: target)
         loss.cap(at: target / 1.5)
         return target

@@ -25,8 +25,9 @@ public struct ProbeController: Sendable {
     /// How far back the recent high looks.
     public var highWindow: Duration = .seconds(3)
 
-    private var recent: [(at: MonotonicTime, target: Bitrate)] = []
-    /// The rate before the last large drop, and when it was.
+    private var recent: [(at: MonotonicTime, target: Bitrate, carried: Bitrate?)] = []
+    /// The rate before the last large drop (the most the path was seen to
+    /// carry then, else the target), and when it was.
     public private(set) var beforeDrop: (rate: Bitrate, at: MonotonicTime)?
     private var measurement: ProbeMeasurement?
     private var lastCluster: MonotonicTime?
@@ -40,14 +41,18 @@ public struct ProbeController: Sendable {
     /// A controller that has seen no drop.
     public init() {}
 
-    /// Follows the target: notes a large drop, and forgets it once the
-    /// target is back or it is old.
-    public mutating func observe(target: Bitrate, now: MonotonicTime) {
-        recent.append((now, target))
+    /// Follows the target and what the receiver was seen to get (`carried`,
+    /// the acknowledged peak): notes a large drop, and forgets it once the
+    /// target is back or it is old. What is sought after a drop is what the
+    /// path carried before it, not a target it never proved (a start at the
+    /// configured maximum, say): probing to that would overshoot the link.
+    public mutating func observe(target: Bitrate, carried: Bitrate? = nil, now: MonotonicTime) {
+        recent.append((now, target, carried))
         while let first = recent.first, now.since(first.at) > highWindow { recent.removeFirst() }
         let high = recent.map(\.target).max() ?? target
         if target < high * Self.dropShare, high > beforeDrop?.rate ?? .zero {
-            beforeDrop = (high, now)
+            let shown = recent.compactMap(\.carried).max()
+            beforeDrop = (shown.map { min($0, high) } ?? high, now)
             shortfalls = 0
         }
         if let before = beforeDrop, target >= before.rate * Self.recoveredShare || now.since(before.at) > memory {

@@ -77,6 +77,11 @@ struct ProbeTests {
         near.observe(target: .kilobitsPerSecond(1500), now: at(10))
         let step6 = near.next(now: at(10), target: .kilobitsPerSecond(1500), calm: true)
         #expect(step6?.rate == .kilobitsPerSecond(3000))
+        // What is sought is what the path was seen to carry, not a target it never proved.
+        var shown = ProbeController()
+        shown.observe(target: .kilobitsPerSecond(3000), carried: .kilobitsPerSecond(2000), now: at(0))
+        shown.observe(target: .kilobitsPerSecond(600), carried: .kilobitsPerSecond(1900), now: at(10))
+        #expect(shown.beforeDrop?.rate == .kilobitsPerSecond(2000))
         // Back near the rate before the drop, it is forgotten.
         near.observe(target: .kilobitsPerSecond(2700), now: at(20))
         #expect(near.beforeDrop == nil)
