@@ -172,8 +172,8 @@ public struct CongestionController: Sendable {
         let delayBased = rate.update(usage, acknowledged: acknowledged.rate, carried: acknowledged.peak,
                                      bottleneck: bottleneck.rate, roundTrip: rtt, now: now)
         loss.cap(at: delayBased)
-        let queued = usage == .overusing || (queue.queueDelay ?? 0) > Self.queueSign
-        let lossBased = loss.update(results, roundTrip: rtt, now: now, queued: queued)
+        let lossBased = loss.update(results, roundTrip: rtt, now: now,
+                                    queued: queueShown(usage, over: Self.queueSign))
         var combined = min(delayBased, lossBased)
         var limit: Limit = lossBased < delayBased ? .loss : .delay
         // Never above what the narrowest link drains (with room for repairs
@@ -240,14 +240,20 @@ public struct CongestionController: Sendable {
             oldest = min(oldest ?? result.packet.sendTime, result.packet.sendTime)
             newest = max(newest ?? result.packet.sendTime, result.packet.sendTime)
         }
-        guard lost >= 5, Double(lost) >= Double(total) * 0.2,
-              usage == .overusing || (queue.queueDelay ?? 0) > queueDelayLimit, let oldest, let newest else {
+        guard lost >= 5, Double(lost) >= Double(total) * 0.2, queueShown(usage, over: queueDelayLimit),
+              let oldest, let newest else {
             heavyLossSince = nil
             return false
         }
         let since = heavyLossSince ?? oldest
         heavyLossSince = since
         return newest.since(since) >= Self.saturationSpan
+    }
+
+    /// Whether the path shows a queue: growing (overuse), or standing
+    /// longer than `milliseconds`.
+    private func queueShown(_ usage: BandwidthUsage, over milliseconds: Double) -> Bool {
+        usage == .overusing || (queue.queueDelay ?? 0) > milliseconds
     }
 
     /// A queue delay (ms) that shows loss may be congestion.

@@ -14,8 +14,6 @@ public struct ProbeCluster: Sendable, Equatable {
     public static let largestPacket = 12 + 255 + 10
     public static let smallestPacket = 12 + 1 + 10
 
-    /// Which cluster of the sender's this is (counting from 1).
-    public let id: Int
     /// How fast the burst is sent.
     public let rate: Bitrate
     /// Packets in the burst.
@@ -24,8 +22,7 @@ public struct ProbeCluster: Sendable, Equatable {
     public let packetSize: Int
 
     /// A cluster at `rate`, cut into padding packets.
-    public init(id: Int, rate: Bitrate) {
-        self.id = id
+    public init(rate: Bitrate) {
         self.rate = rate
         let bytes = rate.bytes(in: Self.duration)
         let packets = max(Self.minimumPackets, Int((bytes / Double(Self.largestPacket)).rounded(.up)))

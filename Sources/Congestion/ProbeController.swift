@@ -32,7 +32,6 @@ public struct ProbeController: Sendable {
     private var measurement: ProbeMeasurement?
     private var lastCluster: MonotonicTime?
     private var shortfalls = 0
-    private var nextID = 1
     /// Clusters sent.
     public private(set) var clusters = 0
     /// Clusters the path carried.
@@ -73,8 +72,7 @@ public struct ProbeController: Sendable {
         if let last = lastCluster, now.since(last) < wait { return nil }
         let rate = min(goal, target * (shortfalls == 0 ? 3 : 2))
         guard rate > target * 1.2 else { return nil }
-        let cluster = ProbeCluster(id: nextID, rate: rate)
-        nextID += 1
+        let cluster = ProbeCluster(rate: rate)
         clusters += 1
         lastCluster = now
         measurement = ProbeMeasurement(cluster)

@@ -309,17 +309,26 @@ final class EncodeWork {
     /// too slow for it, and the keyframe the new size needs (or the
     /// receiver asks for) is then the small picture's.
     private func outgrown(_ height: Int, now: MonotonicTime, _ context: SenderContext) -> Bool {
-        guard configuration.congestionControl else { return false }
-        let before = ladder.index
-        guard ladder.update(target: videoBudget(), now: now) else { return false }
-        context.stats.withLock { $0.qualitySteps += 1 }
         // A step up is told to the capture side after this picture (`adapt`).
-        guard ladder.index > before else { return false }
+        guard configuration.congestionControl, let before = stepLadder(videoBudget(), now: now, context),
+              ladder.index > before else { return false }
         let memory = governor?.current
         let maxHeight = min(memory?.height ?? baseSize.height, ladder.current.height)
         feed.fps.store(min(memory?.fps ?? configuration.fps, ladder.current.fps), ordering: .relaxed)
         feed.maxHeight.store(maxHeight, ordering: .relaxed)
         return height > maxHeight
+    }
+
+    /// Steps the quality ladder with the video's share of the target; a
+    /// probe the path carried since the last step lets it climb at once.
+    /// Returns the rung it was on when it changed.
+    private func stepLadder(_ video: Bitrate, now: MonotonicTime, _ context: SenderContext) -> Int? {
+        let carried = network.probesCarried.load(ordering: .relaxed)
+        defer { probesSeen = carried }
+        let before = ladder.index
+        guard ladder.update(target: video, now: now, proven: carried != probesSeen) else { return nil }
+        context.stats.withLock { $0.qualitySteps += 1 }
+        return before
     }
 
     /// After each frame: what the memory budget and the network allow now.
@@ -343,11 +352,7 @@ final class EncodeWork {
         var video = baseBitrate
         if configuration.congestionControl {
             video = videoBudget()
-            let carried = network.probesCarried.load(ordering: .relaxed)
-            defer { probesSeen = carried }
-            if ladder.update(target: video, now: now, proven: carried != probesSeen) {
-                context.stats.withLock { $0.qualitySteps += 1 }
-            }
+            _ = stepLadder(video, now: now, context)
         }
         let fps = min(memory?.fps ?? configuration.fps, ladder.current.fps)
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)

@@ -137,7 +137,7 @@ final class FeedbackLoop {
         if presence.present, let news = estimateChanges.check(estimate, now: now) {
             context.emit(.networkEstimate(NetworkEstimate(news)))
         }
-        let congested = network.controller.withLock { $0.lastSaturation }.map { now.since($0) < .seconds(2) } ?? false
+        let congested = state.lastSaturation.map { now.since($0) < .seconds(2) } ?? false
         protect(lossFraction: estimate.lossFraction, roundTrip: estimate.roundTrip, congested: congested, now: now)
         network.rates.record(at: now, bytesSent: bytes, controller: state,
                              encoderKbps: network.encoderKbps.load(ordering: .relaxed),

@@ -37,12 +37,15 @@ final class RateTimeline: Sendable {
         var limit: CongestionController.Limit
         var overuseReports: Int
         var underuseReports: Int
+        /// When feedback last showed the path saturated.
+        var lastSaturation: MonotonicTime?
 
         init(_ controller: borrowing CongestionController) {
             estimate = controller.estimate
             limit = controller.limit
             overuseReports = controller.overuseReports
             underuseReports = controller.underuseReports
+            lastSaturation = controller.lastSaturation
         }
     }
 

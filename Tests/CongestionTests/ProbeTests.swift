@@ -9,7 +9,7 @@ struct ProbeTests {
 
     @Test func aClusterSpansSeveralFeedbackTicksInPaddingPackets() {
         for kbps in [200.0, 1200, 3000, 10_000] {
-            let cluster = ProbeCluster(id: 1, rate: .kilobitsPerSecond(kbps))
+            let cluster = ProbeCluster(rate: .kilobitsPerSecond(kbps))
             #expect(cluster.packets >= ProbeCluster.minimumPackets)
             #expect(cluster.packetSize <= ProbeCluster.largestPacket, "padding is at most 255 bytes")
             #expect(cluster.packetSize >= ProbeCluster.smallestPacket)
