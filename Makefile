@@ -24,7 +24,7 @@ DOCS_DIR ?= .build/docs
 # The per-stage benchmarks step `share scene` (tooling, not a library they can link).
 BENCH_ENV = SHARE_BIN="$$(cd .. && swift build --show-bin-path $(SWIFT_FLAGS))/share"
 
-.PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver clean
+.PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver bench-quality clean
 
 ## deps: install missing Debian packages (nothing to do when all are present)
 deps:
@@ -37,6 +37,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 	@python3 -c "import aiortc" 2>/dev/null || { echo "installing aiortc (PyPI)"; python3 -m pip install --quiet aiortc; }
+	@python3 -c "import numpy" 2>/dev/null || { echo "installing numpy (PyPI)"; python3 -m pip install --quiet numpy; }
 
 build: deps
 	swift build $(SWIFT_FLAGS)
@@ -112,6 +113,13 @@ bench-capture: deps
 	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/capture.py $(CAPTURE_ARGS)
 	python3 Benchmarks/pointer.py
+
+## bench-quality: picture quality beside cost (PSNR, SSIM, text SSIM, bits sent, CPU per frame) of
+## share, ffmpeg and GStreamer on four scenes at the default bitrate and a third of it
+## (Benchmarks/quality.py; QUALITY_ARGS="--scenes text --senders share" for part of it)
+bench-quality: deps
+	for p in share share-send share-recv; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
+	python3 Benchmarks/quality.py $(QUALITY_ARGS)
 
 ## bench-receiver: what `share recv` adds to the latency (last packet to display, with the pointer
 ## drawn in and sent apart) and its CPU while the pointer moves; RECEIVER_ARGS="--bin DIR --bin OLD"

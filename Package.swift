@@ -223,7 +223,7 @@ let package = Package(
                                                          "ShareColor", "ShareSync", "TestSupport"],
                     path: "Tests/X11CaptureTests", swiftSettings: strict),
         .testTarget(name: "WindowTests", dependencies: ["ShareWindow", "TestSupport"], path: "Tests/WindowTests", swiftSettings: strict),
-        .testTarget(name: "SceneTests", dependencies: ["ShareScene", "ShareLatency", "ShareColor", "ShareDecode", "ShareVideo"], path: "Tests/SceneTests",
+        .testTarget(name: "SceneTests", dependencies: ["ShareScene", "ShareLatency", "ShareColor", "ShareDecode", "ShareVideo", "ShareBase"], path: "Tests/SceneTests",
                     swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "ShareHandshake", "ShareSRTP", "ShareTransport", "ShareBase", "ShareWire"],
                     path: "Tests/EndToEndTests",

@@ -79,6 +79,43 @@ struct BenchmarkHarnessTests {
         #expect(svg.hasPrefix("<svg") && svg.contains("gstreamer"))
     }
 
+    /// The picture-quality benchmark, small: scrolling text and a still
+    /// page, share and ffmpeg into one receiver that keeps numbered
+    /// pictures, compared with the scene's references drawn again on the
+    /// same display. Both senders' pictures are close to their references,
+    /// far closer than to another frame's (the measure tells frames apart),
+    /// and the still page is read after 1 s and 5 s.
+    @Test func qualityBenchmarkComparesShownPicturesWithReferences() throws {
+        let dir = try TemporaryDirectory()
+        let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
+        let script = ShareBinary.packageRoot.appendingPathComponent("Benchmarks/quality.py").path
+        let result = try ChildProcess("python3", [script, "--bin", bin, "--sizes", "640x360", "--seconds", "4",
+                                                  "--scenes", "text,still-text", "--rates", "full",
+                                                  "--senders", "share,ffmpeg", "--every", "6",
+                                                  "--out", dir.path("out")]).wait(timeout: 240)
+        #expect(result.status == 0, "\(result.output)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/quality.json")))
+        let rows = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["rows"] as? [[String: Any]] ?? []
+        #expect(rows.count == 4, "\(rows)")
+        for row in rows {
+            let name = "\(row["sender"] ?? "?") on \(row["scene"] ?? "?")"
+            #expect((row["sent_kbps"] as? Double ?? 0) > 50, "\(name): \(row)")
+            if row["scene"] as? String == "text" {
+                let ssim = row["ssim"] as? Double ?? 0, control = row["control_ssim"] as? Double ?? 1
+                #expect(ssim > 0.85 && (row["psnr"] as? Double ?? 0) > 25, "\(name): \(row)")
+                #expect(control < ssim - 0.1, "\(name): a later frame's reference scores \(control), its own \(ssim)")
+                #expect((row["pictures"] as? [Any] ?? []).count >= 5, "\(name): pictures compared")
+            } else {
+                for key in ["ssim_1s", "ssim_5s", "text_ssim_1s", "text_ssim_5s"] {
+                    let value = row[key] as? Double ?? 0
+                    #expect(value > 0.5 && value <= 1, "\(name): \(key) \(value)")
+                }
+            }
+        }
+        let table = (try? String(contentsOfFile: dir.path("out/quality.md"), encoding: .utf8)) ?? ""
+        #expect(table.contains("| 640x360 | still-text | full | share |"), "\(table)")
+    }
+
     /// The receiver's benchmark, small: a build against itself, the scene
     /// moving with the pointer drawn in and sent apart (last packet to
     /// display measured, pictures converted for the window while their last

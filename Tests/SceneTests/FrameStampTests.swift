@@ -4,18 +4,12 @@ import ShareScene
 import ShareVideo
 import Testing
 
-/// A luma plane with `stamp` drawn the way `share scene --stamp` draws it:
-/// a black band, white blocks for the 1 bits, over mid-grey "content".
+/// A luma plane with `stamp` drawn the way `share scene --stamp` draws it
+/// (its `paint`): a black band, white blocks for the 1 bits, over mid-grey "content".
 func stampedLuma(_ stamp: FrameStamp, width: Int, height: Int) -> [UInt8] {
     var luma = [UInt8](repeating: 120, count: width * height)
-    func fill(_ x: Int, _ y: Int, _ w: Int, _ h: Int, _ value: UInt8) {
-        for row in y..<min(y + h, height) { for column in x..<min(x + w, width) { luma[row * width + column] = value } }
-    }
-    let band = FrameStamp.band(width: width)
-    fill(band.x, band.y, band.width, band.height, 16)
-    for (index, white) in stamp.blocks.enumerated() where white {
-        let r = FrameStamp.rect(block: index, width: width)
-        fill(r.x, r.y, r.size, r.size, 235)
+    stamp.paint(width: width) { x, y, w, h, white in
+        for row in y..<min(y + h, height) { for column in x..<min(x + w, width) { luma[row * width + column] = white ? 235 : 16 } }
     }
     return luma
 }
@@ -48,6 +42,38 @@ struct FrameStampTests {
         #expect(FrameStamp.read(width: 60, height: 4) { _, _ in 235 } == nil)
     }
 
+    /// A numbered stamp's second row carries the scene's frame number
+    /// beside the time; a stamp without one reads back without one.
+    @Test(arguments: [(640, 360), (1280, 720), (1920, 1080)])
+    func carriesTheFrameNumberInASecondRow(size: (Int, Int)) {
+        let (width, height) = size
+        for frame: UInt32 in [0, 1, 30, 12_345, (1 << 24) - 1] {
+            let stamp = FrameStamp(microseconds: 0xAB_CDEF_0123, frame: frame)
+            let luma = stampedLuma(stamp, width: width, height: height)
+            let read = FrameStamp.read(width: width, height: height) { x, y in luma[y * width + x] }
+            #expect(read == stamp, "\(width)x\(height), frame \(frame)")
+        }
+        #expect(FrameStamp(microseconds: 1, frame: (1 << 24) + 5).frame == 5, "numbers wrap at 2^24")
+        let plain = stampedLuma(FrameStamp(microseconds: 77), width: width, height: height)
+        #expect(FrameStamp.read(width: width, height: height) { x, y in plain[y * width + x] } == FrameStamp(microseconds: 77))
+        #expect(FrameStamp.band(width: width, numbered: true).height > FrameStamp.band(width: width).height)
+    }
+
+    /// Any one block of the number's row flipped loses the number, never
+    /// gives a wrong one, and leaves the time readable.
+    @Test func aDamagedNumberRowGivesNoNumberButKeepsTheTime() throws {
+        let (width, height) = (1280, 720)
+        let stamp = FrameStamp(microseconds: 0x12_3456_789A, frame: 4_321)
+        let blocks = try #require(stamp.frameBlocks)
+        for block in 0..<FrameStamp.frameBlockCount {
+            var luma = stampedLuma(stamp, width: width, height: height)
+            let r = FrameStamp.rect(block: block, width: width, row: 1)
+            for row in r.y..<(r.y + r.size) { for column in r.x..<(r.x + r.size) { luma[row * width + column] = blocks[block] ? 16 : 235 } }
+            let read = FrameStamp.read(width: width, height: height) { x, y in luma[y * width + x] }
+            #expect(read?.microseconds == stamp.microseconds && read?.frame == nil, "block \(block): \(String(describing: read))")
+        }
+    }
+
     @Test func elapsedTimeWrapsAndRefusesNonsense() {
         let stamp = FrameStamp(microseconds: (1 << 40) - 1_000)
         #expect(stamp.microseconds(until: 4_000) == 5_000, "across the 2^40 wrap")
@@ -65,7 +91,7 @@ struct FrameStampTests {
         var read: [FrameStamp] = []
         var drawn: [FrameStamp] = []
         for frame in 0..<20 {
-            let stamp = FrameStamp(microseconds: 5_000_000_000 + UInt64(frame) * 33_333)
+            let stamp = FrameStamp(microseconds: 5_000_000_000 + UInt64(frame) * 33_333, frame: UInt32(frame * 7))
             drawn.append(stamp)
             var image = I420Image(width: width, height: height)
             let luma = stampedLuma(stamp, width: width, height: height)

@@ -102,10 +102,31 @@ public struct ReceiveOptions: ParsableArguments {
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Flag(help: "Read the frame stamp `share scene --stamp` draws from every picture: glass-to-glass latency (sender and receiver on one machine).")
     public var readStamps = false
+    @Option(help: ArgumentHelp("Save a sample of the pictures shown into this directory, as Y4M files with an index.json (the harness's picture-quality measurement; implies --read-stamps).", valueName: "dir"))
+    public var saveFrames: String?
+    @Option(help: ArgumentHelp("With --save-frames: keep the first picture of every Nth frame of the scene, by the frame number its stamp carries (`share scene --number-frames`); 0 keeps none.", valueName: "n"))
+    public var saveEvery = 10
+    @Option(help: ArgumentHelp("With --save-frames: also keep what was on screen these many seconds after the first picture (a still screen's quality over time), e.g. 1,5.", valueName: "seconds"))
+    public var saveAfter: String?
+    /// `--save-after`'s instants, in seconds.
+    public var saveAfterSeconds: [Double] { (saveAfter ?? "").split(separator: ",").compactMap { Double($0) } }
     @Flag(help: "Decode each frame only once all of it arrived, not its first slices as they come (for comparison).")
     public var wholeFrames = false
 
     public init() {}
+
+    public mutating func validate() throws {
+        if saveEvery < 0 { throw ValidationError("--save-every takes 0 or more frames: \(saveEvery)") }
+        if let saveAfter {
+            let parts = saveAfter.split(separator: ",", omittingEmptySubsequences: false)
+            guard parts.allSatisfy({ Double($0).map { $0 >= 0 && $0.isFinite } ?? false }) else {
+                throw ValidationError("--save-after takes seconds (0 or more), comma-separated: \"\(saveAfter)\"")
+            }
+        }
+        if (saveAfter != nil || saveEvery != 10) && saveFrames == nil {
+            throw ValidationError("--save-every and --save-after choose what --save-frames keeps: give --save-frames too")
+        }
+    }
 }
 
 /// Options of `share scene`.
@@ -127,10 +148,39 @@ public struct SceneOptions: ParsableArguments {
     public var typing = false
     @Flag(help: "Draw content that is hard to send instead: a window playing a video (a detailed picture panning, a disc crossing it, grain new every frame) beside a page of text scrolling up.")
     public var video = false
+    @Flag(help: "Draw a page of small text instead (dark on light, like a document or code), scrolling up two pixels a frame; with --static, a still page.")
+    public var text = false
+    @Flag(help: "With --stamp: a second row of blocks carries the scene's frame number, so a receiver knows which reference picture (--render) a picture shows.")
+    public var numberFrames = false
+    @Flag(help: "Draw each frame with the server held, so no capture sees one half drawn (for picture-quality measurement).")
+    public var grabServer = false
+    @Option(help: ArgumentHelp("Instead, draw these frames one by one (comma-separated numbers) exactly, read each back from the screen and write it to --out as PNG: the reference pictures.", valueName: "n,..."))
+    public var render: String?
+    @Option(help: ArgumentHelp("With --render: the PNG file to write; %d in it stands for the frame number (needed for more than one frame).", valueName: "path"))
+    public var out: String?
+    /// `--render`'s frame numbers.
+    public var renderFrames: [Int] { (render ?? "").split(separator: ",").compactMap { Int($0) } }
     @Flag(help: "Draw the frames whose numbers come on standard input, one a line, each exactly (no clock), answering each with its number once it is on the screen: a caller steps the scene (the per-stage benchmarks).")
     public var framesFromStdin = false
 
     public init() {}
+
+    public mutating func validate() throws {
+        if let render {
+            let parts = render.split(separator: ",", omittingEmptySubsequences: false)
+            guard !parts.isEmpty, parts.allSatisfy({ Int($0).map { $0 >= 0 } ?? false }) else {
+                throw ValidationError("--render takes frame numbers (0 or more), comma-separated: \"\(render)\"")
+            }
+            guard let out else { throw ValidationError("--render needs --out, the PNG file to write") }
+            if parts.count > 1 && !out.contains("%d") {
+                throw ValidationError("--out needs %d (the frame number) to write \(parts.count) frames")
+            }
+        } else if out != nil {
+            throw ValidationError("--out is where --render writes: give --render too")
+        }
+        if numberFrames && !stamp { throw ValidationError("--number-frames adds to the stamp: give --stamp too") }
+        if text && video { throw ValidationError("draw one scene: --text or --video") }
+    }
 }
 
 /// Options of `share relay`.

@@ -21,11 +21,18 @@ struct Receive: ParsableCommand {
 
     func run() throws {
         let o = options
-        let stamps = o.readStamps ? StampReader() : nil
+        let stamps = o.readStamps || o.saveFrames != nil ? StampReader() : nil
+        let sampler = o.saveFrames.map { directory in
+            let schedule = PictureSampleSchedule(every: o.saveEvery, after: o.saveAfterSeconds.map { .seconds($0) })
+            do { return try PictureSampler(directory: directory, schedule: schedule) } catch { fail("\(error)") }
+        }
         var configuration = o.receiverConfiguration()
         if let stamps {
             configuration.onShown = { picture in
-                stamps.read(width: picture.width, height: picture.height) { x, y in picture.luma(x: x, y: y) }
+                let stamp = stamps.read(width: picture.width, height: picture.height) { x, y in picture.luma(x: x, y: y) }
+                sampler?.offer(frame: stamp?.frame, keyframe: picture.isKeyframe, colors: picture.colorSpace) {
+                    picture.i420Copy()
+                }
             }
         }
         if !o.noWindow && !configuration.showWindow { note("no display: receiving without a window") }
@@ -43,6 +50,11 @@ struct Receive: ParsableCommand {
         status.stop()
         receiver.stop()
         let s = receiver.statistics
+        if let sampler {
+            let (saved, failures) = sampler.finish()
+            note("saved \(saved.count) picture\(saved.count == 1 ? "" : "s") into \(o.saveFrames ?? "")")
+            for failure in failures { note("--save-frames: \(failure)") }
+        }
         print(Self.summary(s, stamps: stamps?.counts))
         if let statsJson = o.statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
         if let error = receiver.error { fail("\(error)") }

@@ -23,14 +23,23 @@ struct Scene: ParsableCommand {
         }
         let scene: DemoScene
         do { scene = try DemoScene(display: display) } catch { fail("\(error)") }
-        // The moving scene, or the one that is hard to send.
-        let video = options.video
-        let draw: (Int, Bool, ((DemoScene) -> Void)?) -> Void = { frame, atomically, overlay in
+        // The moving scene, the one that is hard to send, or the page of text;
+        // the overlay (the stamp) is told the frame's number.
+        let (video, text, grab) = (options.video, options.text, options.grabServer)
+        let draw: (Int, Bool, ((DemoScene, Int) -> Void)?) -> Void = { frame, atomically, overlay in
+            let atomically = atomically || grab
+            let numbered: ((DemoScene) -> Void)? = overlay.map { overlay in { overlay($0, frame) } }
             if video {
-                scene.drawVideo(frame: frame, atomically: atomically, overlay: overlay)
+                scene.drawVideo(frame: frame, atomically: atomically, overlay: numbered)
+            } else if text {
+                scene.drawText(frame: frame, atomically: atomically, overlay: numbered)
             } else {
-                scene.draw(frame: frame, atomically: atomically, overlay: overlay)
+                scene.draw(frame: frame, atomically: atomically, overlay: numbered)
             }
+        }
+        if options.render != nil {
+            Self.render(options.renderFrames, to: options.out ?? "", scene: scene, draw: draw)
+            return
         }
         if options.framesFromStdin {
             Self.step(draw)
@@ -38,7 +47,8 @@ struct Scene: ParsableCommand {
         }
         let stop = StopSignal(duration: duration)
         let done = DispatchSemaphore(value: 0)
-        let overlay: ((DemoScene) -> Void)? = options.stamp ? { Self.drawStamp(on: $0) } : nil
+        let numbered = options.numberFrames
+        let overlay: ((DemoScene, Int) -> Void)? = options.stamp ? { Self.drawStamp(on: $0, frame: numbered ? $1 : nil) } : nil
         let timer: (any DispatchSourceTimer)?
         let pointer = options.pointer ? Self.movePointer(on: scene, fps: fps) : nil
         if options.stillScreen {
@@ -58,7 +68,7 @@ struct Scene: ParsableCommand {
                     draw(frame, false, overlay)
                     drawn = frame
                 } else if let overlay {
-                    overlay(scene)
+                    overlay(scene, frame)
                     scene.sync()
                 }
             }
@@ -74,9 +84,25 @@ struct Scene: ParsableCommand {
         pointer?.cancel()
     }
 
+    /// Draws each of `frames` exactly, reads it back from the screen and
+    /// writes it as PNG to `out` (its %d the frame number).
+    private static func render(_ frames: [Int], to out: String, scene: DemoScene,
+                               draw: (Int, Bool, ((DemoScene, Int) -> Void)?) -> Void) {
+        for frame in frames {
+            draw(frame, true, nil)
+            let pixels: [UInt32]
+            do { pixels = try scene.picture() } catch { fail("\(error)") }
+            let path = out.replacingOccurrences(of: "%d", with: String(frame))
+            let png = Data(PNGImage.encode(rgb: pixels, width: scene.width, height: scene.height))
+            do { try png.write(to: URL(fileURLWithPath: path)) } catch {
+                fail("cannot write \(path): \((error as NSError).localizedDescription)")
+            }
+        }
+    }
+
     /// Draws each frame whose number comes on standard input and answers
     /// with the number once the server has drawn it; ends with the input.
-    private static func step(_ draw: (Int, Bool, ((DemoScene) -> Void)?) -> Void) {
+    private static func step(_ draw: (Int, Bool, ((DemoScene, Int) -> Void)?) -> Void) {
         while let line = readLine() {
             guard let frame = Int(line.trimmingCharacters(in: .whitespaces)), frame >= 0 else {
                 fail("--frames-from-stdin: \"\(line)\" is not a frame number")
@@ -143,11 +169,12 @@ struct Scene: ParsableCommand {
         return timer
     }
 
-    /// The stamp of this instant over a black band (see `FrameStamp`).
-    static func drawStamp(on scene: DemoScene) {
+    /// The stamp of this instant (and frame number `frame`) over a black band (see `FrameStamp`).
+    static func drawStamp(on scene: DemoScene, frame: Int?) {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        let stamp = FrameStamp(microseconds: UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)
+        let stamp = FrameStamp(microseconds: UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000,
+                               frame: frame.map { UInt32(truncatingIfNeeded: $0) })
         stamp.paint(width: scene.width) { x, y, width, height, white in
             scene.fill(x: x, y: y, width: width, height: height, rgb: white ? 0xFFFFFF : 0x000000)
         }

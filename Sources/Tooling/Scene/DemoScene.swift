@@ -9,12 +9,12 @@ internal import Glibc
 /// real desktop: a scrolling page of text, moving shapes, a ticking clock
 /// bar. Used by `make demo`, the benchmark harness and the tests.
 public final class DemoScene {
-    private let connection: X11Connection
-    private let window: xcb_window_t
+    let connection: X11Connection
+    let window: xcb_window_t
     private let gc: xcb_gcontext_t
     private var font: xcb_font_t?
     /// How the display stores a colour (a 30-bit display takes 10-bit channels).
-    private let layout: PixelLayout
+    let layout: PixelLayout
     public let width: Int
     public let height: Int
     /// The video-like region's pictures, and a row buffer for them (made on first use).
@@ -70,8 +70,9 @@ public final class DemoScene {
         xcb_poly_fill_rectangle(c, window, gc, 1, &rect)
     }
 
-    /// Draws `text` with its baseline at (x, y) in the given colour.
-    public func text(_ text: String, x: Int, y: Int, rgb: UInt32) {
+    /// Draws `text` with its baseline at (x, y) in the given colour, over
+    /// `background` (the scene's dark desktop unless told).
+    public func text(_ text: String, x: Int, y: Int, rgb: UInt32, background: UInt32 = 0x10_1820) {
         guard font != nil else {
             // No core font on this server: draw the text as blocks of ink.
             fill(x: x, y: y - 9, width: text.count * 6, height: 9, rgb: rgb)
@@ -79,7 +80,7 @@ public final class DemoScene {
         }
         let c = connection.connection
         xcb_change_gc(c, gc, XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue,
-                      [layout.pixel(rgb: rgb), layout.pixel(rgb: 0x10_1820)])
+                      [layout.pixel(rgb: rgb), layout.pixel(rgb: background)])
         let bytes = Array(text.utf8.prefix(255))
         bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) {

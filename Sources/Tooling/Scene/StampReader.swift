@@ -29,8 +29,10 @@ public final class StampReader: Sendable {
     public init() {}
 
     /// Reads the stamp of a `width` x `height` picture whose luma `luma`
-    /// gives, shown at `now` (monotonic microseconds; nil: now).
-    public func read(width: Int, height: Int, now: UInt64? = nil, luma: (_ x: Int, _ y: Int) -> UInt8) {
+    /// gives, shown at `now` (monotonic microseconds; nil: now), and
+    /// returns it (nil when unreadable).
+    @discardableResult
+    public func read(width: Int, height: Int, now: UInt64? = nil, luma: (_ x: Int, _ y: Int) -> UInt8) -> FrameStamp? {
         let now = now ?? SystemClock.now().nanoseconds / 1000
         let stamp = FrameStamp.read(width: width, height: height, luma: luma)
         let elapsed: UInt64? = state.withLock { state in
@@ -38,7 +40,9 @@ public final class StampReader: Sendable {
                 state.counts.stampsUnreadable += 1
                 return nil
             }
-            guard stamp != state.last else {
+            // A stamp is new when its time is: a frame number is read
+            // only where one was drawn, and says nothing about newness.
+            guard stamp.microseconds != state.last?.microseconds else {
                 state.counts.stampsRepeated += 1
                 return nil
             }
@@ -47,6 +51,7 @@ public final class StampReader: Sendable {
             return stamp.microseconds(until: now)
         }
         if let elapsed { latency.record(milliseconds: Double(elapsed) / 1000) }
+        return stamp
     }
 
     /// The counts now, with the latency summarized (sorted here, on the reader's thread).
