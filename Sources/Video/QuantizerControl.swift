@@ -29,6 +29,20 @@ internal import Glibc
 /// only when the whole picture coded again would fit, else by one or two;
 /// further only when even four times what the model says would fit (a
 /// plain screen sharpens at once). Sans-IO: times are given.
+///
+/// Coarser is not always cheaper: past a point, x264 codes scrolling text
+/// for more bits, not fewer (the reference is so coarse that every picture
+/// has more to correct; `Benchmarks/quality.py`'s text scene, coded at one
+/// quantizer after another), and a model that halves the bits for every 6
+/// then holds the quantizer at the coarsest for good, overspending and
+/// illegible. That trap has a sign: the bucket stays over its size, for
+/// longer than any overshoot takes to drain. Once it has for `trapped`,
+/// pictures other than keyframes go no coarser than `ceiling` until it is
+/// back under. Coarser pictures still drain an overshoot at once, as a
+/// deep queue needs (`Benchmarks/harness.py --network deepq`). A bitrate
+/// too low even for the ceiling is the congestion controller's and the
+/// quality ladder's to meet (frames skipped behind a queue, a smaller
+/// picture).
 public struct QuantizerControl: Sendable {
     /// What a picture is to x264.
     public enum Kind: Int, Sendable, CaseIterable {
@@ -46,11 +60,19 @@ public struct QuantizerControl: Sendable {
     /// The most a quantizer goes down from one picture to the next (x264's
     /// own rate control's step).
     static let step = 4
-    /// The finest quantizer chosen: 18 keeps screen text sharp, where a
-    /// lower one only spends bits.
+    /// The finest quantizer chosen: screen text is sharp at it. A finer
+    /// floor brings an open path's picture up to the peers' (which spend
+    /// their whole bitrate; `Benchmarks/quality.py`), but the bits it adds
+    /// overflow a shallow queue on a lossy path and cost more frozen time
+    /// than they buy (`Benchmarks/harness.py --network wifi`).
     public static let finest = 18
-    /// The coarsest quantizer chosen: H.264's coarsest.
+    /// The coarsest quantizer chosen (for a keyframe that must fit): H.264's coarsest.
     public static let coarsest = 51
+    /// The coarsest quantizer of a picture that is not a keyframe once the
+    /// bucket has been over its size for `trapped`.
+    public static let ceiling = 40
+    /// How long the bucket is over its size before the ceiling holds.
+    static let trapped: UInt64 = 1_000_000_000
 
     /// Bits a second the stream is to keep to.
     public var bitrate: Double
@@ -70,6 +92,8 @@ public struct QuantizerControl: Sendable {
     private var complexity: [Double]
     /// The quantizer of the last picture.
     public private(set) var last: Int
+    /// Since when the bucket has been over its size (the pictures' clock).
+    private var overSince: UInt64?
 
     /// `bufferFrames` of `fps` pictures a second at `bitrate` make the
     /// bucket, which starts `startFullness` full (so the first picture, a
@@ -137,6 +161,14 @@ public struct QuantizerControl: Sendable {
     /// The quantizer for the next picture, `at` nanoseconds on the pictures'
     /// clock, `changed` macroblocks of it changed (ignored but for `.changes`).
     public mutating func quantizer(for kind: Kind, changed: Int, at now: UInt64) -> Int {
+        let modelled = modelled(kind, changed: changed, at: now)
+        if fullness <= buffer { overSince = nil }
+        let held = overSince.map { now &- min($0, now) >= Self.trapped } ?? false
+        return kind != .keyframe && held ? min(modelled, Self.ceiling) : modelled
+    }
+
+    /// The quantizer the model and the bucket choose.
+    private mutating func modelled(_ kind: Kind, changed: Int, at now: UInt64) -> Int {
         drain(to: now)
         // What drained since the picture before (a frame interval for the first).
         let since = Double(previousPicture.map { min(now &- min($0, now), frameInterval * 16) } ?? frameInterval) / 1e9
@@ -174,6 +206,7 @@ public struct QuantizerControl: Sendable {
         fullness += Double(bits)
         sharpening = kind == .keyframe ? quantizer > Self.finest : quantizer < last
         defer { last = quantizer }
+        overSince = fullness > buffer ? overSince ?? now : nil
         guard kind != .changes || quantizer >= last else { return }
         let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)
         let model = model(kind, changed: changed)

@@ -19,12 +19,20 @@ private struct ModelEncoder {
         self.fps = fps
     }
 
-    /// Codes one picture `changed` macroblocks of which changed, at `cost`; the bits it took.
+    /// Codes one picture `changed` macroblocks of which changed, at `cost`;
+    /// the bits it took. With `floor`, a picture coded coarser than it
+    /// costs more, not less, at 51 as much as at 21: what x264 does with
+    /// scrolling text (`Benchmarks/quality.py`'s text scene, coded at one
+    /// quantizer after another: least at 46, more at 51 than at 22), where
+    /// a coarse reference leaves every picture more to correct.
     @discardableResult
-    mutating func picture(_ kind: QuantizerControl.Kind = .changes, changed: Int, cost: Double) -> Int {
+    mutating func picture(_ kind: QuantizerControl.Kind = .changes, changed: Int, cost: Double, floor: Int? = nil) -> Int {
         let q = control.quantizer(for: kind, changed: changed, at: time)
         let coded = kind == .changes ? min(macroblocks, changed + refresh) : macroblocks
-        let bits = Int(Double(coded) * cost * exp2(Double(QuantizerControl.reference - q) / 6))
+        let priced = floor.map { q > $0 ? $0 - 5 * (q - $0) : q } ?? q
+        var bits = Int(Double(coded) * cost * exp2(Double(QuantizerControl.reference - priced) / 6))
+        // There, the first pictures after coarser ones also pay to sharpen the reference.
+        if floor != nil, let before = log.last?.quantizer, before > q { bits *= 3 }
         control.encoded(kind, changed: changed, quantizer: q, bits: bits, at: time)
         log.append((time, q, bits))
         time += 1_000_000_000 / UInt64(fps)
@@ -52,6 +60,31 @@ struct QuantizerControlTests {
         // Steady content settles on a quantizer and stays there.
         let settled = Set(encoder.log[90...].map(\.quantizer))
         #expect(settled.count <= 2, "\(settled.sorted())")
+    }
+
+    /// Content whose pictures stop getting cheaper above a quantizer, and
+    /// cost more at 51: the first keyframe, coded coarse for want of a
+    /// model, must not teach the control that the content is dear, or it
+    /// stays at 51 for good, sending more than at 30 and nothing legible.
+    @Test func contentThatCostsMoreWhenCoarserDoesNotHoldTheQuantizerAtTheCoarsest() {
+        // At 7 bits a macroblock (at 26), 921 kbit/s fits at 25.
+        var encoder = ModelEncoder(kbps: 921)
+        encoder.picture(.keyframe, changed: 3600, cost: 7, floor: 46)
+        for _ in 0..<149 { encoder.picture(changed: 3600, cost: 7, floor: 46) }
+        let settled = encoder.log[60...].map(\.quantizer)
+        #expect(settled.allSatisfy { $0 <= 30 }, "\(encoder.log.map(\.quantizer))")
+        let rate = encoder.rate(from: 60)
+        #expect(rate <= 921_000 * 1.05 && rate >= 921_000 * 0.7, "\(Int(rate)) bit/s")
+    }
+
+    /// Content too dear for the bitrate even at the coarsest: pictures go
+    /// coarser than the ceiling while the bucket may yet drain, then, once
+    /// it has been over its size for a second, no coarser than the ceiling.
+    @Test func theCeilingHoldsOnlyOnceTheBucketHasStayedOver() {
+        var encoder = ModelEncoder(kbps: 300)
+        for _ in 0..<150 { encoder.picture(changed: 3600, cost: 150) }
+        #expect(encoder.log[1..<25].contains { $0.quantizer > QuantizerControl.ceiling }, "\(encoder.log.map(\.quantizer))")
+        #expect(encoder.log[40...].allSatisfy { $0.quantizer == QuantizerControl.ceiling }, "\(encoder.log.map(\.quantizer))")
     }
 
     @Test func cheapChangesAreCodedFinestAndTheQuantizerStaysPut() {
