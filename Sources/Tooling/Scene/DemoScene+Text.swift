@@ -18,11 +18,8 @@ extension DemoScene {
     /// Frame 0 alone, held, is the still page. Like `draw`, a function of
     /// `number` alone.
     public func drawText(frame number: Int, atomically: Bool = false, overlay: ((DemoScene) -> Void)? = nil) {
-        if atomically { xcb_grab_server(connection.connection) }
-        defer {
-            if atomically { xcb_ungrab_server(connection.connection) }
-            sync()
-        }
+        beginFrame(atomically: atomically)
+        defer { endFrame(atomically: atomically) }
         fill(x: 0, y: 0, width: width, height: height, rgb: Self.paper)
         let lineHeight = 14
         let columns = max(1, (width - 40) / 6)

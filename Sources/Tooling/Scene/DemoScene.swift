@@ -99,11 +99,8 @@ public final class DemoScene {
     /// screen capture of a program drawing in steps would.
     public func draw(frame number: Int, atomically: Bool = false, overlay: ((DemoScene) -> Void)? = nil) {
         let (w, h) = (width, height)
-        if atomically { xcb_grab_server(connection.connection) }
-        defer {
-            if atomically { xcb_ungrab_server(connection.connection) }
-            sync()
-        }
+        beginFrame(atomically: atomically)
+        defer { endFrame(atomically: atomically) }
         fill(x: 0, y: 0, width: w, height: h, rgb: 0x10_1820)
         // A page of text scrolling up two pixels a frame.
         let lineHeight = 14
@@ -144,11 +141,8 @@ public final class DemoScene {
     /// film next to their notes. Like `draw`, a function of `number` alone.
     public func drawVideo(frame number: Int, atomically: Bool = false, overlay: ((DemoScene) -> Void)? = nil) {
         let region = videoRegion
-        if atomically { xcb_grab_server(connection.connection) }
-        defer {
-            if atomically { xcb_ungrab_server(connection.connection) }
-            sync()
-        }
+        beginFrame(atomically: atomically)
+        defer { endFrame(atomically: atomically) }
         // The desktop around the video, never over it (a capture would see it flash).
         let background: UInt32 = 0x10_1820
         fill(x: 0, y: 0, width: region.x, height: height, rgb: background)
@@ -218,6 +212,19 @@ public final class DemoScene {
             xcb_warp_pointer(c, UInt32(XCB_NONE), connection.root, 0, 0, 0, 0, Int16(x), Int16(y))
         }
         connection.flush()
+    }
+
+    /// Starts drawing a frame: with `atomically`, the server held, so no
+    /// other client sees the frame half drawn.
+    func beginFrame(atomically: Bool) {
+        if atomically { xcb_grab_server(connection.connection) }
+    }
+
+    /// Ends a frame `beginFrame` started: the server let go, and every
+    /// request drawn before this returns.
+    func endFrame(atomically: Bool) {
+        if atomically { xcb_ungrab_server(connection.connection) }
+        sync()
     }
 
     /// Waits until the server has executed every drawing request.

@@ -21,7 +21,8 @@ public struct PictureSampleSchedule: Sendable {
     private let every: UInt32
     private var pending: [Duration]
     private var seen = Set<UInt32>()
-    private var firstShown: Duration?
+    /// When the first picture was shown (nil before it).
+    public private(set) var firstShown: Duration?
 
     /// Keeps frames numbered a multiple of `every` (0: none) and what was on screen at each of `after`.
     public init(every: Int, after: [Duration]) {

@@ -14,7 +14,7 @@ internal import Glibc
 /// copies are made only of pictures kept, and written on a queue of its own.
 public final class PictureSampler: Sendable {
     /// One saved picture, as `index.json` lists it.
-    public struct Saved: Sendable, Codable, Equatable {
+    public struct Saved: Sendable, Equatable {
         /// The file's name in the directory.
         public var file: String
         /// The scene's frame number it shows, when kept by number.
@@ -40,7 +40,6 @@ public final class PictureSampler: Sendable {
     private struct State {
         var schedule: PictureSampleSchedule
         var held: Held?
-        var firstShown: MonotonicTime?
         var saved: [Saved] = []
         var failures: [String] = []
     }
@@ -66,10 +65,9 @@ public final class PictureSampler: Sendable {
                       copy: () -> I420Image) {
         let now = now ?? SystemClock.now()
         state.withLock { state in
-            let start = state.firstShown ?? now
-            state.firstShown = start
-            let shown = now.since(start)
-            let decision = state.schedule.shown(frame: frame, at: shown)
+            let at = Self.instant(now)
+            let decision = state.schedule.shown(frame: frame, at: at)
+            let shown = at - (state.schedule.firstShown ?? at)
             if let held = state.held {
                 for instant in decision.heldWasShownAt { save(held, at: instant, into: &state) }
             }
@@ -88,8 +86,8 @@ public final class PictureSampler: Sendable {
     public func finish(now: MonotonicTime? = nil) -> (saved: [Saved], failures: [String]) {
         let now = now ?? SystemClock.now()
         state.withLock { state in
-            guard let start = state.firstShown, let held = state.held else { return }
-            for instant in state.schedule.finish(at: now.since(start)) { save(held, at: instant, into: &state) }
+            guard let held = state.held else { return }
+            for instant in state.schedule.finish(at: Self.instant(now)) { save(held, at: instant, into: &state) }
             state.held = nil
         }
         writing.sync {}
@@ -98,6 +96,9 @@ public final class PictureSampler: Sendable {
         let indexFailure = Self.write([Array(index.utf8)], to: directory + "/index.json")
         return (saved, failures + (indexFailure.map { [$0] } ?? []))
     }
+
+    /// `now` on the schedule's clock (any one clock throughout).
+    private static func instant(_ now: MonotonicTime) -> Duration { .nanoseconds(Int64(clamping: now.nanoseconds)) }
 
     private func save(_ picture: Held, number: UInt32, into state: inout State) {
         record(picture, file: "frame-\(number).y4m", frame: number, after: nil, into: &state)
