@@ -10,7 +10,7 @@ APT_BUILD := libsrtp2-dev libx264-dev libopus-dev libyuv-dev libxcb1-dev libxcb-
 	libavcodec-dev libavformat-dev libavutil-dev libpulse-dev libssl-dev libpipewire-0.3-dev libdbus-1-dev
 APT_RUNTIME := xvfb x11-utils ffmpeg pulseaudio gstreamer1.0-tools gstreamer1.0-plugins-base \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav \
-	janus chromium-headless-shell x11-xserver-utils xserver-xephyr libxtst6 \
+	janus tcpdump chromium-headless-shell x11-xserver-utils xserver-xephyr libxtst6 \
 	mutter pipewire wireplumber pipewire-pulse xwayland dbus-daemon libglib2.0-bin python3-dbus gstreamer1.0-pipewire \
 	xdg-desktop-portal xdg-desktop-portal-gnome
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -65,6 +65,9 @@ let package = Package(
         // allocation per packet (Debian's libsrtp2 is built on NSS, which allocates).
         .target(name: "CSRTPCrypto", path: "Sources/C/CSRTPCrypto",
                 linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("srtp2")]),
+        // TLS for an SFU's https API, on the OpenSSL whose libcrypto SRTP
+        // already links: a non-blocking client whose socket Swift waits on.
+        .target(name: "CTLS", path: "Sources/C/CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         // The general pieces every layer uses: the monotonic instant, a seeded
         // generator, a token bucket, a bounded history, Base64. No I/O, no Foundation.
@@ -135,8 +138,8 @@ let package = Package(
         .target(name: "ShareLatency", dependencies: ["ShareBase", "ShareSync"], path: "Sources/Latency", swiftSettings: strict),
         // UDP sockets (and a TCP stream for API calls): the only module that owns sockets.
         .target(name: "ShareTransport", path: "Sources/Transport", swiftSettings: strict),
-        // Fan-out through an SFU: Janus's HTTP API (create and remove the sender's mountpoint).
-        .target(name: "ShareFanout", dependencies: ["ShareTransport", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
+        // Fan-out through an SFU: Janus's HTTP API over http or https (create and remove the sender's mountpoint).
+        .target(name: "ShareFanout", dependencies: ["CTLS", "ShareTransport", "ShareWire"], path: "Sources/Fanout", swiftSettings: strict),
 
         // The embeddable sender: capture → convert → encode → RTP/SRTP → UDP.
         .target(name: "ShareSender",

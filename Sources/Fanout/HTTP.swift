@@ -6,26 +6,33 @@ public struct HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// An http:// address: host, port and path (no TLS here: the sender talks
-/// to an SFU's API on its own network; see the README).
+/// An http:// or https:// address: host, port and path.
 public struct HTTPURL: Sendable, Equatable, CustomStringConvertible {
+    /// https: the exchange runs over TLS, the server's certificate checked.
+    public var isSecure: Bool
     public var host: String
     public var port: Int
     /// The path with its query, starting with "/".
     public var path: String
 
-    public init(host: String, port: Int, path: String) {
+    public init(host: String, port: Int, path: String, isSecure: Bool = false) {
+        self.isSecure = isSecure
         self.host = host
         self.port = port
         self.path = path
     }
 
     public init(_ text: String) throws(HTTPError) {
-        if text.lowercased().hasPrefix("https://") {
-            throw HTTPError("\(text): https is not supported; give Janus's plain http API address (port 8088 by default)")
+        let lowered = text.lowercased()
+        if lowered.hasPrefix("https://") {
+            isSecure = true
+        } else if lowered.hasPrefix("http://") {
+            isSecure = false
+        } else {
+            throw HTTPError("\(text) is not an http:// or https:// address")
         }
-        guard text.lowercased().hasPrefix("http://") else { throw HTTPError("\(text) is not an http:// address") }
-        let rest = text.dropFirst("http://".count)
+        let defaultPort = isSecure ? 443 : 80
+        let rest = text.dropFirst(isSecure ? "https://".count : "http://".count)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         path = slash == rest.endIndex ? "/" : String(rest[slash...])
@@ -36,7 +43,7 @@ public struct HTTPURL: Sendable, Equatable, CustomStringConvertible {
             host = String(authority[authority.index(after: authority.startIndex)..<close])
             let after = authority[authority.index(after: close)...]
             if after.isEmpty {
-                port = 80
+                port = defaultPort
             } else {
                 guard after.hasPrefix(":"), let number = Int(after.dropFirst()) else { throw HTTPError("\(text): bad port") }
                 port = number
@@ -47,17 +54,18 @@ public struct HTTPURL: Sendable, Equatable, CustomStringConvertible {
             port = number
         } else {
             host = String(authority)
-            port = 80
+            port = defaultPort
         }
         guard !host.isEmpty, (1...65535).contains(port) else { throw HTTPError("\(text): bad host or port") }
         guard !path.contains(where: { $0 == " " || $0.isNewline }) else { throw HTTPError("\(text): spaces in the path") }
     }
 
     /// The same server with another path.
-    public func with(path: String) -> HTTPURL { HTTPURL(host: host, port: port, path: path) }
+    public func with(path: String) -> HTTPURL { HTTPURL(host: host, port: port, path: path, isSecure: isSecure) }
 
     public var description: String {
-        "http://" + (host.contains(":") ? "[\(host)]" : host) + (port == 80 ? "" : ":\(port)") + path
+        (isSecure ? "https://" : "http://") + (host.contains(":") ? "[\(host)]" : host)
+            + (port == (isSecure ? 443 : 80) ? "" : ":\(port)") + path
     }
 }
 

@@ -229,7 +229,10 @@ public enum JanusMessages {
 public struct JanusClient: Sendable {
     public let url: HTTPURL
     public let credentials: JanusCredentials
-    public var http = HTTPClient()
+    public var http = HTTPClient(rule: HTTPTransportRule(carries: JanusClient.plainTextCarries))
+
+    /// What the API calls carry: why they take https, or stay on this machine.
+    public static let plainTextCarries = "this run's SRTP master key, Janus's api_secret and admin_key, and the mountpoint's secret and viewer pin"
 
     public init(url: HTTPURL, credentials: JanusCredentials) {
         self.url = url

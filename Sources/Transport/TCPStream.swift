@@ -40,6 +40,16 @@ public final class TCPStream {
 
     deinit { close(descriptor) }
 
+    /// The socket, for a layer above that reads and writes it itself (TLS);
+    /// this stream still owns and closes it.
+    public var fileDescriptor: Int32 { descriptor }
+
+    /// Waits up to `timeout` until the socket is readable (or writable);
+    /// false when the time ran out.
+    public func wait(readable: Bool, timeout: Duration) throws(TransportError) -> Bool {
+        try Self.wait(descriptor, for: Int16(readable ? POLLIN : POLLOUT), timeout: timeout)
+    }
+
     /// Writes all of `bytes` within `timeout`.
     public func write(_ bytes: [UInt8], timeout: Duration) throws(TransportError) {
         var offset = 0

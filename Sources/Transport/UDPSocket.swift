@@ -89,6 +89,15 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the host is this machine's loopback: 127.0.0.0/8, ::1, or
+    /// an IPv4-mapped 127.x.y.z. Traffic to it never leaves the machine.
+    public var isLoopback: Bool {
+        let host = hostBytes
+        if family != AF_INET6 { return host[0] == 127 }
+        if host == [UInt8](repeating: 0, count: 15) + [1] { return true }
+        return host.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff][...] && host[12] == 127
+    }
+
     public func hash(into hasher: inout Hasher) {
         withUnsafeBytes(of: storage) { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.prefix(Int(length)))) }
     }

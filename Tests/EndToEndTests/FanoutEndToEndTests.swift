@@ -26,12 +26,11 @@ struct FanoutEndToEndTests {
                                             "--display", screen.name, "--audio-tone", "440", "--duration", "17",
                                             "--stats-json", dir.path("send.json")])
         #expect(sender.waitForOutput("watch:", timeout: 10), "\(sender.output)")
-        let line = try #require(sender.output.split(separator: "\n").first { $0.contains("janus: mountpoint") })
-        let id = try #require(UInt64(line.split(separator: " ").first { UInt64($0) != nil } ?? ""))
-        #expect(line.contains("file://") && line.contains("examples/fanout/viewer.html?janus="), "\(line)")
+        let link = try #require(ViewerLink(senderOutput: sender.output), "\(sender.output)")
+        let (id, pin) = (link.mountpoint, link.pin)
+        #expect(link.line.contains("file://") && link.line.contains("examples/fanout/viewer.html?janus="), "\(link.line)")
         // The mountpoint is private: the link carries the pin a viewer needs.
-        let pin = try #require(line.split(separator: "&pin=").dropFirst().first.map { String($0.prefix { $0.isHexDigit }) })
-        #expect(pin.count == 32, "\(line)")
+        #expect(pin.count == 32, "\(link.line)")
 
         let first = try BrowserViewer(janus: janus.url, mountpoint: id, pin: pin, apiSecret: janus.apiSecret)
         // The first viewer's picture, then ten seconds of it.

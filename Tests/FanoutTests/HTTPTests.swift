@@ -88,9 +88,11 @@ struct HTTPTests {
         #expect(try HTTPURL("http://janus.example") == HTTPURL(host: "janus.example", port: 80, path: "/"))
         #expect(try HTTPURL("http://[::1]:8088/janus/") == HTTPURL(host: "::1", port: 8088, path: "/janus/"))
         #expect(try HTTPURL("http://[::1]:8088/janus").description == "http://[::1]:8088/janus")
-        let https = #expect(throws: HTTPError.self) { try HTTPURL("https://janus.example/janus") }
-        #expect(https?.description.contains("https is not supported") == true)
-        for bad in ["ftp://x", "http://", "http://host:99999/", "http://user:pw@host/", "http://host:x/", "http://[::1/"] {
+        #expect(try HTTPURL("https://janus.example/janus") == HTTPURL(host: "janus.example", port: 443, path: "/janus", isSecure: true))
+        #expect(try HTTPURL("HTTPS://[::1]:8089/janus") == HTTPURL(host: "::1", port: 8089, path: "/janus", isSecure: true))
+        #expect(try HTTPURL("https://h:8089/janus").with(path: "/janus/1").description == "https://h:8089/janus/1")
+        #expect(try HTTPURL("https://h:443/").description == "https://h/")
+        for bad in ["ftp://x", "https://", "httpss://x", "http://", "http://host:99999/", "http://user:pw@host/", "http://host:x/", "http://[::1/"] {
             #expect(throws: HTTPError.self, "\(bad)") { try HTTPURL(bad) }
         }
         let request = String(decoding: httpRequest(method: "POST", url: try HTTPURL("http://h:1/a?b=c"), body: Array("{}".utf8)), as: UTF8.self)

@@ -3,10 +3,13 @@ public import Foundation
 /// Janus (Debian's package) for one test: a configuration the project
 /// writes (only the streaming plugin and the HTTP transport, on loopback, a
 /// free HTTP port, an RTP port range of its own, an API secret and a
-/// streaming admin key), stopped by PID.
+/// streaming admin key), stopped by PID. Given certificates, its API is on
+/// a second port over HTTPS too.
 public final class JanusServer: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let httpPort: Int
+    /// The HTTPS API's port, when started with certificates.
+    public let httpsPort: Int?
     public let apiSecret = "api-\(UInt64.random(in: 0...UInt64.max))"
     public let adminKey = "admin-\(UInt64.random(in: 0...UInt64.max))"
     /// The credentials as `share send --janus-secrets` reads them (mode 0600).
@@ -14,34 +17,41 @@ public final class JanusServer: @unchecked Sendable {
     private let server: ChildProcess
 
     public var url: String { "http://127.0.0.1:\(httpPort)/janus" }
+    public var secureURL: String? { httpsPort.map { "https://127.0.0.1:\($0)/janus" } }
     public var pid: pid_t { server.pid }
     public var log: String { server.output }
 
-    public init() throws {
+    public init(certificates: TestCertificates? = nil) throws {
         directory = try TemporaryDirectory()
         httpPort = freeTCPPort()
+        httpsPort = certificates.map { _ in freeTCPPort() }
         // Each server its own 250 UDP ports, below the kernel's ephemeral range.
         let base = 20_000 + Int(UInt32.random(in: 0..<48)) * 250
         let script = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/janus-config.sh").path
-        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret, adminKey])
+        var https: [String: String] = [:]
+        if let certificates, let httpsPort {
+            https = ["HTTPS_PORT": "\(httpsPort)", "CERT_PEM": certificates.serverCertificate, "CERT_KEY": certificates.serverKey]
+        }
+        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret, adminKey], environment: https)
         guard written.status == 0 else { throw TestEnvironmentError("janus-config.sh: \(written.stderr)") }
         secretsFile = directory.path("janus.secrets")
-        server = try Self.start(arguments: ["-C", directory.path("janus.jcfg"), "-F", directory.url.path])
+        server = try Self.start(arguments: ["-C", directory.path("janus.jcfg"), "-F", directory.url.path],
+                                ready: certificates == nil ? "HTTP webserver started" : "HTTPS webserver started")
     }
 
     /// Starts Janus and waits for its HTTP transport. Janus starts in a
     /// fraction of a second; once in CI, beside the other tests on two cores,
     /// one printed its version and nothing more for 15 s, so a start that
     /// stalls is stopped and tried once more before the test gives up.
-    private static func start(arguments: [String]) throws -> ChildProcess {
+    private static func start(arguments: [String], ready: String) throws -> ChildProcess {
         var stalled: [String] = []
         for _ in 0..<2 {
             let server = try ChildProcess(try which("janus"), arguments)
             let deadline = Date().addingTimeInterval(20)
-            while !server.output.contains("HTTP webserver started") && server.isRunning && Date() < deadline {
+            while !server.output.contains(ready) && server.isRunning && Date() < deadline {
                 usleep(50_000)
             }
-            if server.output.contains("HTTP webserver started") { return server }
+            if server.output.contains(ready) { return server }
             guard server.isRunning else { throw TestEnvironmentError("janus exited: \(server.output)") }
             stalled.append(server.output)
             server.stop(signal: SIGKILL)
@@ -77,7 +87,9 @@ public final class BrowserViewer: @unchecked Sendable {
     private let browser: ChildProcess
     private let profile: TemporaryDirectory
 
-    public init(janus: String, mountpoint: UInt64, pin: String?, apiSecret: String?) throws {
+    /// `trusting`: the base64 SPKI hash of the one server key Chromium
+    /// takes without a known CA (an https Janus with a test certificate).
+    public init(janus: String, mountpoint: UInt64, pin: String?, apiSecret: String?, trusting keyHash: String? = nil) throws {
         profile = try TemporaryDirectory()
         let page = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/viewer.html").path
         var query = "janus=\(janus)&id=\(mountpoint)"
@@ -86,8 +98,8 @@ public final class BrowserViewer: @unchecked Sendable {
         browser = try ChildProcess(try chromiumPath(), [
             "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.url.path)",
             "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
-            "--no-first-run", "--mute-audio", "file://\(page)?\(query)",
-        ])
+            "--no-first-run", "--mute-audio",
+        ] + (keyHash.map { ["--ignore-certificate-errors-spki-list=\($0)"] } ?? []) + ["file://\(page)?\(query)"])
     }
 
     /// Every statistics line the page logged so far, oldest first.
@@ -127,4 +139,21 @@ public final class BrowserViewer: @unchecked Sendable {
 public func chromiumPath() throws -> String {
     let real = "/usr/lib/chromium/chromium-headless-shell"
     return FileManager.default.isExecutableFile(atPath: real) ? real : try which("chromium-headless-shell")
+}
+
+/// The mountpoint and pin in `share send --janus`'s "watch:" line.
+public struct ViewerLink: Sendable {
+    public let line: String
+    public let mountpoint: UInt64
+    public let pin: String
+
+    public init?(senderOutput: String) {
+        guard let line = senderOutput.split(separator: "\n").first(where: { $0.contains("janus: mountpoint") && $0.contains("watch:") }),
+              let id = line.split(separator: " ").lazy.compactMap({ UInt64($0) }).first,
+              let pin = line.split(separator: "&pin=").dropFirst().first.map({ String($0.prefix { $0.isHexDigit }) })
+        else { return nil }
+        self.line = String(line)
+        mountpoint = id
+        self.pin = pin
+    }
 }

@@ -5,9 +5,12 @@
 # viewers' WebRTC connections, one each; 50 for mountpoints), an API
 # secret and a streaming admin key (random unless given), and the secrets
 # file `share send --janus-secrets` reads (DIR/janus.secrets, mode 0600).
+# With HTTPS_PORT, CERT_PEM and CERT_KEY set, the API is also served over
+# HTTPS on 127.0.0.1:HTTPS_PORT with that certificate (`share send --janus
+# https://...`); set HTTPS_IP to listen elsewhere.
 # Start Janus with:  janus -C DIR/janus.jcfg -F DIR
 #
-#   janus-config.sh DIR HTTP_PORT RTP_BASE [API_SECRET ADMIN_KEY]
+#   [HTTPS_PORT=P CERT_PEM=F CERT_KEY=F] janus-config.sh DIR HTTP_PORT RTP_BASE [API_SECRET ADMIN_KEY]
 set -euo pipefail
 dir=$1 http_port=$2 rtp_base=$3
 api_secret=${4:-api-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
@@ -31,9 +34,16 @@ nat: { ice_enforce_list = "lo" }
 plugins: { disable = "$(list audiobridge duktape echotest lua nosip recordplay sip textroom videocall videoroom voicemail)" }
 transports: { disable = "$(list mqtt nanomsg pfunix rabbitmq websockets)" }
 CFG
+if [ -n "${HTTPS_PORT:-}" ]; then
+	https="https = true secure_port = $HTTPS_PORT secure_ip = \"${HTTPS_IP:-127.0.0.1}\""
+	certificates="certificates: { cert_pem = \"$CERT_PEM\" cert_key = \"$CERT_KEY\" }"
+else
+	https="https = false" certificates=""
+fi
 cat >"$dir/janus.transport.http.jcfg" <<CFG
-general: { json = "compact" base_path = "/janus" http = true port = $http_port ip = "127.0.0.1" https = false }
+general: { json = "compact" base_path = "/janus" http = true port = $http_port ip = "127.0.0.1" $https }
 admin: { admin_http = false }
+$certificates
 CFG
 cat >"$dir/janus.plugin.streaming.jcfg" <<CFG
 general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 200))-$((rtp_base + 249))" }

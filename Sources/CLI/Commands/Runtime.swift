@@ -80,3 +80,10 @@ public func writeJSON(_ value: some Encodable, to path: String) {
         note("cannot write \(path): \(error)")
     }
 }
+
+/// Whether `path` names a file this process can read (a usage check before anything starts).
+func fileIsReadable(_ path: String) -> Bool {
+    var directory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && !directory.boolValue
+        && FileManager.default.isReadableFile(atPath: path)
+}

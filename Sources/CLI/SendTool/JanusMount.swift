@@ -17,7 +17,7 @@ struct JanusMount {
     let pin: String
 
     /// Creates the mountpoint and sets `configuration` up to send to it.
-    static func create(url text: String, secretsFile: String?, name: String?,
+    static func create(url text: String, secretsFile: String?, name: String?, rule: HTTPTransportRule,
                        configuration: inout SenderConfiguration) throws -> JanusMount {
         let url = try HTTPURL(text)
         var credentials = JanusCredentials()
@@ -42,7 +42,8 @@ struct JanusMount {
             videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
             audio: configuration.audio.map { .init(payloadType: Int(configuration.audioPayloadType), stereo: $0.channels == 2) },
             srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: secret, pin: pin)
-        let client = JanusClient(url: url, credentials: credentials)
+        var client = JanusClient(url: url, credentials: credentials)
+        client.http.rule = rule
         let mountpoint = try client.create(request)
         configuration.host = url.host
         configuration.port = mountpoint.videoPort

@@ -1,4 +1,5 @@
 import ShareCommands
+import ShareFanout
 import ShareGovernor
 import ShareHandshake
 import ShareSender
@@ -79,7 +80,17 @@ extension JanusMount {
     /// then go where Janus says; a failure ends the program with why.
     static func mount(url: String, options o: SendOptions, configuration: inout SenderConfiguration) -> JanusMount {
         if o.audioPort != nil || o.rtcpPort != nil || o.audioRTCPPort != nil { fail("--janus chooses the ports: no --audio-port or --rtcp-port") }
-        do { return try JanusMount.create(url: url, secretsFile: o.janusSecrets, name: o.name, configuration: &configuration) } catch {
+        let trust: TLSTrust = o.janusInsecure ? .none : o.janusCa.map { .authority(file: $0) } ?? .system
+        if o.janusInsecure {
+            note("janus: warning: --janus-insecure: Janus's certificate is not checked (allowed on loopback only)")
+        }
+        if o.janusAllowPlainHttp {
+            note("janus: warning: --janus-allow-plain-http: unless \(url) is this machine, \(JanusClient.plainTextCarries) cross the network in clear")
+        }
+        let rule = HTTPTransportRule(trust: trust, plainHTTPBeyondLoopback: o.janusAllowPlainHttp, carries: JanusClient.plainTextCarries)
+        do {
+            return try JanusMount.create(url: url, secretsFile: o.janusSecrets, name: o.name, rule: rule, configuration: &configuration)
+        } catch {
             fail("janus: \(error)")
         }
     }
