@@ -100,11 +100,13 @@ fuzz: deps
 		echo "$$t: $$(grep -E "^stat::number_of_executed_units" .build/fuzz-$$t.log)"; }; \
 	export -f fuzz_one; printf '%s\n' $(FUZZ_TARGETS) | xargs -P "$$(nproc)" -I{} bash -c 'fuzz_one {}'
 
-## bench-fanout: Janus's CPU and memory forwarding one `share send --janus` stream to 0, 10 and
-## 50 WebRTC viewers (aiortc from PyPI), and a headless browser's time to its first picture
+## bench-fanout: Janus's CPU and memory forwarding one `share send --janus` stream to 0, 10, 50 and
+## 100 WebRTC viewers (aiortc from PyPI), a headless browser's time to its first picture, the
+## sender's cost feeding 1, 4 and 16 Janus servers; then the capacity plan for 10,000 viewers
 bench-fanout: deps
 	for p in share share-send; do swift build -c release --product $$p $(SWIFT_FLAGS) || exit 1; done
 	python3 Benchmarks/fanout.py $(FANOUT_ARGS)
+	python3 Benchmarks/capacity.py
 
 ## bench-capture: what capturing costs the sender: a 4K screen (in bands, encoded at 1080p) beside
 ## 1080p, a still screen, and the pointer moving over it (only its bands grabbed, and grabbed whole);

@@ -10,9 +10,14 @@ CPU (/proc/<pid>/stat) and resident memory are measured over a window while
 all N receive, and a real headless Chromium then joins as one more viewer:
 its time from asking to watch to the first picture on screen.
 
-    make bench-fanout                  # 0, 10 and 50 viewers, 10 s windows
-    python3 Benchmarks/fanout.py --viewers 0,10,50 --seconds 10
-    python3 Benchmarks/fanout.py --quick   # 2 viewers, 3 s (the test suite runs this)
+Then the sender's own cost of feeding several Janus servers (edges) from
+one encode: for 1, 4 and 16 Janus processes, one `share send` run each
+(--janus-list), side by side in one run: its CPU per frame, footprint and
+upload.
+
+    make bench-fanout                  # 0, 10, 50 and 100 viewers; 1, 4 and 16 edges; 10 s windows
+    python3 Benchmarks/fanout.py --viewers 0,10,50,100 --edges 1,4,16 --seconds 10
+    python3 Benchmarks/fanout.py --quick   # 2 viewers, 1 and 2 edges, 3 s (the test suite runs this)
 
 Results: Benchmarks/results/fanout.md and fanout.json.
 """
@@ -225,16 +230,106 @@ def measure(count, args, janus, link, mountpoint, pin, apisecret, work):
     }
 
 
+def start_janus(work, index):
+    """Janus number `index` of this run: its own configuration, HTTP port and
+    RTP ports (250 each), started and waited for. Returns its process, API
+    address, secrets file and API secret."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    rtp_base = 20000 + ((os.getpid() % 2) * 20 + index) * 250  # below the ephemeral ports (32768)
+    directory = os.path.join(work, f"janus-{index}")
+    subprocess.run([os.path.join(ROOT, "examples", "fanout", "janus-config.sh"), directory, str(http_port), str(rtp_base)],
+                   check=True)
+    log = os.path.join(work, f"janus-{index}.log")
+    process = subprocess.Popen(["janus", "-C", os.path.join(directory, "janus.jcfg"), "-F", directory],
+                               stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    for _ in range(400):
+        if "HTTP webserver started" in open(log).read():
+            break
+        time.sleep(0.05)
+    secrets = os.path.join(directory, "janus.secrets")
+    apisecret = next(line.split("=", 1)[1].strip() for line in open(secrets) if line.startswith("api_secret"))
+    return {"process": process, "url": f"http://127.0.0.1:{http_port}/janus", "secrets": secrets, "apisecret": apisecret}
+
+
+AUDIO_KBPS = 96  # the tone's Opus stream, as configured (the statistics count video bytes only)
+
+
+def rates(stats):
+    """Frames a second, the stream's kbit/s (video measured, audio as configured)
+    and CPU milliseconds a frame, from a --stats-json file's counters."""
+    seconds = max(stats["elapsedSeconds"], 1e-9)
+    frames = max(stats["framesEncoded"], 1)
+    return (stats["framesEncoded"] / seconds, stats["bytesSent"] * 8 / seconds / 1000 + AUDIO_KBPS,
+            stats["cpuSeconds"] * 1000 / frames)
+
+
+def measure_edges(count, servers, args, display, work):
+    """One `share send` feeding the first `count` servers for the window:
+    its CPU per frame, peak footprint and RSS, and what it uploaded."""
+    listing = os.path.join(work, f"edges-{count}.list")
+    with open(listing, "w") as f:
+        for server in servers[:count]:
+            f.write(f"{server['url']} {server['secrets']}\n")
+    stats = os.path.join(work, f"edges-{count}.json")
+    log = os.path.join(work, f"edges-{count}.log")
+    result = subprocess.run([os.path.join(args.bin, "share"), "send", "--janus-list", listing, "--display", display,
+                             "--audio-tone", "440", "--duration", str(args.seconds + 2), "--stats-json", stats],
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=args.seconds + 60)
+    if result.returncode != 0:
+        print(open(log).read(), file=sys.stderr)
+        raise RuntimeError(f"share send to {count} edges failed")
+    with open(stats) as f:
+        s = json.load(f)
+    fed = sum(1 for d in s.get("destinations", []) if not d["dropped"]) if count > 1 else 1
+    fps, kbps, cpu = rates(s)
+    return {"edges": count, "fed": fed, "cpuMsPerFrame": cpu, "fps": fps, "streamKbps": kbps, "uploadMbps": kbps * count / 1000,
+            "peakFootprintMiB": s["peakFootprintBytes"] / 1048576, "peakResidentMiB": s["peakResidentBytes"] / 1048576}
+
+
+def markdown_edges(rows, settings):
+    base = rows[0]
+    lines = [f"The sender feeding several Janus servers from one encode ({settings}): one `share send --janus-list` "
+             "run per row, side by side; the packets are copied to each server, nothing is encoded twice.", "",
+             "| edges | fed | CPU per frame (ms) | vs first row | fps | stream (kbit/s) | upload (Mbit/s) | "
+             "peak footprint (MiB) | peak RSS (MiB) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['edges']} | {r['fed']} | {r['cpuMsPerFrame']:.2f} | {r['cpuMsPerFrame'] / base['cpuMsPerFrame']:.2f}x | "
+                     f"{r['fps']:.1f} | {r['streamKbps']:.0f} | {r['uploadMbps']:.1f} | {r['peakFootprintMiB']:.1f} | "
+                     f"{r['peakResidentMiB']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def per_viewer(rows, stream_kbps):
+    """Janus's cost per viewer, from the rows with viewers against the one without:
+    CPU (% of a core) per viewer and per Mbit/s forwarded, memory per viewer."""
+    idle = next((r for r in rows if r["viewers"] == 0), None)
+    for r in rows:
+        if idle is None or r["viewers"] == 0:
+            continue
+        forwarded = r["receiving"] * stream_kbps / 1000
+        r["forwardedMbps"] = forwarded
+        r["janusCorePercentPerViewer"] = (r["janusCorePercent"] - idle["janusCorePercent"]) / r["viewers"]
+        r["janusCorePercentPerMbps"] = (r["janusCorePercent"] - idle["janusCorePercent"]) / forwarded if forwarded else None
+        r["janusMiBPerViewer"] = (r["janusResidentMiB"] - idle["janusResidentMiB"]) / r["viewers"]
+
+
 def markdown(rows, settings):
     lines = [f"Fan-out through Janus ({settings}): Janus's CPU and memory while it forwards one `share send --janus` "
              "stream to N WebRTC viewers (aiortc, frames counted, not decoded), and a headless Chromium joining as one "
              "more: time from asking to watch to its first picture.", "",
-             "| viewers | receiving | Janus CPU (% of a core) | Janus RSS (MiB) | video / audio frames/s per viewer | browser join (ms) |",
-             "|---|---|---|---|---|---|"]
+             "| viewers | receiving | Janus CPU (% of a core) | Janus RSS (MiB) | CPU per viewer (%) | CPU per Mbit/s (%) | "
+             "MiB per viewer | video / audio frames/s per viewer | browser join (ms) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    number = lambda r, key, form: form.format(r[key]) if r.get(key) is not None else "-"
     for r in rows:
         per = "-" if r["framesPerViewerPerSecond"] is None else \
             f"{r['framesPerViewerPerSecond']:.1f} / {r['audioFramesPerViewerPerSecond']:.1f}"
         lines.append(f"| {r['viewers']} | {r['receiving']} | {r['janusCorePercent']:.1f} | {r['janusResidentMiB']:.1f} | "
+                     f"{number(r, 'janusCorePercentPerViewer', '{:.2f}')} | {number(r, 'janusCorePercentPerMbps', '{:.2f}')} | "
+                     f"{number(r, 'janusMiBPerViewer', '{:.2f}')} | "
                      f"{per} | {r['browserJoinMs'] if r['browserJoinMs'] is not None else '-'} |")
     return "\n".join(lines) + "\n"
 
@@ -248,7 +343,8 @@ def main():
     v.add_argument("--pin", required=True, help="the mountpoint's pin (its viewer link carries it)")
     v.add_argument("--count", type=int, required=True)
     v.add_argument("--apisecret")
-    parser.add_argument("--viewers", default="0,10,50", help="comma-separated viewer counts")
+    parser.add_argument("--viewers", default="0,10,50,100", help="comma-separated viewer counts")
+    parser.add_argument("--edges", default="1,4,16", help="comma-separated counts of Janus servers one sender feeds")
     parser.add_argument("--seconds", type=float, default=10, help="measured seconds per count")
     parser.add_argument("--size", default="1280x720")
     parser.add_argument("--quick", action="store_true", help="2 viewers, 3 s: does the benchmark work")
@@ -259,37 +355,26 @@ def main():
         asyncio.run(run_viewers(args))
         return 0
     if args.quick:
-        args.viewers, args.seconds = "2", 3
+        args.viewers, args.edges, args.seconds = "0,2", "1,2", 3
     counts = [int(n) for n in args.viewers.split(",")]
+    edge_counts = [int(n) for n in args.edges.split(",") if n]
     work = tempfile.mkdtemp(prefix="share-fanout-")
     processes = []
     try:
-        import socket
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            http_port = s.getsockname()[1]
-        rtp_base = 20000 + (os.getpid() % 48) * 250
-        subprocess.run([os.path.join(ROOT, "examples", "fanout", "janus-config.sh"), os.path.join(work, "janus"),
-                        str(http_port), str(rtp_base)], check=True)
-        args.janus_url = f"http://127.0.0.1:{http_port}/janus"
-        janus_log = open(os.path.join(work, "janus.log"), "w")
-        janus = subprocess.Popen(["janus", "-C", os.path.join(work, "janus", "janus.jcfg"), "-F", os.path.join(work, "janus")],
-                                 stdout=janus_log, stderr=subprocess.STDOUT)
+        first = start_janus(work, 0)
+        janus = first["process"]
         processes.append(janus)
+        args.janus_url, secrets, apisecret = first["url"], first["secrets"], first["apisecret"]
         display, xvfb = start_xvfb(args.size)
         processes.append(xvfb)
         processes.append(subprocess.Popen([os.path.join(args.bin, "share"), "scene", "--display", display],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for _ in range(200):
-            if "HTTP webserver started" in open(os.path.join(work, "janus.log")).read():
-                break
-            time.sleep(0.05)
-        secrets = os.path.join(work, "janus", "janus.secrets")
-        apisecret = next(line.split("=", 1)[1].strip() for line in open(secrets) if line.startswith("api_secret"))
         duration = sum(args.seconds + 20 + n for n in counts) + 10
         send_log = os.path.join(work, "send.log")
+        sender_stats = os.path.join(work, "send.json")
         sender = subprocess.Popen([os.path.join(args.bin, "share"), "send", "--janus", args.janus_url, "--janus-secrets", secrets,
-                                   "--display", display, "--audio-tone", "440", "--duration", str(duration)],
+                                   "--display", display, "--audio-tone", "440", "--duration", str(duration),
+                                   "--stats-json", sender_stats],
                                   stdout=open(send_log, "w"), stderr=subprocess.STDOUT)
         processes.append(sender)
         link = mountpoint = None
@@ -310,16 +395,32 @@ def main():
             row = measure(count, args, janus, link, mountpoint, pin, apisecret, work)
             print(json.dumps(row), flush=True)
             rows.append(row)
+        # The sender's own figures over the viewer rows: the stream's rate.
+        sender.send_signal(signal.SIGINT)
+        sender.wait(timeout=30)
+        with open(sender_stats) as f:
+            stream_kbps = rates(json.load(f))[1]
+        per_viewer(rows, stream_kbps)
+        # Then the sender's cost by the number of servers it feeds.
+        servers = [first] + [start_janus(work, index) for index in range(1, max(edge_counts, default=1))]
+        processes += [server["process"] for server in servers[1:]]
+        edge_rows = []
+        for count in edge_counts:
+            row = measure_edges(count, servers, args, display, work)
+            print(json.dumps(row), flush=True)
+            edge_rows.append(row)
         settings = f"{args.size} at 30 fps with a tone, {args.seconds:g} s windows, {os.cpu_count()} cores"
         out = args.out or (None if args.quick else os.path.join(ROOT, "Benchmarks", "results"))
+        report = markdown(rows, settings) + ("\n" + markdown_edges(edge_rows, settings) if edge_rows else "")
         if out:
             os.makedirs(out, exist_ok=True)
             with open(os.path.join(out, "fanout.md"), "w") as f:
-                f.write(markdown(rows, settings))
+                f.write(report)
             with open(os.path.join(out, "fanout.json"), "w") as f:
-                json.dump({"settings": settings, "rows": rows}, f, indent=2)
-        print(markdown(rows, settings))
+                json.dump({"settings": settings, "streamKbps": stream_kbps, "rows": rows, "edges": edge_rows}, f, indent=2)
+        print(report)
         ok = all(r["receiving"] == r["viewers"] and (r["browserFramesDecoded"] or 0) > 0 for r in rows)
+        ok = ok and all(r["fed"] == r["edges"] for r in edge_rows)
         return 0 if ok else 1
     finally:
         for process in reversed(processes):

@@ -256,6 +256,20 @@ public struct JanusClient: Sendable {
         }
     }
 
+    /// Whether the server answers its API (`GET .../info`, no session): a
+    /// cheap check that it is still there, within `timeout`.
+    public func ping(timeout: Duration) throws(JanusError) {
+        var http = http
+        http.timeout = timeout
+        let info = url.with(path: url.path.hasSuffix("/") ? "\(url.path)info" : "\(url.path)/info")
+        let response: HTTPResponse
+        do { response = try http.send("GET", info) } catch { throw JanusError("\(error)") }
+        guard response.status == 200,
+              let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
+              object["janus"] as? String == "server_info"
+        else { throw JanusError("\(info) answered HTTP \(response.status), not Janus's server info") }
+    }
+
     private func withStreamingHandle<T>(_ body: (HTTPURL, () -> String) throws(JanusError) -> T) throws(JanusError) -> T {
         var counter = 0
         let transaction = { () -> String in

@@ -90,7 +90,7 @@ final class FeedbackLoop {
             receiveMain(buffer[0..<count], context: context, began: began, send: send, keyframe: keyframe)
         }
         for (index, control) in controls.enumerated() where ready[index + 1] {
-            try receiveControl(control.socket, stream: control.stream, buffer: &buffer, keyframe: keyframe)
+            try receiveControl(control.socket, stream: control.stream, from: control.destination, buffer: &buffer, keyframe: keyframe)
         }
     }
 
@@ -112,13 +112,13 @@ final class FeedbackLoop {
         probe(now: now, context: context)
         let (videoDue, drawnApart) = network.video.withLock { stream in
             if let rtt { stream.observeRoundTrip(rtt) }
-            return (stream.poll(now: now) { network.sendRTCP($0, route: network.routes.video, now: now) },
+            return (stream.poll(now: now) { network.sendRTCP($0, stream: nil, now: now) },
                     stream.pointerDrawnApart(now: now))
         }
         network.placePointer?(drawnApart)
         var next = videoDue
         for (index, stream) in network.audio.enumerated() {
-            let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, route: network.routes.audio[index], now: now) } }
+            let due = stream.withLock { $0.poll(now: now) { network.sendRTCP($0, stream: index, now: now) } }
             next = min(next, due)
         }
         // Reports and repairs just queued leave now when the budget allows.
@@ -209,15 +209,16 @@ final class FeedbackLoop {
     }
 
     /// Drains an RTCP socket of its own (at most 64 datagrams a turn): the
-    /// video's takes authenticated feedback and plain keyframe requests;
-    /// an audio stream's only what concerns that stream.
-    private func receiveControl(_ control: UDPSocket, stream index: Int?, buffer: inout [UInt8],
+    /// video's takes authenticated feedback and plain keyframe requests
+    /// (counted for the destination that asked); an audio stream's only
+    /// what concerns that stream. A dropped destination's are read and ignored.
+    private func receiveControl(_ control: UDPSocket, stream index: Int?, from destination: DestinationState, buffer: inout [UInt8],
                                 keyframe: () -> Void) throws(TransportError) {
         let network = network
         var count = 0
         for _ in 0..<64 {
             guard try control.receive(into: &buffer, count: &count, timeoutMilliseconds: 0) != nil else { return }
-            guard network.link.ready.load(ordering: .relaxed) else { continue }
+            guard network.link.ready.load(ordering: .relaxed), destination.isActive else { continue }
             let now = SystemClock.now()
             var datagram = PacketBuffer(buffer[0..<count])
             if let index {
@@ -226,7 +227,14 @@ final class FeedbackLoop {
                 }
             } else {
                 let feedback = network.video.withLock { stream in
-                    stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { bytes in
+                    // What this destination asked, honoured or too soon after the last.
+                    let before = stream.statistics.plainKeyframeRequests + stream.statistics.plainRequestsLimited
+                    defer {
+                        if stream.statistics.plainKeyframeRequests + stream.statistics.plainRequestsLimited > before {
+                            destination.keyframeRequests.add(1, ordering: .relaxed)
+                        }
+                    }
+                    return stream.handle(controlPortDatagram: &datagram, now: now, reply: { _ = control.send($0) }, repair: { bytes in
                         network.paced.enqueue(bytes, kind: .retransmission, now: now)
                     })
                 }

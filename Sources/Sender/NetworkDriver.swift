@@ -73,7 +73,7 @@ final class NetworkDriver: @unchecked Sendable {
         self.audio = audio
         let controller = Locked(CongestionController(configuration: congestion))
         self.controller = controller
-        paced = PacedSending(socket: socket, controller: controller, startRate: congestion.start)
+        paced = PacedSending(socket: socket, routes: routes, controller: controller, startRate: congestion.start)
         targetBitrate = Atomic(Int(congestion.start.bitsPerSecond))
     }
 
@@ -117,11 +117,13 @@ final class NetworkDriver: @unchecked Sendable {
                    now: MonotonicTime) throws(SRTPError) {
         guard link.ready.load(ordering: .acquiring) else { return }
         let destination = routes.audio[index].media
+        let (primary, copies) = (routes.primary, routes.copies)
         try audio[index].withLock { stream throws(SRTPError) in
             try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
                 // On a port of its own audio leaves at once, as it would from the pacer.
                 if let destination {
-                    socket.send(datagram, to: destination)
+                    if primary.isActive { socket.send(datagram, to: destination) }
+                    for copy in copies where copy.state.isActive { socket.send(datagram, to: copy.audio[index].media) }
                 } else {
                     paced.enqueue(datagram, kind: .immediate, now: now)
                 }
@@ -130,11 +132,15 @@ final class NetworkDriver: @unchecked Sendable {
         if destination == nil { paced.flush() }
     }
 
-    /// Sends a stream's RTCP the way its route says: on its own socket, to
-    /// its media's port, or with the video, through the pacer (RTCP is not
-    /// paced, only kept in order with the media) unless `now` is nil (the
-    /// threads are done: straight to the socket).
-    func sendRTCP(_ bytes: ArraySlice<UInt8>, route: MediaRoutes.Route, now: MonotonicTime?) {
+    /// Sends a stream's RTCP (`stream` nil: the video's) the way its route
+    /// says: on its own socket, to its media's port, or with the video,
+    /// through the pacer (RTCP is not paced, only kept in order with the
+    /// media) unless `now` is nil (the threads are done: straight to the
+    /// socket). Copies get it at their own ports.
+    func sendRTCP(_ bytes: ArraySlice<UInt8>, stream: Int?, now: MonotonicTime?) {
+        routes.sendToCopies(rtcp: bytes, stream: stream, on: socket)
+        guard routes.primary.isActive else { return }
+        let route = stream.map { routes.audio[$0] } ?? routes.video
         if let control = route.control {
             control.send(bytes)
         } else if let now, route.media == nil {
@@ -154,9 +160,9 @@ final class NetworkDriver: @unchecked Sendable {
         var count = 0
         for _ in 0..<(link.usesHandshake ? 5 : 1) {
             let now = SystemClock.now()
-            video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.video, now: nil) } }
+            video.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, stream: nil, now: nil) } }
             for (index, stream) in audio.enumerated() {
-                stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, route: routes.audio[index], now: nil) } }
+                stream.withLock { $0.goodbye(reason: reason, now: now) { sendRTCP($0, stream: index, now: nil) } }
             }
             guard link.usesHandshake else { return }
             let deadline = SystemClock.now() + .milliseconds(60)
@@ -185,7 +191,7 @@ final class NetworkDriver: @unchecked Sendable {
     /// its next timer.
     private func tellNow(_ now: MonotonicTime) {
         guard link.ready.load(ordering: .acquiring) else { return }
-        video.withLock { _ = $0.poll(now: now) { sendRTCP($0, route: routes.video, now: now) } }
+        video.withLock { _ = $0.poll(now: now) { sendRTCP($0, stream: nil, now: now) } }
         paced.flush()
     }
 
@@ -202,7 +208,7 @@ final class NetworkDriver: @unchecked Sendable {
         let ready = link.ready.load(ordering: .acquiring)
         video.withLock { stream in
             stream.updateCursor(position, shape: shape, now: now) { bytes in
-                if ready { sendRTCP(bytes, route: routes.video, now: now) }
+                if ready { sendRTCP(bytes, stream: nil, now: now) }
             }
         }
         if ready { paced.flush() }

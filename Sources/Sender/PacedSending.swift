@@ -16,6 +16,8 @@ final class PacedSending: @unchecked Sendable {
     // behind a mutex or an atomic; the pacer's lock is never held with the
     // controller's, nor while waiting.
     private let socket: UDPSocket
+    /// Where released packets go: the socket's peer and any copies.
+    private let routes: MediaRoutes
     private let pacer: Locked<PacketPacer>
     private let controller: Locked<CongestionController>
     private let wake = DispatchSemaphore(value: 0)
@@ -24,8 +26,9 @@ final class PacedSending: @unchecked Sendable {
     private static let repairWindow: Duration = .seconds(1)
     private let repairs = Locked<[(at: MonotonicTime, bits: Int)]>([])
 
-    init(socket: UDPSocket, controller: Locked<CongestionController>, startRate: Bitrate) {
+    init(socket: UDPSocket, routes: MediaRoutes, controller: Locked<CongestionController>, startRate: Bitrate) {
         self.socket = socket
+        self.routes = routes
         self.controller = controller
         pacer = Locked(PacketPacer(targetBitrate: startRate))
     }
@@ -91,7 +94,7 @@ final class PacedSending: @unchecked Sendable {
             var sent: [SentPacket] = []
             var repairBits = 0
             pacer.release(now: now) { bytes, kind in
-                socket.send(bytes)
+                routes.deliver(bytes, on: socket)
                 if let packet = Self.sentPacket(bytes, kind: kind, at: now) { sent.append(packet) }
                 if kind == .retransmission { repairBits += bytes.count * 8 }
             }

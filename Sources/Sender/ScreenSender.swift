@@ -244,6 +244,18 @@ public final class ScreenSender: Sendable {
         }
     }
 
+    /// Stops sending to one destination of a stream with copies (0: the
+    /// configuration's own, then `copies` in order), as when that SFU went
+    /// away; the others go on. False when there is no such destination or
+    /// it was dropped already. Dropping every one leaves the sender running
+    /// with nowhere to send: the host decides whether to stop.
+    @discardableResult
+    public func dropDestination(_ index: Int) -> Bool {
+        let destinations = network.routes.destinations
+        guard destinations.count > 1, destinations.indices.contains(index) else { return false }
+        return destinations[index].drop()
+    }
+
     /// Stops the threads, sends RTCP BYE and reports `finished` before returning.
     public func stop() {
         finish(with: nil)

@@ -106,7 +106,7 @@ extension ScreenSender {
         do {
             routes = try MediaRoutes.make(host: configuration.host, audioStreams: audio.channels.count,
                                           audioPorts: configuration.audioPorts, rtcpPort: configuration.rtcpPort,
-                                          audioRTCPPorts: configuration.audioRTCPPorts)
+                                          audioRTCPPorts: configuration.audioRTCPPorts, copies: configuration.copies)
         } catch {
             throw .transport(error.description)
         }
@@ -172,6 +172,25 @@ extension ScreenSender {
         if case .handshake = c.keying, !c.audioPorts.isEmpty || c.rtcpPort != nil || !c.audioRTCPPorts.isEmpty {
             throw .configuration("separate audio and RTCP ports are for SFUs and standard receivers, with a static key "
                 + "(--srtp-key-file or --sdp); share recv takes everything on one port")
+        }
+        try checkCopies(c)
+    }
+
+    /// Copies go to SFUs: a static key, and RTCP and audio on ports of their
+    /// own at the first destination too, so nothing reaches a copy twice.
+    static func checkCopies(_ c: SenderConfiguration) throws(SenderError) {
+        guard !c.copies.isEmpty else { return }
+        guard case .staticKey = c.keying, c.rtcpPort != nil, c.audioPorts.count >= c.audio.count else {
+            throw .configuration("copies of the stream are for SFUs: a static key, and an RTCP port and audio ports of their own")
+        }
+        for copy in c.copies {
+            let ports = [copy.port] + (copy.rtcpPort.map { [$0] } ?? []) + copy.audioPorts
+            guard ports.allSatisfy({ (1...65535).contains($0) }), Set(ports).count == ports.count else {
+                throw .configuration("a copy to \(copy.host) has a port outside 1-65535 or one port twice")
+            }
+            guard copy.audioPorts.count >= c.audio.count else {
+                throw .configuration("a copy to \(copy.host) has \(copy.audioPorts.count) audio ports for \(c.audio.count) audio streams")
+            }
         }
     }
 }

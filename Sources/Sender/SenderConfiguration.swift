@@ -112,6 +112,12 @@ public struct SenderConfiguration: Sendable {
     public var rtcpPort: Int?
     /// Each audio stream's RTCP on a port of its own. Empty: muxed.
     public var audioRTCPPorts: [Int] = []
+    /// More places that get every packet sent to the one above (other SFUs'
+    /// mountpoints): the same protected stream, copied, with no second
+    /// encode. Static key, with `rtcpPort` and `audioPorts`, only: each
+    /// copy's RTCP port takes its own keyframe requests, and a copy can be
+    /// dropped while the others go on (`ScreenSender.dropDestination`).
+    public var copies: [MediaCopy] = []
     /// How the screen is captured: X11, or a Wayland desktop's screen cast
     /// through PipeWire; `auto` follows `WAYLAND_DISPLAY`.
     public var capture: CaptureBackend = .auto
@@ -257,5 +263,25 @@ public struct SenderSetup: Sendable, Equatable, CustomStringConvertible, CustomD
     public var customMirror: Mirror {
         Mirror(self, children: ["sourceSize": sourceSize, "encodedSize": encodedSize, "fps": fps,
                                 "bitrateKbps": bitrateKbps, "destination": destination, "title": title as Any])
+    }
+}
+
+/// One more destination of every packet (`SenderConfiguration.copies`):
+/// an SFU mountpoint's ports, shaped like the first destination's.
+public struct MediaCopy: Sendable, Equatable {
+    /// Its host name or address.
+    public var host: String
+    /// Video RTP.
+    public var port: Int
+    /// The video's RTCP (sender reports out, plain PLI/FIR in); nil: none sent there.
+    public var rtcpPort: Int?
+    /// Each audio stream's RTP (and RTCP), in the order of `audio`.
+    public var audioPorts: [Int]
+
+    public init(host: String, port: Int, rtcpPort: Int?, audioPorts: [Int]) {
+        self.host = host
+        self.port = port
+        self.rtcpPort = rtcpPort
+        self.audioPorts = audioPorts
     }
 }

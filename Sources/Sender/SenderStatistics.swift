@@ -66,6 +66,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var controlPortRefused = 0
     /// Datagrams from the receiver's address refused: not RTCP, or failed SRTCP authentication.
     public var rtcpRejected = 0
+    /// With copies (`SenderConfiguration.copies`): each destination, the
+    /// first one first. Empty without copies.
+    public var destinations: [DestinationStatistics] = []
     /// Sessions established (1, plus one per receiver restart or renewal),
     /// and how long the first handshake took from `start`.
     public var sessions = 0
@@ -233,5 +236,19 @@ public struct RateSample: Sendable, Codable, Equatable {
         self.queueDelayMilliseconds = queueDelayMilliseconds
         self.lossFraction = lossFraction
         self.roundTripMilliseconds = roundTripMilliseconds
+    }
+}
+
+/// One destination of a stream sent to several (`SenderStatistics.destinations`).
+public struct DestinationStatistics: Sendable, Codable, Equatable {
+    /// Plain PLI/FIR it sent on its RTCP port (honoured under the stream's
+    /// limit of two a second, whoever asks).
+    public var keyframeRequests = 0
+    /// Whether it was dropped (`ScreenSender.dropDestination`): nothing is sent there since.
+    public var dropped = false
+
+    public init(keyframeRequests: Int = 0, dropped: Bool = false) {
+        self.keyframeRequests = keyframeRequests
+        self.dropped = dropped
     }
 }

@@ -86,6 +86,11 @@ final class StatisticsGatherer: Sendable {
             s.plainRTCPIgnored = streamStats.plainIgnored
             s.controlPortRefused = streamStats.controlPortRefused
             s.rtcpRejected = streamStats.rtcpRejected
+            if !network.routes.copies.isEmpty {
+                s.destinations = network.routes.destinations.map {
+                    DestinationStatistics(keyframeRequests: $0.keyframeRequests.load(ordering: .relaxed), dropped: !$0.isActive)
+                }
+            }
             s.roundTripMilliseconds = (driver.estimate.roundTrip ?? streamStats.roundTrip).map { $0.seconds * 1000 }
             s.receiverLossFraction = streamStats.fractionLost
             s.sendDrops = drops

@@ -143,10 +143,11 @@ struct BenchmarkHarnessTests {
         #expect(table.contains("| embed | \(bin) |") && table.contains("| sent apart, every 10 ms | \(bin) |"), "\(table)")
     }
 
-    /// The fan-out benchmark, small: Janus, `share send --janus`, two light
-    /// WebRTC viewers (aiortc) and a headless Chromium joining: every viewer
-    /// receives at the sender's rate, Janus's CPU is measured, the browser
-    /// has a picture within a second.
+    /// The fan-out benchmark, small: Janus, `share send --janus`, none and
+    /// then two light WebRTC viewers (aiortc) and a headless Chromium joining:
+    /// every viewer receives at the sender's rate, Janus's CPU is measured
+    /// (and per viewer), the browser has a picture within a second; then the
+    /// sender feeding one and two Janus servers, each fed.
     @Test func fanoutBenchmarkMeasuresJanusAndAJoiningBrowser() throws {
         let dir = try TemporaryDirectory()
         let bin = URL(fileURLWithPath: try ShareBinary.path()).deletingLastPathComponent().path
@@ -154,8 +155,9 @@ struct BenchmarkHarnessTests {
         let result = try ChildProcess("python3", [script, "--quick", "--bin", bin, "--out", dir.path("out")]).wait(timeout: 180)
         #expect(result.status == 0, "\(result.output)")
         let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out/fanout.json")))
-        let rows = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["rows"] as? [[String: Any]] ?? []
-        let row = try #require(rows.first)
+        let report = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let rows = report["rows"] as? [[String: Any]] ?? []
+        let row = try #require(rows.first { $0["viewers"] as? Int == 2 }, "\(rows)")
         #expect(row["viewers"] as? Int == 2 && row["receiving"] as? Int == 2, "\(row)")
         #expect((row["janusCorePercent"] as? Double ?? 0) > 0)
         #expect((row["framesPerViewerPerSecond"] as? Double ?? 0) >= 20, "\(row)")
@@ -163,5 +165,14 @@ struct BenchmarkHarnessTests {
         #expect(join >= 0 && join < 1000, "\(row)")
         let table = (try? String(contentsOfFile: dir.path("out/fanout.md"), encoding: .utf8)) ?? ""
         #expect(table.contains("| 2 | 2 |"), "\(table)")
+        #expect((row["janusMiBPerViewer"] as? Double) != nil && (row["forwardedMbps"] as? Double ?? 0) > 0, "\(row)")
+        let edges = report["edges"] as? [[String: Any]] ?? []
+        #expect(edges.map { $0["edges"] as? Int } == [1, 2] && edges.allSatisfy { $0["fed"] as? Int == $0["edges"] as? Int }, "\(edges)")
+        #expect(edges.allSatisfy { ($0["cpuMsPerFrame"] as? Double ?? 0) > 0 && ($0["fps"] as? Double ?? 0) > 20 }, "\(edges)")
+        #expect(table.contains("| edges | fed |"), "\(table)")
+        // The capacity plan works from that output alone.
+        let plan = try ChildProcess("python3", [ShareBinary.packageRoot.appendingPathComponent("Benchmarks/capacity.py").path,
+                                                dir.path("out/fanout.json"), "--out", dir.path("out/capacity.md")]).wait(timeout: 30)
+        #expect(plan.status == 0 && plan.output.contains("First limit") && plan.output.contains("1920x1080"), "\(plan.output)")
     }
 }

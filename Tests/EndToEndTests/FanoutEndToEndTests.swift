@@ -63,7 +63,7 @@ struct FanoutEndToEndTests {
         #expect(number(joined, "joinMs") >= 0 && number(joined, "joinMs") < 1000, "\(String(describing: joined))")
         #expect((stats["plainKeyframeRequests"] as? Int ?? 0) >= 2, "one per viewer: \(stats)")
         #expect(stats["controlPortRefused"] as? Int == 0)
-        #expect(result.output.contains("mountpoint \(id) removed"), "\(result.output)")
+        #expect(result.output.contains("mountpoint \(id) at \(janus.url) removed"), "\(result.output)")
         // A viewer with a wrong pin is refused and decodes nothing.
         #expect(!guessing.reports.contains { number($0, "framesDecoded") > 0 }, "\(guessing.reports.suffix(1))")
         #expect(guessing.statuses.contains { $0.contains("error") }, "\(guessing.statuses)")

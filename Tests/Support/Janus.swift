@@ -10,7 +10,9 @@ public final class JanusServer: @unchecked Sendable {
     public let httpPort: Int
     /// The HTTPS API's port, when started with certificates.
     public let httpsPort: Int?
-    public let apiSecret = "api-\(UInt64.random(in: 0...UInt64.max))"
+    /// The API secret every request needs; nil when Janus asks for none
+    /// (viewers' pages need no secret; the admin key still guards creating).
+    public let apiSecret: String?
     public let adminKey = "admin-\(UInt64.random(in: 0...UInt64.max))"
     /// The credentials as `share send --janus-secrets` reads them (mode 0600).
     public let secretsFile: String
@@ -21,7 +23,8 @@ public final class JanusServer: @unchecked Sendable {
     public var pid: pid_t { server.pid }
     public var log: String { server.output }
 
-    public init(certificates: TestCertificates? = nil) throws {
+    public init(certificates: TestCertificates? = nil, openToViewers: Bool = false) throws {
+        apiSecret = openToViewers ? nil : "api-\(UInt64.random(in: 0...UInt64.max))"
         directory = try TemporaryDirectory()
         httpPort = freeTCPPort()
         httpsPort = certificates.map { _ in freeTCPPort() }
@@ -32,7 +35,7 @@ public final class JanusServer: @unchecked Sendable {
         if let certificates, let httpsPort {
             https = ["HTTPS_PORT": "\(httpsPort)", "CERT_PEM": certificates.serverCertificate, "CERT_KEY": certificates.serverKey]
         }
-        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret, adminKey], environment: https)
+        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret ?? "none", adminKey], environment: https)
         guard written.status == 0 else { throw TestEnvironmentError("janus-config.sh: \(written.stderr)") }
         secretsFile = directory.path("janus.secrets")
         server = try Self.start(arguments: ["-C", directory.path("janus.jcfg"), "-F", directory.url.path],
@@ -89,17 +92,22 @@ public final class BrowserViewer: @unchecked Sendable {
 
     /// `trusting`: the base64 SPKI hash of the one server key Chromium
     /// takes without a known CA (an https Janus with a test certificate).
-    public init(janus: String, mountpoint: UInt64, pin: String?, apiSecret: String?, trusting keyHash: String? = nil) throws {
-        profile = try TemporaryDirectory()
+    public convenience init(janus: String, mountpoint: UInt64, pin: String?, apiSecret: String?, trusting keyHash: String? = nil) throws {
         let page = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/viewer.html").path
         var query = "janus=\(janus)&id=\(mountpoint)"
         if let pin { query += "&pin=\(pin)" }
         if let apiSecret { query += "&apisecret=\(apiSecret)" }
+        try self.init(opening: "file://\(page)?\(query)", trusting: keyHash)
+    }
+
+    /// The viewer page at `url` (served, or a redirect to it).
+    public init(opening url: String, trusting keyHash: String? = nil) throws {
+        profile = try TemporaryDirectory()
         browser = try ChildProcess(try chromiumPath(), [
             "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.url.path)",
             "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
             "--no-first-run", "--mute-audio",
-        ] + (keyHash.map { ["--ignore-certificate-errors-spki-list=\($0)"] } ?? []) + ["file://\(page)?\(query)"])
+        ] + (keyHash.map { ["--ignore-certificate-errors-spki-list=\($0)"] } ?? []) + [url])
     }
 
     /// Every statistics line the page logged so far, oldest first.
@@ -141,19 +149,34 @@ public func chromiumPath() throws -> String {
     return FileManager.default.isExecutableFile(atPath: real) ? real : try which("chromium-headless-shell")
 }
 
-/// The mountpoint and pin in `share send --janus`'s "watch:" line.
+/// The mountpoint and pin in a `share send --janus` "watch:" line (one a server).
 public struct ViewerLink: Sendable {
     public let line: String
+    /// The Janus API address the line names.
+    public let janus: String
     public let mountpoint: UInt64
     public let pin: String
 
+    /// The first server's link.
     public init?(senderOutput: String) {
-        guard let line = senderOutput.split(separator: "\n").first(where: { $0.contains("janus: mountpoint") && $0.contains("watch:") }),
+        guard let first = Self.all(senderOutput: senderOutput).first else { return nil }
+        self = first
+    }
+
+    private init?(line: Substring) {
+        guard line.contains("janus: mountpoint") && line.contains("watch:"),
               let id = line.split(separator: " ").lazy.compactMap({ UInt64($0) }).first,
+              let janus = line.split(separator: " at ").dropFirst().first?.split(separator: ";").first,
               let pin = line.split(separator: "&pin=").dropFirst().first.map({ String($0.prefix { $0.isHexDigit }) })
         else { return nil }
         self.line = String(line)
+        self.janus = String(janus)
         mountpoint = id
         self.pin = pin
+    }
+
+    /// Every server's link, in the order printed.
+    public static func all(senderOutput: String) -> [ViewerLink] {
+        senderOutput.split(separator: "\n").compactMap { ViewerLink(line: $0) }
     }
 }

@@ -11,6 +11,9 @@
 # Start Janus with:  janus -C DIR/janus.jcfg -F DIR
 #
 #   [HTTPS_PORT=P CERT_PEM=F CERT_KEY=F] janus-config.sh DIR HTTP_PORT RTP_BASE [API_SECRET ADMIN_KEY]
+#
+# API_SECRET "none": no API secret, so viewers' pages need none (the admin
+# key still guards creating mountpoints, and each mountpoint its pin).
 set -euo pipefail
 dir=$1 http_port=$2 rtp_base=$3
 api_secret=${4:-api-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
@@ -27,7 +30,7 @@ general: {
 	events_folder = "$dir/none"
 	loggers_folder = "$dir/none"
 	debug_level = 4
-	api_secret = "$api_secret"
+	$([ "$api_secret" = none ] || echo "api_secret = \"$api_secret\"")
 }
 media: { rtp_port_range = "$rtp_base-$((rtp_base + 199))" }
 nat: { ice_enforce_list = "lo" }
@@ -48,4 +51,4 @@ CFG
 cat >"$dir/janus.plugin.streaming.jcfg" <<CFG
 general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 200))-$((rtp_base + 249))" }
 CFG
-(umask 077 && printf 'api_secret = %s\nadmin_key = %s\n' "$api_secret" "$admin_key" >"$dir/janus.secrets")
+(umask 077 && { [ "$api_secret" = none ] || printf 'api_secret = %s\n' "$api_secret"; printf 'admin_key = %s\n' "$admin_key"; } >"$dir/janus.secrets")

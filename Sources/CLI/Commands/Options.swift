@@ -54,50 +54,21 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Send a sine tone of this frequency as audio.") public var audioTone: Double?
     @Option(help: "Interop: write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key). Uses --srtp-key-file's key, or a fresh one for this run; no handshake.")
     public var sdp: String?
-    @Option(help: "Fan out through Janus: create a streaming mountpoint at this API address (https://HOST:8089/janus, its HTTPS transport; plain http://HOST:8088/janus on this machine only), send to it, remove it on exit; prints the viewer link. HOST is then where media goes (the positional host is ignored).")
-    public var janus: String?
-    @Option(help: "Janus's secrets, mode 0600: `api_secret = ...` and/or `admin_key = ...` lines (Janus's own names).")
-    public var janusSecrets: String?
-    @Option(help: "Check Janus's https certificate against this CA (PEM) instead of the system's trust store.")
-    public var janusCa: String?
-    @Flag(help: "A lab on this machine only: take any certificate from an https Janus on loopback (warns every run; refused for any other address).")
-    public var janusInsecure = false
-    @Flag(help: "Allow a plain http:// Janus that is not on this machine: this run's SRTP key, Janus's secrets and the viewers' pin then cross the network in clear.")
-    public var janusAllowPlainHttp = false
-
+    @OptionGroup(title: "Fan-out through Janus") public var fanout: JanusOptions
     public mutating func validate() throws {
         if list { return }
-        if host == nil && janus == nil { throw ValidationError("give the receiver's host (or --janus URL)") }
+        if host == nil && !fanout.isOn { throw ValidationError("give the receiver's host (or --janus URL)") }
         if [monitor, region, window].compactMap({ $0 }).count > 1 {
             throw ValidationError("share one thing: --monitor, --region or --window")
         }
         if !["auto", "embed", "metadata", "none"].contains(cursor) {
             throw ValidationError("--cursor \(cursor) is not auto, embed, metadata or none")
         }
-        if host != nil && janus != nil { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
-        try validateJanusTransport()
+        if host != nil && fanout.isOn { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
         if !["auto", "x11", "portal", "gnome"].contains(capture) {
             throw ValidationError("--capture \(capture) is not auto, x11, portal or gnome")
         }
     }
-    /// --janus-ca, --janus-insecure and --janus-allow-plain-http: each for
-    /// the kind of address it is about, and not two ways of trusting at once.
-    private func validateJanusTransport() throws {
-        let named = [(janusCa != nil, "--janus-ca"), (janusInsecure, "--janus-insecure"), (janusAllowPlainHttp, "--janus-allow-plain-http")]
-            .filter(\.0).map(\.1)
-        guard let janus else {
-            if let first = named.first { throw ValidationError("\(first) is about the --janus address: give --janus too") }
-            return
-        }
-        let secure = janus.lowercased().hasPrefix("https://")
-        if janusCa != nil && janusInsecure { throw ValidationError("--janus-ca checks the certificate and --janus-insecure does not: give one") }
-        if !secure, let tls = named.first(where: { $0 != "--janus-allow-plain-http" }) {
-            throw ValidationError("\(tls) is about an https:// Janus; \(janus) is plain http")
-        }
-        if secure && janusAllowPlainHttp { throw ValidationError("--janus-allow-plain-http is about an http:// Janus; \(janus) is https") }
-        if let janusCa, !fileIsReadable(janusCa) { throw ValidationError("--janus-ca \(janusCa): no such readable file") }
-    }
-
     @Option(help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/send-<pid>.sock).") public var control: String?

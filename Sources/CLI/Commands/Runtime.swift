@@ -87,3 +87,9 @@ func fileIsReadable(_ path: String) -> Bool {
     return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && !directory.boolValue
         && FileManager.default.isReadableFile(atPath: path)
 }
+
+/// A text file's contents; nil when it cannot be read as UTF-8.
+func readTextFile(_ path: String) -> String? {
+    guard fileIsReadable(path) else { return nil }
+    return try? String(contentsOfFile: path, encoding: .utf8)
+}

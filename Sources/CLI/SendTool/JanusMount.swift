@@ -5,10 +5,9 @@ import ShareHandshake
 import ShareSender
 import ShareSRTP
 
-/// `share send --janus`: one encode, many viewers. Creates a streaming
-/// mountpoint through Janus's HTTP API that takes our SRTP as it is (its
-/// ports, codecs and key), points the sender at it, and removes it when
-/// the sender ends.
+/// One Janus's mountpoint for this run: created through its HTTP API,
+/// taking our SRTP as it is (its ports, codecs and key), removed when the
+/// sender ends.
 struct JanusMount {
     let client: JanusClient
     let mountpoint: Mountpoint
@@ -16,15 +15,22 @@ struct JanusMount {
     /// What a viewer gives to watch (the mountpoint is private); the viewer link carries it.
     let pin: String
 
-    /// Creates the mountpoint and sets `configuration` up to send to it.
-    static func create(url text: String, secretsFile: String?, name: String?, rule: HTTPTransportRule,
-                       configuration: inout SenderConfiguration) throws -> JanusMount {
-        let url = try HTTPURL(text)
+    /// Creates the mountpoint `request` asks for on the Janus `target` names.
+    static func create(_ target: JanusTarget, rule: HTTPTransportRule, request: MountpointRequest) throws -> JanusMount {
+        let url = try HTTPURL(target.url)
         var credentials = JanusCredentials()
-        if let secretsFile {
+        if let secretsFile = target.secrets {
             try KeyFile.refuseIfReadableByOthers(secretsFile, what: "Janus secrets file")
             credentials = try JanusCredentials(parsing: String(contentsOfFile: secretsFile, encoding: .utf8))
         }
+        var client = JanusClient(url: url, credentials: credentials)
+        client.http.rule = rule
+        return JanusMount(client: client, mountpoint: try client.create(request), secret: request.secret, pin: request.pin)
+    }
+
+    /// The mountpoint every Janus of the run gets: the same codecs, this
+    /// run's key, one random secret and one random pin.
+    static func request(name: String?, configuration: SenderConfiguration) throws -> MountpointRequest {
         guard case .staticKey(let keying) = configuration.keying else {
             throw JanusError("Janus takes a static SRTP key (it cannot handshake): not with --key-file")
         }
@@ -35,26 +41,12 @@ struct JanusMount {
         default: throw JanusError("Janus takes AES_CM_128_HMAC_SHA1_80 or _32 keys, not \(keying.profile.rawValue)")
         }
         let hex = { (count: Int) in randomBytes(count).map { String(format: "%02x", $0) }.joined() }
-        let (secret, pin) = (hex(16), hex(16))
-        let request = MountpointRequest(
+        return MountpointRequest(
             description: "share from \(name ?? IdentityStore.defaultName())", videoPayloadType: Int(configuration.payloadType),
             // Constrained Baseline, as x264 codes for us; browsers match on the profile.
             videoFormatParameters: "packetization-mode=1;profile-level-id=42e01f",
             audio: configuration.audio.map { .init(payloadType: Int(configuration.audioPayloadType), stereo: $0.channels == 2) },
-            srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: secret, pin: pin)
-        var client = JanusClient(url: url, credentials: credentials)
-        client.http.rule = rule
-        let mountpoint = try client.create(request)
-        configuration.host = url.host
-        configuration.port = mountpoint.videoPort
-        configuration.rtcpPort = mountpoint.videoRTCPPort
-        configuration.audioPorts = mountpoint.audioPorts
-        // Janus sends no per-packet feedback and no NACK: a fixed rate, and
-        // no repair streams on SSRCs the mountpoint does not know.
-        configuration.congestionControl = false
-        configuration.retransmissionStream = false
-        configuration.forwardErrorCorrection = false
-        return JanusMount(client: client, mountpoint: mountpoint, secret: secret, pin: pin)
+            srtpSuite: suite, srtpKeySalt: keying.inlineKeySalt(), secret: hex(16), pin: hex(16))
     }
 
     /// Where a browser watches: the viewer page of examples/, when this
@@ -78,9 +70,9 @@ struct JanusMount {
     func remove() {
         do {
             try client.destroy(mountpoint, secret: secret)
-            note("janus: mountpoint \(mountpoint.id) removed")
+            note("janus: mountpoint \(mountpoint.id) at \(client.url) removed")
         } catch {
-            note("janus: mountpoint \(mountpoint.id) could not be removed: \(error)")
+            note("janus: mountpoint \(mountpoint.id) at \(client.url) could not be removed: \(error)")
         }
     }
 }

@@ -26,22 +26,23 @@ struct Send: ParsableCommand {
         if o.list { return listSources(o) }
         ScreenSender.limitMallocArenas()
         var configuration = o.senderConfiguration()
-        let janus = o.janus.map { JanusMount.mount(url: $0, options: o, configuration: &configuration) }
+        let janus = o.fanout.isOn ? JanusFleet.mount(options: o, configuration: &configuration) : nil
         let sender: ScreenSender
         do { sender = try ScreenSender(configuration: configuration) } catch {
             janus?.remove()
             fail("\(error)")
         }
-        if configuration.cursor == .metadata && (o.sdp != nil || o.janus != nil) {
+        if configuration.cursor == .metadata && (o.sdp != nil || janus != nil) {
             note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(o.sdp != nil ? "players of the SDP" : "browsers") show none")
         }
-        if let janus { note("janus: mountpoint \(janus.mountpoint.id) at \(janus.client.url); watch: \(janus.viewerLink)") }
+        janus?.announce()
         if let sdp = o.sdp, let description = sender.setup.sessionDescription {
             do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
         }
         let stop = StopSignal(duration: o.duration)
         serveControl(sender, stop: stop, janus: janus)
         sender.start(events: Self.report(to: stop))
+        janus?.watch(sender, stop: stop)
         for input in configuration.audio where !sender.audioWarnings.contains(where: { $0.contains(input.label) }) {
             note("sending \(input.label) as Opus, \(input.channels == 2 ? "stereo" : "mono"), \(input.bitrate / 1000) kbit/s")
         }
@@ -61,14 +62,16 @@ struct Send: ParsableCommand {
         janus?.remove()
         let s = sender.statistics
         print(Self.summary(s))
+        janus?.summary(s).forEach { print($0) }
         if let statsJson = o.statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
+        if janus?.allGone == true { fail("janus: every Janus went away") }
         if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
     }
 
     /// `share ctl` talks to the running sender through a local socket. A
     /// path the user named must work; the default one is a convenience.
-    private func serveControl(_ sender: ScreenSender, stop: StopSignal, janus: JanusMount?) {
+    private func serveControl(_ sender: ScreenSender, stop: StopSignal, janus: JanusFleet?) {
         do {
             try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath()) { request in
                 Self.answer(request, sender: sender, stop: stop)

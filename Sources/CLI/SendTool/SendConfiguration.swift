@@ -51,7 +51,7 @@ extension SendOptions {
         if sdp != nil && keyFile != nil {
             fail("--sdp is for other tools, which cannot handshake: use it with --srtp-key-file (or alone), not --key-file")
         }
-        if (sdp != nil || janus != nil) && srtpKeyFile == nil { return .staticKey(.random(profile: .aes128CmHmacSha1_80)) }
+        if (sdp != nil || fanout.isOn) && srtpKeyFile == nil { return .staticKey(.random(profile: .aes128CmHmacSha1_80)) }
         do { return try Keying.resolve(keyFile: keyFile, srtpKeyFile: srtpKeyFile, name: name) } catch { fail("\(error)") }
     }
 
@@ -75,23 +75,11 @@ extension SendOptions {
     }
 }
 
-extension JanusMount {
-    /// A mountpoint on the Janus at `url` for this run's streams, which
-    /// then go where Janus says; a failure ends the program with why.
-    static func mount(url: String, options o: SendOptions, configuration: inout SenderConfiguration) -> JanusMount {
+extension JanusFleet {
+    /// Mountpoints on every Janus the options name, which then take the
+    /// stream; a failure of all of them ends the program with why.
+    static func mount(options o: SendOptions, configuration: inout SenderConfiguration) -> JanusFleet {
         if o.audioPort != nil || o.rtcpPort != nil || o.audioRTCPPort != nil { fail("--janus chooses the ports: no --audio-port or --rtcp-port") }
-        let trust: TLSTrust = o.janusInsecure ? .none : o.janusCa.map { .authority(file: $0) } ?? .system
-        if o.janusInsecure {
-            note("janus: warning: --janus-insecure: Janus's certificate is not checked (allowed on loopback only)")
-        }
-        if o.janusAllowPlainHttp {
-            note("janus: warning: --janus-allow-plain-http: unless \(url) is this machine, \(JanusClient.plainTextCarries) cross the network in clear")
-        }
-        let rule = HTTPTransportRule(trust: trust, plainHTTPBeyondLoopback: o.janusAllowPlainHttp, carries: JanusClient.plainTextCarries)
-        do {
-            return try JanusMount.create(url: url, secretsFile: o.janusSecrets, name: o.name, rule: rule, configuration: &configuration)
-        } catch {
-            fail("janus: \(error)")
-        }
+        return mount(o.fanout, name: o.name, configuration: &configuration)
     }
 }

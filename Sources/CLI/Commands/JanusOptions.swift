@@ -1,0 +1,89 @@
+public import ArgumentParser
+
+/// One Janus to feed: its API address and its secrets file.
+public struct JanusTarget: Equatable, Sendable {
+    public var url: String
+    public var secrets: String?
+
+    public var isSecure: Bool { url.lowercased().hasPrefix("https://") }
+
+    public init(url: String, secrets: String?) {
+        self.url = url
+        self.secrets = secrets
+    }
+
+    /// A `--janus-list` file: one `URL [SECRETS_FILE]` a line; blank lines
+    /// and `#` comments are skipped. Servers without a secrets file of their
+    /// own take `secrets`.
+    public static func parseList(_ text: String, secrets: String?) throws(ValidationError) -> [JanusTarget] {
+        var targets: [JanusTarget] = []
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            guard !words.isEmpty else { continue }
+            guard words.count <= 2, words[0].lowercased().hasPrefix("http://") || words[0].lowercased().hasPrefix("https://") else {
+                throw ValidationError("--janus-list line \(number + 1): expected `URL [SECRETS_FILE]`, with an http:// or https:// URL")
+            }
+            targets.append(JanusTarget(url: words[0], secrets: words.count == 2 ? words[1] : secrets))
+        }
+        return targets
+    }
+}
+
+/// `share send`'s options for Janus: one server or several, fed by one
+/// encode, and how their API is reached.
+public struct JanusOptions: ParsableArguments {
+    @Option(help: "Fan out through Janus: create a streaming mountpoint at this API address (https://HOST:8089/janus, its HTTPS transport; plain http://HOST:8088/janus on this machine only), send to it, remove it on exit; prints the viewer link. Give it again for more servers: one encode, the packets copied to each. The positional host is then not given.")
+    public var janus: [String] = []
+    @Option(help: "Janus servers to feed, one a line: `URL [SECRETS_FILE]` (# starts a comment); with or instead of --janus.")
+    public var janusList: String?
+    @Option(help: "Janus's secrets, mode 0600: `api_secret = ...` and/or `admin_key = ...` lines (Janus's own names); for every server without a file of its own.")
+    public var janusSecrets: String?
+    @Option(help: "Check Janus's https certificate against this CA (PEM) instead of the system's trust store.")
+    public var janusCa: String?
+    @Flag(help: "A lab on this machine only: take any certificate from an https Janus on loopback (warns every run; refused for any other address).")
+    public var janusInsecure = false
+    @Flag(help: "Allow a plain http:// Janus that is not on this machine: this run's SRTP key, Janus's secrets and the viewers' pin then cross the network in clear.")
+    public var janusAllowPlainHttp = false
+
+    public init() {}
+
+    /// Whether the stream goes to Janus at all.
+    public var isOn: Bool { !janus.isEmpty || janusList != nil }
+
+    /// Every server to feed: `--janus` ones first, then the list's.
+    public func targets() throws(ValidationError) -> [JanusTarget] {
+        var targets = janus.map { JanusTarget(url: $0, secrets: janusSecrets) }
+        if let janusList {
+            guard let text = readTextFile(janusList) else { throw ValidationError("--janus-list \(janusList): no such readable file") }
+            let listed = try JanusTarget.parseList(text, secrets: janusSecrets)
+            guard !listed.isEmpty else { throw ValidationError("--janus-list \(janusList) names no server") }
+            targets += listed
+        }
+        return targets
+    }
+
+    /// --janus-ca, --janus-insecure and --janus-allow-plain-http: each for
+    /// the kind of address it is about, and not two ways of trusting at once.
+    public func validate() throws {
+        let named = [(janusCa != nil, "--janus-ca"), (janusInsecure, "--janus-insecure"), (janusAllowPlainHttp, "--janus-allow-plain-http")]
+            .filter(\.0).map(\.1)
+        let targets = try targets()
+        guard !targets.isEmpty else {
+            if let first = named.first { throw ValidationError("\(first) is about the --janus address: give --janus too") }
+            return
+        }
+        if janusCa != nil && janusInsecure { throw ValidationError("--janus-ca checks the certificate and --janus-insecure does not: give one") }
+        if !targets.contains(where: \.isSecure), let tls = named.first(where: { $0 != "--janus-allow-plain-http" }) {
+            throw ValidationError("\(tls) is about an https:// Janus; \(targets[0].url) is plain http")
+        }
+        if janusAllowPlainHttp, let secure = targets.first(where: \.isSecure), targets.allSatisfy(\.isSecure) {
+            throw ValidationError("--janus-allow-plain-http is about an http:// Janus; \(secure.url) is https")
+        }
+        if let janusCa, !fileIsReadable(janusCa) { throw ValidationError("--janus-ca \(janusCa): no such readable file") }
+        var seen: Set<String> = []
+        for target in targets where !seen.insert(target.url).inserted {
+            throw ValidationError("\(target.url) is given twice: each Janus once")
+        }
+    }
+}
