@@ -158,7 +158,7 @@ let package = Package(
         // `share-recv` do the work, so the sender never loads the receiver's
         // decoder libraries. None holds pipeline logic.
         .target(name: "ShareCommands",
-                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync",
+                dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync", "ShareGovernor",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CLI/Commands"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",

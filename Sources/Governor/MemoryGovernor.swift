@@ -36,7 +36,11 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
         size = .bytes(Int(value * scale))
     }
 
-    public var description: String { "\(bytes >> 20) MiB" }
+    public var description: String {
+        if bytes & ((1 << 20) - 1) == 0 { return "\(bytes >> 20) MiB" }
+        let tenths = (bytes * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MiB"
+    }
 }
 
 /// One rung of the ladder: what the sender runs with.

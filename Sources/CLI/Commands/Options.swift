@@ -4,12 +4,12 @@ public import ArgumentParser
 /// and print help) and again by `share-send`, which does the work.
 public struct SendOptions: ParsableArguments {
     @Argument(help: "The receiver's host name or address (with --janus, none: Janus's host).") public var host: String?
-    @Option(help: "The receiver's UDP port (RTP and RTCP share it).") public var port = 5004
-    @Option(help: "SFUs and standard receivers: audio on this port of its own (a second audio stream two up), as Janus and ffmpeg want it. Static key only.")
+    @Option(parsing: .unconditional, help: "The receiver's UDP port (RTP and RTCP share it).") public var port = 5004
+    @Option(parsing: .unconditional, help: "SFUs and standard receivers: audio on this port of its own (a second audio stream two up), as Janus and ffmpeg want it. Static key only.")
     public var audioPort: Int?
-    @Option(help: "SFUs and standard receivers: the video's RTCP on this port of its own (RFC 3605); plain PLI/FIR from there ask for a keyframe (Janus sends them). Static key only.")
+    @Option(parsing: .unconditional, help: "SFUs and standard receivers: the video's RTCP on this port of its own (RFC 3605); plain PLI/FIR from there ask for a keyframe (Janus sends them). Static key only.")
     public var rtcpPort: Int?
-    @Option(help: "The audio's RTCP on this port of its own (default: muxed on the audio port).")
+    @Option(parsing: .unconditional, help: "The audio's RTCP on this port of its own (default: muxed on the audio port).")
     public var audioRTCPPort: Int?
     @Option(help: "How to capture the screen: auto (a Wayland desktop's screen cast when WAYLAND_DISPLAY is set, X11 otherwise), x11, portal (the desktop's ScreenCast portal: it asks once, then remembers) or gnome (GNOME's own screen cast: no dialog).")
     public var capture = "auto"
@@ -22,9 +22,9 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "The mouse pointer: auto (sent apart while the receiver is a share recv that shows the picture and records nothing, drawn into the picture otherwise and with a static key), embed (always drawn in), metadata (always sent apart for share recv to draw: moving it costs no picture; other receivers show none) or none.")
     public var cursor = "auto"
     @Flag(help: "List the display's monitors and windows, and exit.") public var list = false
-    @Option(help: "Frames per second.") public var fps = 30
-    @Option(help: "Target bitrate in kbit/s (default: sized to the resolution).") public var bitrate: Int?
-    @Option(help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
+    @Option(parsing: .unconditional, help: "Frames per second (1-120).") public var fps = 30
+    @Option(parsing: .unconditional, help: "Target bitrate in kbit/s, 50-200000 (default: sized to the resolution).") public var bitrate: Int?
+    @Option(parsing: .unconditional, help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
     public var keyint: Int?
     @Flag(help: "Send at --bitrate whatever the path does (no congestion control), for receivers that send no feedback.")
     public var fixedBitrate = false
@@ -33,8 +33,8 @@ public struct SendOptions: ParsableArguments {
     @Flag(help: "Never send FlexFEC repairs (by default they start when the round trip makes retransmissions too slow and packets are lost).")
     public var noFec = false
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
-    @Option(help: "Largest UDP payload in bytes.") public var mtu = 1200
-    @Option(help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
+    @Option(parsing: .unconditional, help: "Largest UDP payload in bytes (400-9000).") public var mtu = 1200
+    @Option(parsing: .unconditional, help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
     @Flag(help: "Grab and encode every frame even while nothing on screen changes (default: a still screen costs one frame a second).")
     public var everyFrame = false
     @Option(help: "Stay under this memory footprint (e.g. 50M, 32MiB; default 50 MiB; 0 turns the governor off).")
@@ -51,7 +51,7 @@ public struct SendOptions: ParsableArguments {
     public var audio: String?
     @Option(help: "Send this PulseAudio source instead (a name from `pactl list short sources`).") public var audioSource: String?
     @Option(help: "Send this 16-bit 48 kHz WAV file as audio, looped.") public var audioFile: String?
-    @Option(help: "Send a sine tone of this frequency as audio.") public var audioTone: Double?
+    @Option(parsing: .unconditional, help: "Send a sine tone of this frequency as audio (1-24000 Hz).") public var audioTone: Double?
     @Option(help: "Interop: write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key). Uses --srtp-key-file's key, or a fresh one for this run; no handshake.")
     public var sdp: String?
     @OptionGroup(title: "Fan-out through Janus") public var fanout: JanusOptions
@@ -68,8 +68,24 @@ public struct SendOptions: ParsableArguments {
         if !["auto", "x11", "portal", "gnome"].contains(capture) {
             throw ValidationError("--capture \(capture) is not auto, x11, portal or gnome")
         }
+        try validateRanges()
     }
-    @Option(help: "Stop after this many seconds.") public var duration: Double?
+
+    private func validateRanges() throws {
+        try Ranges.checkPort(port, "--port")
+        try Ranges.checkPort(audioPort, "--audio-port")
+        try Ranges.checkPort(rtcpPort, "--rtcp-port")
+        try Ranges.checkPort(audioRTCPPort, "--audio-rtcp-port")
+        try Ranges.check(fps, 1...120, "--fps")
+        try Ranges.check(bitrate, 50...200_000, "--bitrate", "kbit/s")
+        try Ranges.check(keyint, 1...100_000, "--keyint", "frames")
+        try Ranges.check(mtu, 400...9000, "--mtu", "bytes")
+        try Ranges.check(threads, 0...64, "--threads")
+        try Ranges.check(audioTone, 1...24_000, "--audio-tone", "Hz")
+        try Ranges.checkSeconds(duration)
+        try Ranges.checkBudget(memoryBudget)
+    }
+    @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/send-<pid>.sock).") public var control: String?
 
@@ -78,7 +94,7 @@ public struct SendOptions: ParsableArguments {
 
 /// Options of `share recv`.
 public struct ReceiveOptions: ParsableArguments {
-    @Option(help: "UDP port to listen on (default 5004, or the SDP's).") public var port: Int?
+    @Option(parsing: .unconditional, help: "UDP port to listen on (default 5004, or the SDP's).") public var port: Int?
     @Option(help: "A key file both ends hold (mode 0600, from `share keygen`): it authenticates each sender's handshake. Without it, identities and a code to compare.")
     public var keyFile: String?
     @Option(help: "Interop: a static SRTP key (mode 0600), no handshake; for senders such as ffmpeg or GStreamer.")
@@ -94,7 +110,7 @@ public struct ReceiveOptions: ParsableArguments {
     @Flag(help: "Do not play the audio (it is still recorded).") public var noAudio = false
     @Option(help: "Record to this file without re-encoding (.mkv or .mp4; stays playable if interrupted).")
     public var record: String?
-    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
     @Flag(help: "Read the frame stamp `share scene --stamp` draws from every picture: glass-to-glass latency (sender and receiver on one machine).")
     public var readStamps = false
@@ -112,6 +128,8 @@ public struct ReceiveOptions: ParsableArguments {
     public init() {}
 
     public mutating func validate() throws {
+        try Ranges.checkPort(port, "--port")
+        try Ranges.checkSeconds(duration)
         if saveEvery < 0 { throw ValidationError("--save-every takes 0 or more frames: \(saveEvery)") }
         if let saveAfter {
             let parts = saveAfter.split(separator: ",", omittingEmptySubsequences: false)
@@ -128,8 +146,8 @@ public struct ReceiveOptions: ParsableArguments {
 /// Options of `share scene`.
 public struct SceneOptions: ParsableArguments {
     @Option(help: "The X display to draw on (default: $DISPLAY).") public var display: String?
-    @Option(help: "Frames per second.") public var fps = 30
-    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(parsing: .unconditional, help: "Frames per second (1-240).") public var fps = 30
+    @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Flag(help: "Instead, flash the screen white and beep (1 kHz, into PulseAudio) at the same instant every 2 s: an A/V sync probe.")
     public var avSync = false
     @Flag(help: "Draw a frame stamp (the drawing time as a row of black/white blocks, top left) each time; `share recv --read-stamps` reads it back.")
@@ -176,6 +194,8 @@ public struct SceneOptions: ParsableArguments {
         }
         if numberFrames && !stamp { throw ValidationError("--number-frames adds to the stamp: give --stamp too") }
         if text && video { throw ValidationError("draw one scene: --text or --video") }
+        try Ranges.check(fps, 1...240, "--fps")
+        try Ranges.checkSeconds(duration)
     }
 }
 
@@ -189,10 +209,15 @@ public struct RelayOptions: ParsableArguments {
     public var forward: String?
     @Option(help: "Impairments on the way back to the sender (same form).") public var reverse: String?
     @Option(help: "Seed of the random choices (a run can be repeated exactly).") public var seed: UInt64 = 1
-    @Option(help: "Stop after this many seconds.") public var duration: Double?
+    @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the counters of both directions as JSON (on exit).") public var statsJson: String?
 
     public init() {}
+
+    public func validate() throws {
+        try Ranges.checkPort(listen, "--listen")
+        try Ranges.checkSeconds(duration)
+    }
 }
 
 /// The names `share relay --network` takes (kept here for help text only).

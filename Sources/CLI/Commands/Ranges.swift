@@ -1,0 +1,38 @@
+public import ArgumentParser
+import ShareGovernor
+
+/// Range checks on numeric options, as usage errors (exit 64) that name the
+/// option, before anything starts. Numbers are parsed `.unconditional`, so
+/// `--bitrate -5` reaches these and is told its range, not "Missing value".
+enum Ranges {
+    static func check<T: Comparable>(_ value: T?, _ range: ClosedRange<T>, _ option: String, _ unit: String = "") throws {
+        guard let value, !range.contains(value) else { return }
+        throw ValidationError("\(option) \(value) is outside \(range.lowerBound)-\(range.upperBound)\(unit.isEmpty ? "" : " \(unit)")")
+    }
+
+    static func checkPort(_ value: Int?, _ option: String) throws { try check(value, 1...65535, option) }
+
+    /// A duration in seconds: finite and above zero.
+    static func checkSeconds(_ value: Double?, _ option: String = "--duration") throws {
+        guard let value, !(value > 0 && value.isFinite) else { return }
+        throw ValidationError("\(option) \(value) must be a number of seconds above 0")
+    }
+
+    /// The smallest memory budget taken at all: less than the process's
+    /// own code and runtime, so nothing could run in it. Between this and
+    /// what the sender turns out to need, it starts, measures, and says
+    /// what it needs (the receiver is told too), since that depends on the
+    /// screen and the machine.
+    static let smallestBudget = MemoryBudget(.mebibytes(4))
+
+    /// `--memory-budget`: 0 (no governor) or a size the sender can run in.
+    static func checkBudget(_ text: String?) throws {
+        guard let text, text != "0" else { return }
+        guard let budget = MemoryBudget(text) else {
+            throw ValidationError("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T), or 0 for none")
+        }
+        if budget.bytes < smallestBudget.bytes {
+            throw ValidationError("--memory-budget \(text) is below \(smallestBudget), in which nothing can run (0 turns the governor off)")
+        }
+    }
+}
