@@ -34,7 +34,20 @@ public struct SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let status = libraryStatus.map { " (srtp_err_status \($0))" } ?? ""
-        return "SRTP \(kind)\(detail.isEmpty ? "" : ": " + detail)\(status)"
+        let status = libraryStatus.map { " (libsrtp2 status \($0))" } ?? ""
+        return "\(Self.words(kind))\(detail.isEmpty ? "" : ": " + detail)\(status)"
+    }
+
+    /// What a person reads for each kind.
+    private static func words(_ kind: Kind) -> String {
+        switch kind {
+        case .authenticationFailed: "SRTP authentication failed (forged, corrupted, or another key)"
+        case .replayed: "SRTP packet seen before (replay)"
+        case .tooOld: "SRTP packet older than the replay window"
+        case .badLength: "SRTP packet of an impossible length"
+        case .badKey: "bad SRTP key"
+        case .noTailroom: "no room after the packet for its SRTP trailer"
+        case .library: "SRTP failure"
+        }
     }
 }

@@ -18,6 +18,20 @@ public struct X11Error: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// One XCB connection and its default screen. Owns the connection.
 package final class X11Connection {
+    /// Why xcb_connect failed, from xcb_connection_has_error's code (xcb.h's XCB_CONN_*).
+    static func why(_ code: Int32) -> String {
+        switch code {
+        case 1: "no X server answers there, or it refused this client (is the display running, and may this user use it?)"
+        case 2: "the X server lacks an extension it must have"
+        case 3: "out of memory"
+        case 4: "a request longer than the X server takes"
+        case 5: "the display name cannot be parsed (give :N or HOST:N)"
+        case 6: "the X server has no such screen"
+        case 7: "the X server could not pass a file descriptor"
+        default: "X connection error \(code)"
+        }
+    }
+
     package let connection: OpaquePointer
     package let screen: xcb_screen_t
     package let displayName: String
@@ -30,7 +44,7 @@ package final class X11Connection {
         let failure = xcb_connection_has_error(connection)
         guard failure == 0 else {
             xcb_disconnect(connection)
-            throw X11Error("cannot connect to display \(name) (xcb error \(failure))")
+            throw X11Error("cannot connect to display \(name): \(Self.why(failure))")
         }
         var iterator = xcb_setup_roots_iterator(xcb_get_setup(connection))
         for _ in 0..<screenNumber where iterator.rem > 0 { xcb_screen_next(&iterator) }

@@ -28,4 +28,27 @@ struct UsageErrorsEndToEndTests {
         #expect(result.status == 64, "\(arguments): \(result.output)")
         #expect(result.output.split(separator: "\n").first?.contains(message) == true, "\(arguments): \(result.output)")
     }
+
+    /// Messages say what is wrong in words, with no library's internals:
+    /// no "xcb error 1", no Foundation error domain, no enum case names.
+    @Test func messagesNameTheCauseInWords() throws {
+        let dir = try TemporaryDirectory()
+        let sdp = try ShareBinary.run(["recv", "--sdp", dir.path("missing.sdp"), "--duration", "1"], timeout: 20)
+        #expect(sdp.status == 1 && sdp.output.contains("cannot use SDP") && sdp.output.contains("no such readable text file")
+                && !sdp.output.contains("NSCocoaErrorDomain"), "\(sdp.output)")
+        let hostPort = try ShareBinary.run(["send", "127.0.0.1:6000"], timeout: 20)
+        #expect(hostPort.status == 64 && hostPort.output.contains("share send 127.0.0.1 --port 6000"), "\(hostPort.output)")
+        let key = dir.path("short.key")
+        try "AES_CM_128_HMAC_SHA1_80 inline:AAAA\n".write(toFile: key, atomically: true, encoding: .utf8)
+        chmod(key, 0o600)
+        let badKey = try ShareBinary.run(["send", "127.0.0.1", "--srtp-key-file", key, "--audio", "none", "--duration", "1"], timeout: 20)
+        #expect(badKey.status == 1 && badKey.output.contains("bad SRTP key: AES_CM_128_HMAC_SHA1_80 needs 30 bytes")
+                && !badKey.output.contains("badKey"), "\(badKey.output)")
+        // A display nobody serves (no socket of that number).
+        let number = (1000..<2000).first { !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\($0)") } ?? 1999
+        let noDisplay = try ShareBinary.run(["send", "127.0.0.1", "--display", ":\(number)", "--audio", "none", "--duration", "1"],
+                                            timeout: 20)
+        #expect(noDisplay.status == 1 && noDisplay.output.contains("cannot connect to display :\(number): no X server answers there")
+                && !noDisplay.output.contains("xcb error"), "\(noDisplay.output)")
+    }
 }

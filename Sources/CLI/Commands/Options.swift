@@ -65,6 +65,11 @@ public struct SendOptions: ParsableArguments {
             throw ValidationError("--cursor \(cursor) is not auto, embed, metadata or none")
         }
         if host != nil && fanout.isOn { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
+        // host:port (one colon, digits after it: not an IPv6 address).
+        if let host, host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":"),
+           let port = Int(host[host.index(after: colon)...]) {
+            throw ValidationError("\(host): give the port apart: share send \(host[..<colon]) --port \(port)")
+        }
         if !["auto", "x11", "portal", "gnome"].contains(capture) {
             throw ValidationError("--capture \(capture) is not auto, x11, portal or gnome")
         }

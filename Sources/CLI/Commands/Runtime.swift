@@ -89,7 +89,7 @@ func fileIsReadable(_ path: String) -> Bool {
 }
 
 /// A text file's contents; nil when it cannot be read as UTF-8.
-func readTextFile(_ path: String) -> String? {
+public func readTextFile(_ path: String) -> String? {
     guard fileIsReadable(path) else { return nil }
     return try? String(contentsOfFile: path, encoding: .utf8)
 }

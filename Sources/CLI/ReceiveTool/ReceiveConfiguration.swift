@@ -39,9 +39,10 @@ extension ReceiveOptions {
     /// holds a key, and with an H.264 video stream.
     private func sessionDescription() -> SessionDescription? {
         guard let sdp else { return nil }
+        guard let text = readTextFile(sdp) else { fail("cannot use SDP \(sdp): no such readable text file") }
         let description: SessionDescription
         do {
-            description = try SessionDescription(parsing: String(contentsOfFile: sdp, encoding: .utf8))
+            description = try SessionDescription(parsing: text)
             // An SDP with a key is a key file: others must not read it.
             if description.media.contains(where: { $0.crypto != nil }) {
                 try KeyFile.refuseIfReadableByOthers(sdp, what: "SDP (it holds an SRTP key)")
