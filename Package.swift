@@ -160,7 +160,9 @@ let package = Package(
         .target(name: "ShareCommands",
                 dependencies: ["ShareBase", "ShareWire", "ShareSRTP", "ShareHandshake", "ShareSync", "ShareGovernor",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
-                path: "Sources/CLI/Commands"),
+                path: "Sources/CLI/Commands", plugins: ["VersionStamp"]),
+        // `git describe` at build time, for `share --version`.
+        .plugin(name: "VersionStamp", capability: .buildTool(), path: "Sources/Plugins/VersionStamp"),
         .executableTarget(name: "share", dependencies: ["ShareCommands",
                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/CLI/Dispatcher"),

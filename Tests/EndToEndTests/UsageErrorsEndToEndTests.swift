@@ -51,4 +51,18 @@ struct UsageErrorsEndToEndTests {
         #expect(noDisplay.status == 1 && noDisplay.output.contains("cannot connect to display :\(number): no X server answers there")
                 && !noDisplay.output.contains("xcb error"), "\(noDisplay.output)")
     }
+
+    /// `share --version` names the commit it was built from, as `git
+    /// describe` gives it; a mistyped subcommand is named as one.
+    @Test func theVersionIsTheBuildsAndAMistypedSubcommandIsNamed() throws {
+        let described = try run("/usr/bin/git", ["-C", ShareBinary.packageRoot.path, "describe", "--tags", "--always", "--dirty"])
+        let version = try ShareBinary.run(["--version"], timeout: 20)
+        #expect(version.status == 0 && version.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                == described.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(version.output) vs \(described.stdout)")
+        let typo = try ShareBinary.run(["sned", "127.0.0.1"], timeout: 20)
+        #expect(typo.status == 64 && typo.output.contains("unknown subcommand 'sned' (did you mean send?)"), "\(typo.output)")
+        let nothingLike = try ShareBinary.run(["frobnicate"], timeout: 20)
+        #expect(nothingLike.status == 64 && nothingLike.output.contains("unknown subcommand 'frobnicate'")
+                && !nothingLike.output.contains("did you mean"), "\(nothingLike.output)")
+    }
 }

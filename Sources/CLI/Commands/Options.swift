@@ -230,7 +230,7 @@ public let networkNames = "clean, loss2, loss5, burst, cap1m, cap3m, halving, rt
 
 /// Command descriptions shared by the dispatcher and the tools.
 public enum CommandText {
-    public static let send = CommandConfiguration(commandName: "send", abstract: "Capture this X display and send it to a receiver.")
+    public static let send = CommandConfiguration(commandName: "send", abstract: "Capture the screen (X11, or a Wayland desktop through PipeWire) and send it to a receiver.")
     public static let receive = CommandConfiguration(commandName: "recv",
                                                      abstract: "Receive a shared screen: show it, record it, or both.")
     public static let relay = CommandConfiguration(

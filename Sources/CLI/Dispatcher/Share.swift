@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ShareCommands
 
 @main
@@ -14,7 +15,40 @@ struct Share: ParsableCommand {
               share keygen share.key, then share recv --key-file share.key and share send <host> --key-file share.key
             For ffmpeg, GStreamer or VLC: share send <host> --sdp stream.sdp (a static key, no handshake).
             """,
+        version: shareVersion,
         subcommands: [Send.self, Receive.self, KeyGen.self, Ctl.self, Scene.self, Relay.self])
+
+    /// A first word that names no subcommand is one mistyped: say so, and
+    /// which one was meant, rather than "Unexpected argument".
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
+            let guess = names.min { SubcommandGuess.distance(first, $0) < SubcommandGuess.distance(first, $1) }
+            let hint = guess.map { SubcommandGuess.distance(first, $0) <= 2 ? " (did you mean \($0)?)" : "" } ?? ""
+            FileHandle.standardError.write(Data("share: unknown subcommand '\(first)'\(hint); see share --help\n".utf8))
+            Foundation.exit(64)
+        }
+        main(arguments)
+    }
+}
+
+/// How far apart two words are (Levenshtein), for "did you mean".
+enum SubcommandGuess {
+    static func distance(_ a: String, _ b: String) -> Int {
+        let (a, b) = (Array(a), Array(b))
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let kept = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = kept
+            }
+        }
+        return row[b.count]
+    }
 }
 
 struct Send: ParsableCommand {
