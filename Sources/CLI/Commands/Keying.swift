@@ -36,9 +36,9 @@ public enum ConfirmationPrompt {
         lock.withLock {
             note("\"\(request.peerName)\" is new here (\(request.fingerprint))")
             note("its screen shows a code; this screen's code is:  \(request.shortAuthenticationString)")
-            FileHandle.standardError.write(Data("share: accept it if the codes are the same [y/N] ".utf8))
-            guard let line = readLine() else {
-                note("no answer: refused")
+            guard let line = StandardError.shared.ask("share: accept it if the codes are the same [y/N] ") else {
+                note("no answer (nothing to read one from): refused; for unattended use give --accept, "
+                     + "or pair with a key file both ends hold (--key-file)")
                 return false
             }
             let answer = line.trimmingCharacters(in: .whitespaces).lowercased()

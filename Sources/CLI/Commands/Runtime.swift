@@ -35,12 +35,59 @@ public final class StopSignal: @unchecked Sendable {
     public func wait() { semaphore.wait() }
 }
 
+/// Standard error as a person at a terminal sees it: the status line at
+/// the bottom, notes above it (the status line cleared first, then drawn
+/// again), and nothing drawn over a question while it waits for its answer.
+final class StandardError: @unchecked Sendable {
+    // Safe: every field is read and written under `lock`.
+    static let shared = StandardError()
+    private let lock = NSLock()
+    private var status: String?
+    private var asking = false
+    let isTerminal = isatty(STDERR_FILENO) == 1
+
+    private func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+
+    /// A line above the status line.
+    func note(_ line: String) {
+        lock.withLock {
+            if status != nil && !asking { write("\r\u{1B}[K") }
+            write(line + "\n")
+            if let status, !asking { write(status) }
+        }
+    }
+
+    /// Draws (or, nil, clears) the status line; held back while a question waits.
+    func setStatus(_ text: String?) {
+        lock.withLock {
+            status = text
+            guard !asking else { return }
+            write("\r\u{1B}[K" + (text ?? ""))
+        }
+    }
+
+    /// Asks `question` with the status line out of the way, and reads the answer.
+    func ask(_ question: String) -> String? {
+        lock.withLock {
+            if status != nil { write("\r\u{1B}[K") }
+            asking = true
+            write(question)
+        }
+        let answer = readLine()
+        lock.withLock {
+            asking = false
+            if let status { write(status) }
+        }
+        return answer
+    }
+}
+
 /// A one-line status on a terminal, rewritten each second; silent otherwise.
 public final class StatusLine: @unchecked Sendable {
     // Safe: `timer` is set by `start` and read by `stop`, both on the command's
     // thread; the timer's handler touches neither.
     private var timer: (any DispatchSourceTimer)?
-    let enabled = isatty(STDERR_FILENO) == 1
+    var enabled: Bool { StandardError.shared.isTerminal }
 
     public init() {}
 
@@ -48,24 +95,24 @@ public final class StatusLine: @unchecked Sendable {
         guard enabled else { return }
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { FileHandle.standardError.write(Data(("\r\u{1B}[K" + render()).utf8)) }
+        timer.setEventHandler { StandardError.shared.setStatus(render()) }
         timer.resume()
         self.timer = timer
     }
 
     public func stop() {
         timer?.cancel()
-        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if enabled { StandardError.shared.setStatus(nil) }
     }
 }
 
 public func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("share: \(message)\n".utf8))
+    StandardError.shared.note("share: \(message)")
     exit(1)
 }
 
 public func note(_ message: String) {
-    FileHandle.standardError.write(Data("share: \(message)\n".utf8))
+    StandardError.shared.note("share: \(message)")
 }
 
 public func megabytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
