@@ -3,7 +3,8 @@ public enum SenderEvent: Sendable {
     /// `start` was called: the setup it runs with.
     case started(SenderSetup)
     /// The handshake waits for the receiver to confirm: both screens show
-    /// `code`, and the people compare them (identities, first meeting).
+    /// `code`, and the people compare them (identities, a receiver this
+    /// sender has not met before; a known one is not announced).
     case verifying(receiver: String, code: String)
     /// A session is up (again, after a receiver restart): media flows.
     /// `firstMeeting`: the receiver was not known before and is remembered now.

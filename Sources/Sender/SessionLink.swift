@@ -222,8 +222,10 @@ private struct HandshakeRun {
                 }
             }
         }
-        if outcome == nil, !announced, let responder = initiator.responder, let code = initiator.shortAuthenticationString,
-           initiator.configuration.authentication.mode == .identity {
+        // The code is shown for a receiver new to this sender (one it
+        // already knows knows it too, and asks nobody).
+        if outcome == nil, !announced, initiator.confirmationRequest != nil, let responder = initiator.responder,
+           let code = initiator.shortAuthenticationString, initiator.configuration.authentication.mode == .identity {
             announced = true
             return .verifying(receiver: responder.name, code: code)
         }

@@ -64,6 +64,8 @@ extension EndToEndTests {
             #expect(second.status == 0, "\(second.output)")
             let secondReceived = again.wait(timeout: 15)
             #expect(!secondReceived.output.contains("[y/N]") && !second.output.contains("[y/N]"))
+            // Nor does the sender show a code to compare for a receiver it knows.
+            #expect(!second.output.contains("this screen's code"), "\(second.output)")
             #expect((try readStats(dir.path("recv2.json"))["framesDecoded"] as? Int ?? 0) > 0, "\(secondReceived.output)")
 
             // The sender's identity changes (a new install under the same name): refused, loudly.
