@@ -70,12 +70,8 @@ private struct Decoding {
         /// Whether this session brought anything yet.
         var hasMedia = false
         var pending: [(unit: AccessUnit, due: MonotonicTime)] = []
-        /// The sender's frame spacing (RTP ticks, smoothed) and the last frame's
-        /// timestamp, and when the last picture was shown: a freeze is a gap of
-        /// more than the spacing plus 100 ms.
-        var frameSpacing: Double?
-        var lastTimestamp: UInt32?
-        var lastShownAt: MonotonicTime?
+        /// The gaps between pictures shown: freezes and interruptions.
+        var gaps = ShownGaps()
         /// Pictures decoded in this session.
         var frames = 0
         /// What the sender calls its stream, and whether it paused.
@@ -165,7 +161,7 @@ private struct Decoding {
         case .videoSlices(let slices):
             decodeEarly(slices)
         case .video(let unit):
-            noteSpacing(unit.timestamp)
+            session.gaps.arrived(unit.timestamp)
             // Lip sync: while audio plays, a frame waits until its capture
             // time plus the audio's capture-to-heard delay (at most 200 ms);
             // otherwise it is shown at once (as is one begun early, when
@@ -193,7 +189,7 @@ private struct Decoding {
             if paused != session.senderPaused {
                 session.senderPaused = paused
                 // A pause is not a freeze.
-                if paused { session.lastShownAt = nil }
+                if paused { session.gaps.startOver() }
                 events(paused ? .senderPaused : .senderResumed)
             }
             window?.setTitle(windowTitle)
@@ -225,15 +221,6 @@ private struct Decoding {
         abandonEarly()
         decoder.startOver()
         session = SessionState()
-    }
-
-    /// The sender's frame spacing, from consecutive frames' RTP timestamps.
-    private mutating func noteSpacing(_ timestamp: UInt32) {
-        defer { session.lastTimestamp = timestamp }
-        guard let last = session.lastTimestamp else { return }
-        let ticks = Double(Int32(bitPattern: timestamp &- last))
-        guard ticks > 0 && ticks < 90_000 * 5 else { return }
-        session.frameSpacing = session.frameSpacing.map { $0 * 0.9 + ticks * 0.1 } ?? ticks
     }
 
     /// The sender-clock capture time (Unix microseconds) of a packet: its
@@ -347,16 +334,15 @@ private struct Decoding {
             }
         }
         let shownAt = SystemClock.now()
-        if let last = session.lastShownAt {
-            let gap = shownAt.since(last).milliseconds
-            let spacing = (session.frameSpacing ?? 3000) / 90
-            if gap > spacing + 100 {
-                local.freezes += 1
-                local.freezeSeconds += gap / 1000
-                local.longestFreezeSeconds = max(local.longestFreezeSeconds, gap / 1000)
+        if let gap = session.gaps.shown(at: shownAt, timestamp: unit.timestamp, sequence: unit.sequenceRange) {
+            local.freezes += 1
+            local.freezeSeconds += gap.seconds
+            local.longestFreezeSeconds = max(local.longestFreezeSeconds, gap.seconds)
+            if gap.interrupted {
+                local.interruptions += 1
+                local.interruptionSeconds += gap.seconds
             }
         }
-        session.lastShownAt = shownAt
         receiving.record(milliseconds: shownAt.since(unit.completedAt).milliseconds)
         if let onShown = configuration.onShown { lend(picture, of: unit, to: onShown) }
         if let id = configuration.captureTimeExtensionID,

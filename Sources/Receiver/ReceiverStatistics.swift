@@ -164,12 +164,21 @@ public struct PictureStatistics: Sendable, Codable, Equatable {
     /// Frames the decoder refused.
     public var decodeErrors = 0
     /// Pictures shown more than the sender's frame spacing + 100 ms after
-    /// the previous one, and the time those gaps add up to.
+    /// the previous one, and the time those gaps add up to: what a viewer
+    /// of moving content sees stop, whatever the cause (the harness's
+    /// measure). A still screen's pauses count too; `interruptions` do not.
     public var freezes = 0
     /// The time those freezes add up to, in seconds (see `freezes`).
     public var freezeSeconds = 0.0
     /// The longest of those freezes, in seconds.
     public var longestFreezeSeconds = 0.0
+    /// Those freezes with pictures missing before the next one (lost, or
+    /// skipped until a keyframe) or shown later than the sender spaced
+    /// them: the network's or the receiver's doing, not a still screen's
+    /// or the sender's own pauses.
+    public var interruptions = 0
+    /// The time those interruptions add up to, in seconds.
+    public var interruptionSeconds = 0.0
     /// Video frames written to the recording.
     public var framesRecorded = 0
     /// Times the recording stopped on a fault (no space, an I/O error, the

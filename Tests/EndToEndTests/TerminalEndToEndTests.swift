@@ -34,6 +34,8 @@ extension EndToEndTests {
             // Once answered, the status line comes back.
             let answered = sent.output.components(separatedBy: "[y/N] ").last ?? ""
             #expect(answered.contains("fps"), "\(answered.debugDescription)")
+            // The governor's state in words, not a bare rung name.
+            #expect(answered.contains("of 50.0 MiB, full quality"), "\(answered.debugDescription)")
             // A note clears the status line before it, rather than running into it.
             #expect(answered.contains("\r\u{1B}[Kshare: "), "\(answered.debugDescription)")
             _ = receiver.wait(timeout: 15)

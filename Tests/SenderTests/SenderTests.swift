@@ -183,6 +183,9 @@ struct SenderTests {
         Thread.sleep(forTimeInterval: 3)
         let rested = sender.statistics.framesEncoded - resting
         #expect(rested >= 2 && rested <= 5, "sharp after \(took) s, then one picture a second: \(rested) in 3 s")
+        // The pauses a still screen leaves are gaps, not interruptions.
+        #expect(receiver.statistics.freezes >= 1 && receiver.statistics.interruptions == 0,
+                "\(receiver.statistics.freezes) gaps, \(receiver.statistics.interruptions) interruptions on a still screen")
     }
 
     /// Content redrawn 59 times a second (a video, faster than the 30 fps

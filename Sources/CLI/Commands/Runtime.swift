@@ -140,3 +140,27 @@ public func readTextFile(_ path: String) -> String? {
     guard fileIsReadable(path) else { return nil }
     return try? String(contentsOfFile: path, encoding: .utf8)
 }
+
+/// Rates over the last status tick, from running totals (frames, bytes)
+/// and the elapsed time they were counted over: what a status line shows,
+/// rather than an average since the start, which lags behind a change and
+/// keeps falling after the stream stops.
+public final class RecentRates: @unchecked Sendable {
+    // Safe: `last` is read and written under `lock`.
+    private let lock = NSLock()
+    private var last: (seconds: Double, totals: [Double])?
+
+    public init() {}
+
+    /// Each total's increase per second since the previous call (the first
+    /// call: since the start).
+    public func perSecond(_ totals: [Double], at seconds: Double) -> [Double] {
+        lock.withLock {
+            let (before, counted) = last ?? (0, totals.map { _ in 0 })
+            last = (seconds, totals)
+            let span = seconds - before
+            guard span > 0 else { return totals.map { _ in 0 } }
+            return zip(totals, counted).map { ($0 - $1) / span }
+        }
+    }
+}

@@ -41,9 +41,11 @@ struct Receive: ParsableCommand {
         let stop = StopSignal(duration: o.duration)
         receiver.start(events: Self.report(to: stop))
         let status = StatusLine()
+        let recent = RecentRates()
         status.start {
             let s = receiver.statistics
-            return String(format: "%.1f fps  %.0f kbit/s  lost %d  latency p50 %@", s.fps, s.bitrateKbps, s.framesLost,
+            let rates = recent.perSecond([Double(s.framesDecoded), Double(s.bytes) * 8 / 1000], at: s.elapsedSeconds)
+            return String(format: "%.1f fps  %.0f kbit/s  lost %d  latency p50 %@", rates[0], rates[1], s.framesLost,
                           s.captureToDisplay.p50.map { String(format: "%.1f ms", $0) } ?? "-")
         }
         stop.wait()
@@ -97,8 +99,8 @@ struct Receive: ParsableCommand {
             \(String(format: "%.1f", s.elapsedSeconds)) s: \(String(format: "%.1f", s.fps)) fps, \
             \(String(format: "%.0f", s.bitrateKbps)) kbit/s
             lost \(s.framesLost) frames, \(s.decodeErrors) decode errors, \(s.nacksSent) NACKs, \(s.keyframeRequests) keyframe requests; \
-            \(s.repairsReceived) retransmissions and \(s.fecRecovered) FEC repairs arrived; \(s.freezes) freezes \
-            (\(String(format: "%.2f", s.freezeSeconds)) s)
+            \(s.repairsReceived) retransmissions and \(s.fecRecovered) FEC repairs arrived; \(s.interruptions) interruptions \
+            (\(String(format: "%.2f", s.interruptionSeconds)) s: pictures lost or late; \(s.freezes - s.interruptions) more pauses the sender left)
             sessions: \(s.sessions) (\(s.sessionRenewals) key renewals), \(s.handshakesRefused) handshakes refused, \
             \(s.handshakesRateLimited) not answered (rate limit), \(s.handshakesAbandoned) abandoned at the code\(s.streamsReplaced > 0 ? "; \(s.streamsReplaced) senders followed after starting again" : "")
             refused: \(s.authenticationFailures) failed authentication, \(s.replays) replays, \(s.malformed) malformed, \

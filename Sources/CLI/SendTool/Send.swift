@@ -50,11 +50,16 @@ struct Send: ParsableCommand {
         if let capture = setup.capture { note("capturing \(capture)") }
         note("sending \(setup.sourceSize) as \(setup.encodedSize) at \(setup.fps) fps, \(setup.bitrateKbps) kbit/s to \(setup.destination)")
         let status = StatusLine()
+        let recent = RecentRates()
         status.start {
             let s = sender.statistics
-            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  footprint %@  rss %@  [%@]", s.fps, s.bitrateKbps,
-                          s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.footprintBytes),
-                          megabytes(s.residentBytes), s.memoryRung)
+            let rates = recent.perSecond([Double(s.framesEncoded), Double(s.bytesSent) * 8 / 1000], at: s.elapsedSeconds)
+            // The governor's rung in words: "full" is the configured size and rate.
+            let memory = s.memoryBudgetBytes == 0 ? "no memory budget"
+                : "memory \(megabytes(s.footprintBytes)) of \(megabytes(s.memoryBudgetBytes)), "
+                  + (s.memoryRung == "full" ? "full quality" : "stepped down to \(s.memoryRung)")
+            return String(format: "%.1f fps  %.0f kbit/s  dropped %d  rss %@  %@", rates[0], rates[1],
+                          s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.residentBytes), memory)
         }
         stop.wait()
         status.stop()
