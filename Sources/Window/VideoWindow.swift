@@ -60,6 +60,7 @@ public final class VideoWindow {
                                       XCB_CW_BACK_PIXEL.rawValue | XCB_CW_EVENT_MASK.rawValue, &values),
             "create the receiver window")
         Self.setName(title, of: window, on: c)
+        Self.setClass(of: window, on: c)
         let gc = xcb_generate_id(c)
         xcb_create_gc(c, gc, window, 0, nil)
         self.connection = connection
@@ -99,10 +100,30 @@ public final class VideoWindow {
         connection.flush()
     }
 
+    /// The title as window managers read it today (_NET_WM_NAME, UTF-8)
+    /// and as older ones do (WM_NAME, Latin-1: other characters as "?").
     private static func setName(_ title: String, of window: xcb_window_t, on c: OpaquePointer) {
         let utf8 = Array(title.utf8)
+        xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, atom("_NET_WM_NAME", on: c),
+                            atom("UTF8_STRING", on: c), 8, UInt32(utf8.count), utf8)
+        let latin1 = title.unicodeScalars.map { $0.value < 256 ? UInt8($0.value) : UInt8(ascii: "?") }
         xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, XCB_ATOM_WM_NAME.rawValue,
-                            XCB_ATOM_STRING.rawValue, 8, UInt32(utf8.count), utf8)
+                            XCB_ATOM_STRING.rawValue, 8, UInt32(latin1.count), latin1)
+    }
+
+    /// WM_CLASS (instance "share-recv", class "Share"): how docks, task
+    /// switchers and window rules know the window.
+    private static func setClass(of window: xcb_window_t, on c: OpaquePointer) {
+        let value = Array("share-recv\0Share\0".utf8)
+        xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, XCB_ATOM_WM_CLASS.rawValue,
+                            XCB_ATOM_STRING.rawValue, 8, UInt32(value.count), value)
+    }
+
+    /// The atom the server has for `name` (0 if it could not say).
+    private static func atom(_ name: String, on c: OpaquePointer) -> xcb_atom_t {
+        let reply = xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, UInt16(name.utf8.count), name), nil)
+        defer { free(reply) }
+        return reply?.pointee.atom ?? 0
     }
 
     deinit {
@@ -117,13 +138,8 @@ public final class VideoWindow {
     /// Asks the window manager to send WM_DELETE_WINDOW instead of killing us.
     private func subscribeToClose() -> xcb_atom_t {
         let c = connection.connection
-        func atom(_ name: String) -> xcb_atom_t {
-            let reply = xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, UInt16(name.utf8.count), name), nil)
-            defer { free(reply) }
-            return reply?.pointee.atom ?? 0
-        }
-        let protocols = atom("WM_PROTOCOLS")
-        var delete = atom("WM_DELETE_WINDOW")
+        let protocols = Self.atom("WM_PROTOCOLS", on: c)
+        var delete = Self.atom("WM_DELETE_WINDOW", on: c)
         xcb_change_property(c, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, protocols, XCB_ATOM_ATOM.rawValue, 32, 1,
                             &delete)
         return delete

@@ -10,6 +10,24 @@ private func near(_ pixel: UInt32, _ rgb: UInt32) -> Bool {
 
 @Suite("The receiver's X11 window under Xvfb", .serialized, .busy)
 struct WindowTests {
+    /// Window managers know the window by its class, and show its title as
+    /// written, accents and symbols included (read back with xprop).
+    @Test func theWindowHasAClassAndAUTF8Title() throws {
+        let xvfb = try VirtualDisplay(width: 640, height: 480)
+        let window = try VideoWindow(display: xvfb.display, title: "share window test", width: 200, height: 100)
+        let found = try run("/usr/bin/xwininfo", ["-display", xvfb.display, "-name", "share window test"])
+        let id = try #require(found.stdout.split(separator: " ").first { $0.hasPrefix("0x") }, "\(found.stdout) \(found.stderr)")
+        let title = "share \u{2014} caf\u{E9} \u{2713} paused"
+        window.setTitle(title)
+        let properties = try run("/usr/bin/xprop", ["-display", xvfb.display, "-id", String(id), "WM_CLASS", "_NET_WM_NAME", "WM_NAME"],
+                                 environment: ["LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"])
+        let text = properties.stdout
+        #expect(text.contains("WM_CLASS(STRING) = \"share-recv\", \"Share\""), "\(text)")
+        #expect(text.contains("_NET_WM_NAME(UTF8_STRING) = \"\(title)\""), "\(text)")
+        // Older window managers read WM_NAME, Latin-1: what it cannot hold becomes "?".
+        #expect(text.contains("WM_NAME(STRING) = \"share ? caf\u{E9} ? paused\""), "\(text)")
+    }
+
     @Test func windowShowsThePicture() throws {
         let xvfb = try VirtualDisplay(width: 640, height: 480)
         let window = try VideoWindow(display: xvfb.display, title: "share test", width: 200, height: 100)
