@@ -278,6 +278,7 @@ public struct MediaCopy: Sendable, Equatable {
     /// Each audio stream's RTP (and RTCP), in the order of `audio`.
     public var audioPorts: [Int]
 
+    /// A copy to `host`'s ports: video RTP, the video's RTCP, and each audio stream's.
     public init(host: String, port: Int, rtcpPort: Int?, audioPorts: [Int]) {
         self.host = host
         self.port = port

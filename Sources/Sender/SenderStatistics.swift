@@ -247,6 +247,7 @@ public struct DestinationStatistics: Sendable, Codable, Equatable {
     /// Whether it was dropped (`ScreenSender.dropDestination`): nothing is sent there since.
     public var dropped = false
 
+    /// A destination's figures (the sender fills them in).
     public init(keyframeRequests: Int = 0, dropped: Bool = false) {
         self.keyframeRequests = keyframeRequests
         self.dropped = dropped
