@@ -57,6 +57,8 @@ final class TLSStream: ByteStream {
                 Int(share_tls_handshake(opened, &error, error.count))
             }
         } catch {
+            // Not every property is set yet, so deinit will not run: free it here.
+            share_tls_free(opened)
             throw HTTPError(error.description + Self.hint(error.description, trust: trust))
         }
         var description = [CChar](repeating: 0, count: 128)

@@ -547,12 +547,12 @@ struct EndToEndTests {
         }
     }
 
-    /// A port out of range is an error that names it, never a trap.
+    /// A port out of range is a usage error that names it, never a trap.
     @Test(arguments: ["70000", "-1", "65536"])
     func aPortOutOfRangeIsRefusedWithItsReason(port: String) throws {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let result = try ShareBinary.run(["recv", "--port=\(port)", "--no-window", "--no-audio", "--duration", "1", "--key-file", key])
-        #expect(result.status == 1 && result.output.contains("port \(port) outside 0-65535"), "\(result.output)")
+        #expect(result.status == 64 && result.output.contains("--port \(port) is outside 0-65535"), "\(result.output)")
     }
 }

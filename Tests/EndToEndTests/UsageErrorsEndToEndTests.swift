@@ -18,7 +18,7 @@ struct UsageErrorsEndToEndTests {
         (["send", "127.0.0.1", "--audio-tone", "0"], "--audio-tone 0.0 is outside 1.0-24000.0 Hz"),
         (["send", "127.0.0.1", "--memory-budget", "1K"], "--memory-budget 1K is below 4 MiB"),
         (["send", "127.0.0.1", "--memory-budget", "lots"], "--memory-budget lots is not a size"),
-        (["recv", "--port", "0"], "--port 0 is outside 1-65535"),
+        (["recv", "--port", "65536"], "--port 65536 is outside 0-65535"),
         (["recv", "--duration", "0"], "--duration 0.0 must be a number of seconds above 0"),
         (["relay", "--listen", "0", "--to", "127.0.0.1:5004"], "--listen 0 is outside 1-65535"),
         (["scene", "--fps", "0"], "--fps 0 is outside 1-240"),

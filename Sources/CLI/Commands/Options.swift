@@ -133,7 +133,8 @@ public struct ReceiveOptions: ParsableArguments {
     public init() {}
 
     public mutating func validate() throws {
-        try Ranges.checkPort(port, "--port")
+        // 0: any free port (it is printed once listening).
+        try Ranges.check(port, 0...65535, "--port")
         try Ranges.checkSeconds(duration)
         if saveEvery < 0 { throw ValidationError("--save-every takes 0 or more frames: \(saveEvery)") }
         if let saveAfter {
