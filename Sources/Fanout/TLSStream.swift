@@ -38,32 +38,29 @@ struct PlainStream: ByteStream {
 final class TLSStream: ByteStream {
     private let tcp: TCPStream
     private let tls: OpaquePointer
-    /// The protocol and cipher agreed, for a log line.
-    let agreed: String
 
     init(over tcp: TCPStream, host: String, trust: TLSTrust, timeout: Duration) throws(HTTPError) {
         self.tcp = tcp
         var error = [CChar](repeating: 0, count: 512)
-        let opened: OpaquePointer?
-        switch trust {
-        case .system: opened = share_tls_open(tcp.fileDescriptor, host, Int32(SHARE_TLS_TRUST_SYSTEM), nil, &error, error.count)
-        case .authority(let file): opened = share_tls_open(tcp.fileDescriptor, host, Int32(SHARE_TLS_TRUST_FILE), file, &error, error.count)
-        case .none: opened = share_tls_open(tcp.fileDescriptor, host, Int32(SHARE_TLS_TRUST_NONE), nil, &error, error.count)
+        let (mode, file): (Int32, String?) = switch trust {
+        case .system: (Int32(SHARE_TLS_TRUST_SYSTEM), nil)
+        case .authority(let file): (Int32(SHARE_TLS_TRUST_FILE), file)
+        case .none: (Int32(SHARE_TLS_TRUST_NONE), nil)
         }
-        guard let opened else { throw HTTPError(Self.text(error)) }
-        tls = opened
+        guard let opened = share_tls_open(tcp.fileDescriptor, host, mode, file, &error, error.count) else {
+            throw HTTPError(Self.text(error))
+        }
+        // The handshake runs before `tls` is stored: a failure frees it here,
+        // a success hands it to deinit.
         do {
             _ = try Self.retry(tcp, timeout: timeout, what: "TLS handshake") { error throws(HTTPError) in
                 Int(share_tls_handshake(opened, &error, error.count))
             }
         } catch {
-            // Not every property is set yet, so deinit will not run: free it here.
             share_tls_free(opened)
             throw HTTPError(error.description + Self.hint(error.description, trust: trust))
         }
-        var description = [CChar](repeating: 0, count: 128)
-        share_tls_describe(opened, &description, description.count)
-        agreed = Self.text(description)
+        tls = opened
     }
 
     deinit { share_tls_free(tls) }

@@ -58,6 +58,13 @@ struct MediaRoutes: Sendable {
         for copy in copies where copy.state.isActive { socket.send(bytes, to: copy.video) }
     }
 
+    /// Sends audio stream `index`'s packet, on a port of its own, to the
+    /// first destination and to each copy.
+    func deliver(_ bytes: ArraySlice<UInt8>, audio index: Int, on socket: UDPSocket) {
+        if primary.isActive, let media = audio[index].media { socket.send(bytes, to: media) }
+        for copy in copies where copy.state.isActive { socket.send(bytes, to: copy.audio[index].media) }
+    }
+
     /// Sends one stream's RTCP (`stream` nil: the video's) to each copy
     /// that takes it on a port of its own.
     func sendToCopies(rtcp bytes: ArraySlice<UInt8>, stream: Int?, on socket: UDPSocket) {

@@ -117,13 +117,11 @@ final class NetworkDriver: @unchecked Sendable {
                    now: MonotonicTime) throws(SRTPError) {
         guard link.ready.load(ordering: .acquiring) else { return }
         let destination = routes.audio[index].media
-        let (primary, copies) = (routes.primary, routes.copies)
         try audio[index].withLock { stream throws(SRTPError) in
             try stream.send(payload: payload, rtpTimestamp: rtpTimestamp, captureTime: captureTime, now: now) { datagram in
                 // On a port of its own audio leaves at once, as it would from the pacer.
-                if let destination {
-                    if primary.isActive { socket.send(datagram, to: destination) }
-                    for copy in copies where copy.state.isActive { socket.send(datagram, to: copy.audio[index].media) }
+                if destination != nil {
+                    routes.deliver(datagram, audio: index, on: socket)
                 } else {
                     paced.enqueue(datagram, kind: .immediate, now: now)
                 }

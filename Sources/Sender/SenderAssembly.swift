@@ -153,15 +153,8 @@ extension ScreenSender {
     /// Ports of their own are for receivers that take a static key: a
     /// handshake needs the one port `share recv` listens on.
     static func checkPorts(_ c: SenderConfiguration) throws(SenderError) {
-        let ports: [(String, [Int])] = [("port", [c.port]), ("audio port", c.audioPorts), ("RTCP port", c.rtcpPort.map { [$0] } ?? []),
-                                        ("audio RTCP port", c.audioRTCPPorts)]
-        var used: Set<Int> = []
-        for (name, list) in ports {
-            for port in list {
-                guard (1...65535).contains(port) else { throw .configuration("\(name) \(port) outside 1-65535") }
-                guard used.insert(port).inserted else { throw .configuration("\(name) \(port) is taken by another stream") }
-            }
-        }
+        try checkPortSet([("port", [c.port]), ("audio port", c.audioPorts), ("RTCP port", c.rtcpPort.map { [$0] } ?? []),
+                          ("audio RTCP port", c.audioRTCPPorts)])
         for (name, list) in [("audio ports", c.audioPorts), ("audio RTCP ports", c.audioRTCPPorts)]
         where !list.isEmpty && list.count < c.audio.count {
             throw .configuration("\(list.count) \(name) for \(c.audio.count) audio streams")
@@ -176,6 +169,20 @@ extension ScreenSender {
         try checkCopies(c)
     }
 
+    /// One destination's ports, by what each carries: each in 1-65535 and
+    /// none used twice. `of` names the destination in the message.
+    static func checkPortSet(_ ports: [(String, [Int])], of destination: String = "") throws(SenderError) {
+        var used: Set<Int> = []
+        for (name, list) in ports {
+            for port in list {
+                guard (1...65535).contains(port) else { throw .configuration("\(destination)\(name) \(port) outside 1-65535") }
+                guard used.insert(port).inserted else {
+                    throw .configuration("\(destination)\(name) \(port) is taken by another stream")
+                }
+            }
+        }
+    }
+
     /// Copies go to SFUs: a static key, and RTCP and audio on ports of their
     /// own at the first destination too, so nothing reaches a copy twice.
     static func checkCopies(_ c: SenderConfiguration) throws(SenderError) {
@@ -184,10 +191,8 @@ extension ScreenSender {
             throw .configuration("copies of the stream are for SFUs: a static key, and an RTCP port and audio ports of their own")
         }
         for copy in c.copies {
-            let ports = [copy.port] + (copy.rtcpPort.map { [$0] } ?? []) + copy.audioPorts
-            guard ports.allSatisfy({ (1...65535).contains($0) }), Set(ports).count == ports.count else {
-                throw .configuration("a copy to \(copy.host) has a port outside 1-65535 or one port twice")
-            }
+            try checkPortSet([("port", [copy.port]), ("RTCP port", copy.rtcpPort.map { [$0] } ?? []), ("audio port", copy.audioPorts)],
+                             of: "a copy to \(copy.host): ")
             guard copy.audioPorts.count >= c.audio.count else {
                 throw .configuration("a copy to \(copy.host) has \(copy.audioPorts.count) audio ports for \(c.audio.count) audio streams")
             }

@@ -152,10 +152,6 @@ long share_tls_write(share_tls *tls, const void *bytes, size_t size, char *error
     return status;
 }
 
-void share_tls_describe(share_tls *tls, char *text, size_t size) {
-    snprintf(text, size, "%s %s", SSL_get_version(tls->connection), SSL_get_cipher_name(tls->connection));
-}
-
 void share_tls_free(share_tls *tls) {
     if (tls == NULL) return;
     if (tls->connection != NULL) SSL_free(tls->connection);

@@ -5,7 +5,13 @@ public struct JanusTarget: Equatable, Sendable {
     public var url: String
     public var secrets: String?
 
-    public var isSecure: Bool { url.lowercased().hasPrefix("https://") }
+    public var isSecure: Bool { Self.scheme(of: url) == "https" }
+
+    /// "http" or "https" for an address of either, nil otherwise.
+    static func scheme(of url: String) -> String? {
+        let lowered = url.lowercased()
+        return ["https", "http"].first { lowered.hasPrefix($0 + "://") }
+    }
 
     public init(url: String, secrets: String?) {
         self.url = url
@@ -21,7 +27,7 @@ public struct JanusTarget: Equatable, Sendable {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
             guard !words.isEmpty else { continue }
-            guard words.count <= 2, words[0].lowercased().hasPrefix("http://") || words[0].lowercased().hasPrefix("https://") else {
+            guard words.count <= 2, scheme(of: words[0]) != nil else {
                 throw ValidationError("--janus-list line \(number + 1): expected `URL [SECRETS_FILE]`, with an http:// or https:// URL")
             }
             targets.append(JanusTarget(url: words[0], secrets: words.count == 2 ? words[1] : secrets))

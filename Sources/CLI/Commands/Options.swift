@@ -88,7 +88,7 @@ public struct SendOptions: ParsableArguments {
         try Ranges.check(threads, 0...64, "--threads")
         try Ranges.check(audioTone, 1...24_000, "--audio-tone", "Hz")
         try Ranges.checkSeconds(duration)
-        try Ranges.checkBudget(memoryBudget)
+        _ = try budget()
     }
     @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?

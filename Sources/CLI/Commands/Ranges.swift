@@ -1,5 +1,5 @@
 public import ArgumentParser
-import ShareGovernor
+public import ShareGovernor
 
 /// Range checks on numeric options, as usage errors (exit 64) that name the
 /// option, before anything starts. Numbers are parsed `.unconditional`, so
@@ -24,15 +24,20 @@ enum Ranges {
     /// what it needs (the receiver is told too), since that depends on the
     /// screen and the machine.
     static let smallestBudget = MemoryBudget(.mebibytes(4))
+}
 
-    /// `--memory-budget`: 0 (no governor) or a size the sender can run in.
-    static func checkBudget(_ text: String?) throws {
-        guard let text, text != "0" else { return }
+extension SendOptions {
+    /// `--memory-budget`: the default when not given, nil for 0 (no
+    /// governor), else a size the sender can run in.
+    public func budget() throws(ValidationError) -> MemoryBudget? {
+        guard let text = memoryBudget else { return .default }
+        if text == "0" { return nil }
         guard let budget = MemoryBudget(text) else {
             throw ValidationError("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T), or 0 for none")
         }
-        if budget.bytes < smallestBudget.bytes {
-            throw ValidationError("--memory-budget \(text) is below \(smallestBudget), in which nothing can run (0 turns the governor off)")
+        if budget.bytes < Ranges.smallestBudget.bytes {
+            throw ValidationError("--memory-budget \(text) is below \(Ranges.smallestBudget), in which nothing can run (0 turns the governor off)")
         }
+        return budget
     }
 }

@@ -24,8 +24,8 @@ struct Share: ParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let names = configuration.subcommands.map { $0._commandName } + ["help"]
         if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
-            let guess = names.min { SubcommandGuess.distance(first, $0) < SubcommandGuess.distance(first, $1) }
-            let hint = guess.map { SubcommandGuess.distance(first, $0) <= 2 ? " (did you mean \($0)?)" : "" } ?? ""
+            let nearest = names.map { ($0, SubcommandGuess.distance(first, $0)) }.min { $0.1 < $1.1 }
+            let hint = nearest.map { $0.1 <= 2 ? " (did you mean \($0.0)?)" : "" } ?? ""
             FileHandle.standardError.write(Data("share: unknown subcommand '\(first)'\(hint); see share --help\n".utf8))
             Foundation.exit(64)
         }
@@ -37,11 +37,12 @@ struct Share: ParsableCommand {
 enum SubcommandGuess {
     static func distance(_ a: String, _ b: String) -> Int {
         let (a, b) = (Array(a), Array(b))
+        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
         var row = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
+        for i in 1...a.count {
             var previous = row[0]
             row[0] = i
-            for j in 1...max(b.count, 1) where !b.isEmpty {
+            for j in 1...b.count {
                 let kept = row[j]
                 row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
                 previous = kept

@@ -41,7 +41,7 @@ extension SendOptions {
         let streams = configuration.audio.indices
         configuration.audioPorts = audioPort.map { port in streams.map { port + 2 * $0 } } ?? []
         configuration.audioRTCPPorts = audioRTCPPort.map { port in streams.map { port + 2 * $0 } } ?? []
-        configuration.memoryBudget = budget()
+        do { configuration.memoryBudget = try budget() } catch { fail(error.message) }
         return configuration
     }
 
@@ -64,14 +64,6 @@ extension SendOptions {
         if let window { return .window(window) }
         if let monitor { return .monitor(monitor) }
         return .screen
-    }
-
-    /// `--memory-budget`: a size, or 0 for no governor; the default otherwise.
-    private func budget() -> MemoryBudget? {
-        guard let text = memoryBudget else { return .default }
-        if text == "0" { return nil }
-        guard let budget = MemoryBudget(text) else { fail("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T)") }
-        return budget
     }
 }
 

@@ -44,9 +44,6 @@ long share_tls_read(share_tls *tls, void *buffer, size_t size, char *error, size
 /// Plaintext bytes taken, or a result above.
 long share_tls_write(share_tls *tls, const void *bytes, size_t size, char *error, size_t error_size);
 
-/// The protocol and cipher agreed, for a log line ("TLSv1.3 TLS_AES_256_GCM_SHA384").
-void share_tls_describe(share_tls *tls, char *text, size_t size);
-
 /// Frees everything (does not close the socket).
 void share_tls_free(share_tls *tls);
 
