@@ -41,13 +41,25 @@ def plan(fanout, size, args):
     per_edge = limits[first]
     edges = math.ceil(args.viewers / per_edge)
     edge_rows = sorted(fanout.get("edges", []), key=lambda r: r["edges"])
-    sender_line = "-"
-    if len(edge_rows) >= 2:
-        low, high = edge_rows[0], edge_rows[-1]
+    direct = [r for r in edge_rows if r.get("feed", "direct") == "direct"]
+    tree = [r for r in edge_rows if r.get("feed") == "tree"]
+    sender_line = tree_line = "-"
+    if len(direct) >= 2:
+        low, high = direct[0], direct[-1]
         slope = (high["cpuMsPerFrame"] - low["cpuMsPerFrame"]) / (high["edges"] - low["edges"])
         sender_ms = low["cpuMsPerFrame"] + slope * (edges - low["edges"])
         sender_line = (f"{low['cpuMsPerFrame']:.2f} ms + {slope:.3f} ms x ({edges} - {low['edges']}) edges = {sender_ms:.2f} ms "
                        f"a frame at 720p ({sender_ms * 30 / 10:.1f}% of a core at 30 fps)")
+    if len(tree) >= 2:
+        low, high = tree[0], tree[-1]
+        slope = (high["ingestCorePercent"] - low["ingestCorePercent"]) / (high["edges"] - low["edges"])
+        ingest = low["ingestCorePercent"] + slope * (edges - low["edges"])
+        tree_line = (f"the sender's upload and work do not grow with the edges ({low['cpuMsPerFrame']:.2f} ms a frame "
+                     f"at {low['edges']} edge{'s' if low['edges'] != 1 else ''}, {high['cpuMsPerFrame']:.2f} ms at "
+                     f"{high['edges']}, 720p, with every Janus on the same machine); the ingest Janus's CPU: "
+                     f"{low['ingestCorePercent']:.1f}% + {slope:.2f}% x ({edges} - {low['edges']}) edges = "
+                     f"**{ingest:.1f}% of a core** for {edges} edges (at 720p; it forwards packets, so scale by the rate), "
+                     f"and its egress {edges} x {rate:.2f} = {edges * rate:.1f} Mbit/s")
     lines = [
         f"### {width}x{height} at 30 fps, {args.viewers} viewers",
         "",
@@ -66,7 +78,8 @@ def plan(fanout, size, args):
         f"- Edges: ceil({args.viewers} / {per_edge}) = **{edges}**.",
         f"- The sender's upload, copying to each edge itself: {edges} x {rate:.2f} = **{edges * rate:.1f} Mbit/s**; "
         f"with a tree (one ingest that relays): {rate:.2f} Mbit/s, and the ingest sends {edges * rate:.1f} Mbit/s.",
-        f"- The sender's CPU feeding {edges} edges (the edges rows, straight line): {sender_line}.",
+        f"- The sender's CPU feeding {edges} edges (the direct edges rows, straight line): {sender_line}.",
+        f"- With a tree (the tree rows, straight line): {tree_line}.",
         "",
     ]
     return lines

@@ -11,9 +11,10 @@ all N receive, and a real headless Chromium then joins as one more viewer:
 its time from asking to watch to the first picture on screen.
 
 Then the sender's own cost of feeding several Janus servers (edges) from
-one encode: for 1, 4 and 16 Janus processes, one `share send` run each
-(--janus-list), side by side in one run: its CPU per frame, footprint and
-upload.
+one encode: for 1, 4 and 16 Janus processes, two `share send` runs each,
+side by side in one run: copying to every edge itself (--janus-list), and
+through an ingest Janus whose forwarders feed the edges (--janus-ingest):
+its CPU per frame, footprint and upload, and the ingest's CPU.
 
     make bench-fanout                  # 0, 10, 50 and 100 viewers; 1, 4 and 16 edges; 10 s windows
     python3 Benchmarks/fanout.py --viewers 0,10,50,100 --edges 1,4,16 --seconds 10
@@ -230,10 +231,11 @@ def measure(count, args, janus, link, mountpoint, pin, apisecret, work):
     }
 
 
-def start_janus(work, index):
+def start_janus(work, index, relay=False):
     """Janus number `index` of this run: its own configuration, HTTP port and
-    RTP ports (250 each), started and waited for. Returns its process, API
-    address, secrets file and API secret."""
+    RTP ports (250 each), started and waited for; with `relay`, its VideoRoom
+    on too (an ingest). Returns its process, API address, secrets file and
+    API secret."""
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -241,7 +243,7 @@ def start_janus(work, index):
     rtp_base = 20000 + ((os.getpid() % 2) * 20 + index) * 250  # below the ephemeral ports (32768)
     directory = os.path.join(work, f"janus-{index}")
     subprocess.run([os.path.join(ROOT, "examples", "fanout", "janus-config.sh"), directory, str(http_port), str(rtp_base)],
-                   check=True)
+                   check=True, env=dict(os.environ, RELAY="1") if relay else None)
     log = os.path.join(work, f"janus-{index}.log")
     process = subprocess.Popen(["janus", "-C", os.path.join(directory, "janus.jcfg"), "-F", directory],
                                stdout=open(log, "w"), stderr=subprocess.STDOUT)
@@ -266,39 +268,53 @@ def rates(stats):
             stats["cpuSeconds"] * 1000 / frames)
 
 
-def measure_edges(count, servers, args, display, work):
-    """One `share send` feeding the first `count` servers for the window:
-    its CPU per frame, peak footprint and RSS, and what it uploaded."""
+def measure_edges(count, servers, args, display, work, ingest=None):
+    """One `share send` feeding the first `count` servers for the window,
+    directly or (given `ingest`) through it: its CPU per frame, peak
+    footprint and RSS, what it uploaded, and the ingest's CPU."""
+    feed = "tree" if ingest else "direct"
     listing = os.path.join(work, f"edges-{count}.list")
     with open(listing, "w") as f:
         for server in servers[:count]:
             f.write(f"{server['url']} {server['secrets']}\n")
-    stats = os.path.join(work, f"edges-{count}.json")
-    log = os.path.join(work, f"edges-{count}.log")
-    result = subprocess.run([os.path.join(args.bin, "share"), "send", "--janus-list", listing, "--display", display,
+    stats = os.path.join(work, f"edges-{count}-{feed}.json")
+    log = os.path.join(work, f"edges-{count}-{feed}.log")
+    relay = ["--janus-ingest", ingest["url"], "--janus-ingest-secrets", ingest["secrets"]] if ingest else []
+    before = janus_sample(ingest["process"].pid)[0] if ingest else 0
+    started = time.monotonic()
+    result = subprocess.run([os.path.join(args.bin, "share"), "send", "--janus-list", listing, *relay, "--display", display,
                              "--audio-tone", "440", "--duration", str(args.seconds + 2), "--stats-json", stats],
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=args.seconds + 60)
+    ingest_percent = (janus_sample(ingest["process"].pid)[0] - before) / (time.monotonic() - started) * 100 if ingest else None
     if result.returncode != 0:
         print(open(log).read(), file=sys.stderr)
-        raise RuntimeError(f"share send to {count} edges failed")
+        raise RuntimeError(f"share send to {count} edges ({feed}) failed")
     with open(stats) as f:
         s = json.load(f)
-    fed = sum(1 for d in s.get("destinations", []) if not d["dropped"]) if count > 1 else 1
+    if ingest:
+        summary = next((line for line in open(log) if line.startswith("janus ingest ")), "")
+        fed = int(summary.split(" keyframes for ", 1)[1].split()[0]) if " keyframes for " in summary else 0
+    else:
+        fed = sum(1 for d in s.get("destinations", []) if not d["dropped"]) if count > 1 else 1
     fps, kbps, cpu = rates(s)
-    return {"edges": count, "fed": fed, "cpuMsPerFrame": cpu, "fps": fps, "streamKbps": kbps, "uploadMbps": kbps * count / 1000,
+    return {"edges": count, "feed": feed, "fed": fed, "cpuMsPerFrame": cpu, "fps": fps, "streamKbps": kbps,
+            "uploadMbps": kbps * (1 if ingest else count) / 1000, "ingestCorePercent": ingest_percent,
             "peakFootprintMiB": s["peakFootprintBytes"] / 1048576, "peakResidentMiB": s["peakResidentBytes"] / 1048576}
 
 
 def markdown_edges(rows, settings):
     base = rows[0]
-    lines = [f"The sender feeding several Janus servers from one encode ({settings}): one `share send --janus-list` "
-             "run per row, side by side; the packets are copied to each server, nothing is encoded twice.", "",
-             "| edges | fed | CPU per frame (ms) | vs first row | fps | stream (kbit/s) | upload (Mbit/s) | "
-             "peak footprint (MiB) | peak RSS (MiB) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"The sender feeding several Janus servers from one encode ({settings}): one `share send` run per row, "
+             "side by side. *direct*: `--janus-list`, the packets copied to each server. *tree*: `--janus-ingest` as well, "
+             "one stream up to an ingest Janus (a VideoRoom remote publisher) whose RTP forwarders pass the same SRTP "
+             "packets on to each server. Nothing is encoded twice either way.", "",
+             "| edges | feed | fed | CPU per frame (ms) | vs first row | fps | stream (kbit/s) | upload (Mbit/s) | "
+             "ingest CPU (% of a core) | peak footprint (MiB) | peak RSS (MiB) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['edges']} | {r['fed']} | {r['cpuMsPerFrame']:.2f} | {r['cpuMsPerFrame'] / base['cpuMsPerFrame']:.2f}x | "
-                     f"{r['fps']:.1f} | {r['streamKbps']:.0f} | {r['uploadMbps']:.1f} | {r['peakFootprintMiB']:.1f} | "
-                     f"{r['peakResidentMiB']:.1f} |")
+        ingest = f"{r['ingestCorePercent']:.1f}" if r.get("ingestCorePercent") is not None else ""
+        lines.append(f"| {r['edges']} | {r.get('feed', 'direct')} | {r['fed']} | {r['cpuMsPerFrame']:.2f} | "
+                     f"{r['cpuMsPerFrame'] / base['cpuMsPerFrame']:.2f}x | {r['fps']:.1f} | {r['streamKbps']:.0f} | "
+                     f"{r['uploadMbps']:.1f} | {ingest} | {r['peakFootprintMiB']:.1f} | {r['peakResidentMiB']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -404,11 +420,15 @@ def main():
         # Then the sender's cost by the number of servers it feeds.
         servers = [first] + [start_janus(work, index) for index in range(1, max(edge_counts, default=1))]
         processes += [server["process"] for server in servers[1:]]
+        ingest = start_janus(work, len(servers), relay=True) if edge_counts else None
+        if ingest:
+            processes.append(ingest["process"])
         edge_rows = []
         for count in edge_counts:
-            row = measure_edges(count, servers, args, display, work)
-            print(json.dumps(row), flush=True)
-            edge_rows.append(row)
+            for relay in (None, ingest):
+                row = measure_edges(count, servers, args, display, work, ingest=relay)
+                print(json.dumps(row), flush=True)
+                edge_rows.append(row)
         settings = f"{args.size} at 30 fps with a tone, {args.seconds:g} s windows, {os.cpu_count()} cores"
         out = args.out or (None if args.quick else os.path.join(ROOT, "Benchmarks", "results"))
         report = markdown(rows, settings) + ("\n" + markdown_edges(edge_rows, settings) if edge_rows else "")

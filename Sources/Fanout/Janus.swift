@@ -121,8 +121,16 @@ public enum JanusMessages {
         body(["janus": "create", "transaction": transaction], credentials)
     }
 
-    public static func attachStreaming(transaction: String, credentials: JanusCredentials) -> [UInt8] {
-        body(["janus": "attach", "plugin": "janus.plugin.streaming", "transaction": transaction], credentials)
+    /// Attaches to `plugin` (janus.plugin.streaming, janus.plugin.videoroom).
+    public static func attach(plugin: String, transaction: String, credentials: JanusCredentials) -> [UInt8] {
+        body(["janus": "attach", "plugin": plugin, "transaction": transaction], credentials)
+    }
+
+    /// A request to the plugin a handle is attached to, with the admin key when there is one.
+    static func message(_ plugin: [String: Any], transaction: String, credentials: JanusCredentials) -> [UInt8] {
+        var plugin = plugin
+        if let key = credentials.adminKey { plugin["admin_key"] = key }
+        return body(["janus": "message", "transaction": transaction, "body": plugin], credentials)
     }
 
     public static func destroySession(transaction: String, credentials: JanusCredentials) -> [UInt8] {
@@ -141,20 +149,17 @@ public enum JanusMessages {
             if audio.stereo { entry["fmtp"] = "stereo=1;sprop-stereo=1" }
             media.append(entry)
         }
-        var plugin: [String: Any] = [
+        let plugin: [String: Any] = [
             "request": "create", "type": "rtp", "description": request.description, "is_private": true,
             "pin": request.pin, "permanent": false, "secret": request.secret, "media": media,
             "srtpsuite": request.srtpSuite, "srtpcrypto": request.srtpKeySalt,
         ]
-        if let key = credentials.adminKey { plugin["admin_key"] = key }
-        return body(["janus": "message", "transaction": transaction, "body": plugin], credentials)
+        return message(plugin, transaction: transaction, credentials: credentials)
     }
 
     public static func destroyMountpoint(id: UInt64, secret: String, transaction: String,
                                          credentials: JanusCredentials) -> [UInt8] {
-        var plugin: [String: Any] = ["request": "destroy", "id": id, "secret": secret, "permanent": false]
-        if let key = credentials.adminKey { plugin["admin_key"] = key }
-        return body(["janus": "message", "transaction": transaction, "body": plugin], credentials)
+        message(["request": "destroy", "id": id, "secret": secret, "permanent": false], transaction: transaction, credentials: credentials)
     }
 
     /// The id in a `success` answer (a new session or handle).
@@ -166,15 +171,16 @@ public enum JanusMessages {
         return id
     }
 
-    /// The plugin's answer to a synchronous request (create, destroy).
-    public static func pluginData(_ answer: [UInt8], what: String) throws(JanusError) -> [String: Any] {
+    /// The plugin's answer to a synchronous request (create, destroy);
+    /// `plugin` names it in errors.
+    public static func pluginData(_ answer: [UInt8], what: String, plugin: String = "streaming") throws(JanusError) -> [String: Any] {
         let object = try envelope(answer, what: what)
-        guard let plugin = object["plugindata"] as? [String: Any], let data = plugin["data"] as? [String: Any] else {
-            throw JanusError("Janus's answer to \(what) carries no plugin data (is the streaming plugin loaded?)")
+        guard let wrapped = object["plugindata"] as? [String: Any], let data = wrapped["data"] as? [String: Any] else {
+            throw JanusError("Janus's answer to \(what) carries no plugin data (is the \(plugin) plugin loaded?)")
         }
         if let error = data["error"] as? String {
             let code = (data["error_code"] as? NSNumber).map { " (code \($0))" } ?? ""
-            throw JanusError("the streaming plugin refused to \(what): \(JanusError.quoting(error))\(code)")
+            throw JanusError("the \(plugin) plugin refused to \(what): \(JanusError.quoting(error))\(code)")
         }
         return data
     }
@@ -240,7 +246,7 @@ public struct JanusClient: Sendable {
     }
 
     public func create(_ request: MountpointRequest) throws(JanusError) -> Mountpoint {
-        try withStreamingHandle { handle, transaction throws(JanusError) in
+        try withHandle(plugin: "streaming") { handle, transaction throws(JanusError) in
             let answer = try post(handle, JanusMessages.createMountpoint(request, transaction: transaction(), credentials: credentials),
                                   what: "create the mountpoint")
             return try JanusMessages.mountpoint(answer, audioStreams: request.audio.count)
@@ -248,7 +254,7 @@ public struct JanusClient: Sendable {
     }
 
     public func destroy(_ mountpoint: Mountpoint, secret: String) throws(JanusError) {
-        try withStreamingHandle { handle, transaction throws(JanusError) in
+        try withHandle(plugin: "streaming") { handle, transaction throws(JanusError) in
             let answer = try post(handle, JanusMessages.destroyMountpoint(id: mountpoint.id, secret: secret,
                                                                           transaction: transaction(), credentials: credentials),
                                   what: "destroy the mountpoint")
@@ -270,7 +276,10 @@ public struct JanusClient: Sendable {
         else { throw JanusError("\(info) answered HTTP \(response.status), not Janus's server info") }
     }
 
-    private func withStreamingHandle<T>(_ body: (HTTPURL, () -> String) throws(JanusError) -> T) throws(JanusError) -> T {
+    /// Runs `body` with a handle on `plugin` ("streaming", "videoroom") in a
+    /// session of its own, ended afterwards; `body` gets the handle's URL
+    /// and a maker of transaction ids.
+    func withHandle<T>(plugin: String, _ body: (HTTPURL, () -> String) throws(JanusError) -> T) throws(JanusError) -> T {
         var counter = 0
         let transaction = { () -> String in
             counter += 1
@@ -283,13 +292,14 @@ public struct JanusClient: Sendable {
             _ = try? post(sessionURL, JanusMessages.destroySession(transaction: transaction(), credentials: credentials),
                           what: "end the API session")
         }
-        let handle = try JanusMessages.createdID(post(sessionURL, JanusMessages.attachStreaming(transaction: transaction(),
-                                                                                                credentials: credentials),
-                                                      what: "attach to the streaming plugin"), what: "attach to the streaming plugin")
+        let attach = "attach to the \(plugin) plugin"
+        let handle = try JanusMessages.createdID(post(sessionURL, JanusMessages.attach(plugin: "janus.plugin.\(plugin)", transaction: transaction(),
+                                                                                       credentials: credentials),
+                                                      what: attach), what: attach)
         return try body(sessionURL.with(path: "\(sessionURL.path)/\(handle)"), transaction)
     }
 
-    private func post(_ url: HTTPURL, _ body: [UInt8], what: String) throws(JanusError) -> [UInt8] {
+    func post(_ url: HTTPURL, _ body: [UInt8], what: String) throws(JanusError) -> [UInt8] {
         let response: HTTPResponse
         do {
             response = try http.send("POST", url, body: body)

@@ -23,7 +23,8 @@ final class AudioChannel: Sendable {
     /// init: the host's pushes reach it without touching the reader).
     let pushed: PushedAudioBuffer?
 
-    init(input: AudioInput) throws(SenderError) {
+    /// `ssrc`: the host's choice, or nil for a random one.
+    init(input: AudioInput, ssrc: UInt32? = nil) throws(SenderError) {
         self.input = input
         let reader = try AudioReader(input)
         pushed = reader.pushed
@@ -35,7 +36,7 @@ final class AudioChannel: Sendable {
         } catch {
             throw .audio("\(input.label): \(error)")
         }
-        ssrc = UInt32.random(in: 1...UInt32.max)
+        self.ssrc = ssrc ?? UInt32.random(in: 1...UInt32.max)
     }
 
     func makeStream(keys: SRTPSessionKeys, payloadType: UInt8, cname: String) throws(SenderError) -> SendStream {

@@ -66,7 +66,7 @@ public final class ScreenSender: Sendable {
         let (socket, destination) = try Self.openSocket(configuration)
         let (screen, source, captureSummary) = try Self.openVideo(configuration)
         let plan = SenderPlan(configuration: configuration, source: source, captureBuffers: .bytes(screen?.heldBytes ?? 0),
-                              ssrcs: .random(for: configuration))
+                              ssrcs: .choose(for: configuration))
         governor = plan.governor.map { GovernorControl(governor: $0, accounting: configuration.memoryAccounting) }
         startupFailure = plan.startupFailure.map(SenderError.memory)
         let feed = VideoFeed(fps: plan.fps, maxHeight: plan.encodedSize.height)

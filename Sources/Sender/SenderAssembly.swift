@@ -82,9 +82,9 @@ extension ScreenSender {
 
     static func openAudio(_ configuration: SenderConfiguration, keys: SRTPSessionKeys) -> OpenedAudio {
         var opened = OpenedAudio()
-        for input in configuration.audio {
+        for (index, input) in configuration.audio.enumerated() {
             do {
-                let channel = try AudioChannel(input: input)
+                let channel = try AudioChannel(input: input, ssrc: configuration.ssrcs?.audio[index])
                 opened.streams.append(LockedStream(try channel.makeStream(keys: keys, payloadType: configuration.audioPayloadType,
                                                                           cname: configuration.cname)))
                 opened.channels.append(channel)
@@ -167,6 +167,24 @@ extension ScreenSender {
                 + "(--srtp-key-file or --sdp); share recv takes everything on one port")
         }
         try checkCopies(c)
+        try checkSSRCs(c)
+    }
+
+    /// Chosen SSRCs: one for each stream, none zero or used twice, and only
+    /// where the key is the host's (a relay that demultiplexes by SSRC
+    /// takes a static key), with no repair streams on SSRCs of their own.
+    static func checkSSRCs(_ c: SenderConfiguration) throws(SenderError) {
+        guard let chosen = c.ssrcs else { return }
+        guard case .staticKey = c.keying, !c.retransmissionStream, !c.forwardErrorCorrection else {
+            throw .configuration("chosen SSRCs are for a relay that takes a static key, with no repair streams")
+        }
+        guard chosen.audio.count == c.audio.count else {
+            throw .configuration("\(chosen.audio.count) chosen audio SSRCs for \(c.audio.count) audio streams")
+        }
+        let all = [chosen.video] + chosen.audio
+        guard !all.contains(0), Set(all).count == all.count else {
+            throw .configuration("chosen SSRCs \(all) must be distinct and not 0")
+        }
     }
 
     /// One destination's ports, by what each carries: each in 1-65535 and

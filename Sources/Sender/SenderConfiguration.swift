@@ -118,6 +118,10 @@ public struct SenderConfiguration: Sendable {
     /// copy's RTCP port takes its own keyframe requests, and a copy can be
     /// dropped while the others go on (`ScreenSender.dropDestination`).
     public var copies: [MediaCopy] = []
+    /// SSRCs the host chooses instead of fresh random ones, for a relay
+    /// that tells the streams apart by SSRC on one port (Janus's remote
+    /// publisher). Static key only, with no repair streams. nil: random.
+    public var ssrcs: ChosenSSRCs?
     /// How the screen is captured: X11, or a Wayland desktop's screen cast
     /// through PipeWire; `auto` follows `WAYLAND_DISPLAY`.
     public var capture: CaptureBackend = .auto
@@ -284,5 +288,21 @@ public struct MediaCopy: Sendable, Equatable {
         self.port = port
         self.rtcpPort = rtcpPort
         self.audioPorts = audioPorts
+    }
+}
+
+/// The streams' SSRCs when the host chooses them (`SenderConfiguration.ssrcs`).
+/// With a key used once, fixed numbers reuse no keystream: SRTP's keystream
+/// depends on the key, the SSRC and the packet index together.
+public struct ChosenSSRCs: Sendable, Equatable {
+    /// The video's.
+    public var video: UInt32
+    /// Each audio stream's, in the order of `SenderConfiguration.audio`.
+    public var audio: [UInt32]
+
+    /// The video's SSRC and each audio stream's.
+    public init(video: UInt32, audio: [UInt32]) {
+        self.video = video
+        self.audio = audio
     }
 }

@@ -36,9 +36,11 @@ struct SenderPlan {
         var retransmission: UInt32?
         var forwardErrorCorrection: UInt32?
 
-        /// Fresh random SSRCs for the streams `configuration` asks for.
-        static func random(for configuration: SenderConfiguration) -> StreamSSRCs {
-            StreamSSRCs(video: .random(in: 1...UInt32.max),
+        /// The host's chosen SSRC, or fresh random ones for the streams
+        /// `configuration` asks for.
+        static func choose(for configuration: SenderConfiguration) -> StreamSSRCs {
+            if let chosen = configuration.ssrcs { return StreamSSRCs(video: chosen.video) }
+            return StreamSSRCs(video: .random(in: 1...UInt32.max),
                         retransmission: configuration.retransmissionStream ? .random(in: 1...UInt32.max) : nil,
                         forwardErrorCorrection: configuration.forwardErrorCorrection ? .random(in: 1...UInt32.max) : nil)
         }

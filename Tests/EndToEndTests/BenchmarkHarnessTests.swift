@@ -167,9 +167,14 @@ struct BenchmarkHarnessTests {
         #expect(table.contains("| 2 | 2 |"), "\(table)")
         #expect((row["janusMiBPerViewer"] as? Double) != nil && (row["forwardedMbps"] as? Double ?? 0) > 0, "\(row)")
         let edges = report["edges"] as? [[String: Any]] ?? []
-        #expect(edges.map { $0["edges"] as? Int } == [1, 2] && edges.allSatisfy { $0["fed"] as? Int == $0["edges"] as? Int }, "\(edges)")
+        // Each count fed directly and through an ingest, every edge fed.
+        #expect(edges.map { $0["edges"] as? Int } == [1, 1, 2, 2] && edges.map { $0["feed"] as? String } == ["direct", "tree", "direct", "tree"]
+                && edges.allSatisfy { $0["fed"] as? Int == $0["edges"] as? Int }, "\(edges)")
         #expect(edges.allSatisfy { ($0["cpuMsPerFrame"] as? Double ?? 0) > 0 && ($0["fps"] as? Double ?? 0) > 20 }, "\(edges)")
-        #expect(table.contains("| edges | fed |"), "\(table)")
+        // Through the ingest the sender uploads one stream, and the ingest's CPU is measured.
+        let tree = edges.filter { $0["feed"] as? String == "tree" }
+        #expect(tree.allSatisfy { ($0["uploadMbps"] as? Double ?? 99) < 3 && ($0["ingestCorePercent"] as? Double ?? 0) > 0 }, "\(tree)")
+        #expect(table.contains("| edges | feed | fed |"), "\(table)")
         // The capacity plan works from that output alone.
         let plan = try ChildProcess("python3", [ShareBinary.packageRoot.appendingPathComponent("Benchmarks/capacity.py").path,
                                                 dir.path("out/fanout.json"), "--out", dir.path("out/capacity.md")]).wait(timeout: 30)

@@ -88,6 +88,81 @@ struct FanoutEdgesEndToEndTests {
         (viewers + [late]).forEach { $0.stop() }
     }
 
+    /// A tree: the sender uploads one stream to an ingest Janus (a remote
+    /// publisher in its VideoRoom), whose forwarders feed two edges'
+    /// mountpoints, each leg on a key of its own.
+    @Test func anIngestJanusFeedsTheEdgesFromOneUpload() throws {
+        let ingest = try JanusServer(openToViewers: true, relay: true)
+        let edges = try (0..<2).map { _ in try JanusServer(openToViewers: true) }
+        let dir = try TemporaryDirectory()
+        let screen = try EndToEndTests.Screen()
+        let list = dir.path("edges.list")
+        try edges.map { "\($0.url) \($0.secretsFile)\n" }.joined().write(toFile: list, atomically: true, encoding: .utf8)
+        let sender = try ShareBinary.start(["send", "--janus-ingest", ingest.url, "--janus-ingest-secrets", ingest.secretsFile,
+                                            "--janus-list", list, "--display", screen.name, "--audio-tone", "440",
+                                            "--duration", "20", "--stats-json", dir.path("send.json")])
+        #expect(sender.waitForOutput("sending 1280x720", timeout: 15), "\(sender.output)\n\(ingest.log.suffix(1500))")
+        #expect(sender.output.contains("relaying through \(ingest.url)") && sender.output.contains("forwarded to 2 edges"), "\(sender.output)")
+        let links = ViewerLink.all(senderOutput: sender.output)
+        #expect(links.map(\.janus) == edges.map(\.url), "\(sender.output)")
+        guard links.count == 2 else { return }
+        var viewers: [BrowserViewer] = []
+        var starts: [[String: Any]?] = []
+        for (index, link) in links.enumerated() {
+            viewers.append(try BrowserViewer(janus: link.janus, mountpoint: link.mountpoint, pin: link.pin, apiSecret: nil))
+            starts.append(viewers[index].waitForReport(timeout: 10) { number($0, "framesDecoded") > 0 })
+            #expect(starts[index] != nil, "no picture through edge \(index): \(viewers[index].statuses)\n\(ingest.log.suffix(1500))")
+        }
+        // The second edge dies; the sender has the ingest stop feeding it.
+        usleep(2_000_000)
+        kill(edges[1].pid, SIGKILL)
+        #expect(sender.waitForOutput("went away", timeout: 8), "\(sender.output)")
+        #expect(sender.output.contains("\(edges[1].url) went away") && sender.output.contains("1 of 2 still fed"), "\(sender.output)")
+        // A viewer joining late on the first edge: its keyframe request
+        // climbs the tree to the sender, and its picture comes within a second.
+        let late = try BrowserViewer(janus: links[0].janus, mountpoint: links[0].mountpoint, pin: links[0].pin, apiSecret: nil)
+        let joined = late.waitForReport(timeout: 10) { number($0, "joinMs") >= 0 && number($0, "framesDecoded") > 0 }
+        #expect(number(joined, "joinMs") >= 0 && number(joined, "joinMs") < 1000, "\(String(describing: joined))")
+        let end = viewers[0].waitForReport(timeout: 14) { number($0, "elapsedMs") >= number(starts[0], "elapsedMs") + 10_000 }
+        let result = sender.wait(timeout: 25)
+        #expect(result.status == 0, "\(result.output)")
+        let stats = try readStats(dir.path("send.json"))
+        let rate = Double(stats["framesEncoded"] as? Int ?? 0) / max(stats["elapsedSeconds"] as? Double ?? 1, 1)
+        let seconds = (number(end, "elapsedMs") - number(starts[0], "elapsedMs")) / 1000
+        let decoded = number(end, "framesDecoded") - number(starts[0], "framesDecoded")
+        #expect(seconds >= 9.5 && decoded >= 0.95 * rate * seconds, "decoded \(decoded) in \(seconds) s at \(rate) fps sent: \(String(describing: end))")
+        #expect(number(end, "videoPacketsLost") == 0, "\(String(describing: end))")
+        // One upload: no copies, and every packet to the ingest's port.
+        #expect((stats["destinations"] as? [Any] ?? []).count <= 1, "\(stats)")
+        // Keyframe requests come up the tree: the viewers' joins, the late one's among them.
+        #expect((stats["plainKeyframeRequests"] as? Int ?? 0) >= 2, "\(stats)")
+        #expect(!ingest.log.contains("SRTP unprotect error"), "\(ingest.log.suffix(1500))")
+        #expect(result.output.contains("mountpoint \(links[0].mountpoint) at \(edges[0].url) removed")
+                && !result.output.contains("mountpoint \(links[1].mountpoint) at \(edges[1].url) removed")
+                && result.output.contains("relay room") && result.output.contains("at \(ingest.url) removed")
+                && !result.output.contains("could not be removed"), "\(result.output)")
+        (viewers + [late]).forEach { $0.stop() }
+    }
+
+    /// Every edge is fed through the ingest: when it goes away the run ends
+    /// with why, and the edges' mountpoints are still removed.
+    @Test func theIngestGoingAwayEndsTheRunWithWhy() throws {
+        let ingest = try JanusServer(openToViewers: true, relay: true)
+        let edge = try JanusServer(openToViewers: true)
+        let screen = try EndToEndTests.Screen()
+        let sender = try ShareBinary.start(["send", "--janus-ingest", ingest.url, "--janus-ingest-secrets", ingest.secretsFile,
+                                            "--janus", edge.url, "--janus-secrets", edge.secretsFile, "--display", screen.name,
+                                            "--duration", "30"])
+        #expect(sender.waitForOutput("sending 1280x720", timeout: 15), "\(sender.output)")
+        let link = try #require(ViewerLink.all(senderOutput: sender.output).first, "\(sender.output)")
+        kill(ingest.pid, SIGKILL)
+        let result = sender.wait(timeout: 15)
+        #expect(result.status == 1 && result.output.contains("the ingest \(ingest.url) went away")
+                && result.output.contains("janus: the ingest Janus went away"), "\(result.output)")
+        #expect(result.output.contains("mountpoint \(link.mountpoint) at \(edge.url) removed") && !result.output.contains("relay room"),
+                "\(result.output)")
+    }
+
     /// A list of servers that cannot be right is a usage error before anything starts.
     @Test func aBadServerListIsAUsageErrorThatNamesTheLine() throws {
         let dir = try TemporaryDirectory()
@@ -103,5 +178,18 @@ struct FanoutEdgesEndToEndTests {
         try "http://127.0.0.1:8088/janus\n".write(toFile: list, atomically: true, encoding: .utf8)
         let twice = try ShareBinary.run(["send", "--janus", "http://127.0.0.1:8088/janus", "--janus-list", list, "--duration", "1"])
         #expect(twice.status == 64 && twice.output.contains("given twice"), "\(twice.output)")
+        // An ingest relays to edges: none named, a key file kept across runs
+        // (its SSRCs are fixed), or its secrets alone are usage errors.
+        let ingest = "http://127.0.0.1:8088/janus"
+        let cases: [([String], String)] = [
+            (["--janus-ingest", ingest], "give at least one"),
+            (["--janus-ingest", "ftp://x/janus", "--janus", ingest], "give an http:// or https:// address"),
+            (["--janus-ingest", ingest, "--janus", "http://127.0.0.1:8089/janus", "--srtp-key-file", list], "fresh key each run"),
+            (["--janus", ingest, "--janus-ingest-secrets", list], "give --janus-ingest too"),
+        ]
+        for (arguments, message) in cases {
+            let refused = try ShareBinary.run(["send"] + arguments + ["--duration", "1"])
+            #expect(refused.status == 64 && refused.output.contains(message), "\(arguments): \(refused.output)")
+        }
     }
 }

@@ -95,4 +95,72 @@ struct JanusTests {
         let refused = #expect(throws: JanusError.self) { try nobody.create(request) }
         #expect(refused?.description.contains("Connection refused") == true, "\(String(describing: refused))")
     }
+
+    private let relayRequest = RelayRequest(description: "share test", videoProfile: "42e01f", audio: [true], secret: "r00m")
+
+    @Test func aRelayIsARemotePublisherWhoseForwardersKeepItsSSRCs() {
+        // The streams come on Janus's SSRCs for m-lines 0 and 1.
+        #expect(relayRequest.ssrcs == [1000, 1010])
+        let room = RelayMessages.createRoom(relayRequest)
+        #expect(room["is_private"] as? Bool == true && room["secret"] as? String == "r00m" && room["videocodec"] as? String == "h264")
+        let publisher = RelayMessages.addPublisher(relayRequest, room: 7)
+        let streams = publisher["streams"] as? [[String: Any]] ?? []
+        #expect(streams.map { $0["mindex"] as? Int } == [0, 1] && streams.map { $0["mid"] as? String } == ["0", "1"])
+        #expect(streams.map { $0["type"] as? String } == ["video", "audio"] && streams.last?["stereo"] as? Bool == true)
+        // The ingest holds no key: nothing to decrypt with, nothing to re-encrypt with.
+        let relay = Relay(room: 7, publisher: 9, port: 10_000, rtcpPort: 10_001)
+        let edge = Mountpoint(id: 3, videoPort: 20_200, videoRTCPPort: 20_201, audioPorts: [20_202])
+        let forward = RelayMessages.forward(relay, secret: "r00m", host: "edge.example", to: edge, ssrcs: relayRequest.ssrcs)
+        for message in [publisher, forward] { #expect(message.keys.allSatisfy { !$0.hasPrefix("srtp") }, "\(message)") }
+        let forwarded = forward["streams"] as? [[String: Any]] ?? []
+        #expect(forwarded.map { $0["port"] as? Int } == [20_200, 20_202] && forwarded.map { $0["ssrc"] as? UInt32 } == [1000, 1010])
+        #expect(forwarded.first?["rtcp_port"] as? Int == 20_201 && forwarded.last?["rtcp_port"] == nil)
+        #expect(forward["publisher_id"] as? UInt64 == 9 && forward["host"] as? String == "edge.example")
+    }
+
+    @Test func relayAnswersAreReadOrRefusedWithTheirReason() throws {
+        func answer(_ data: String) -> [UInt8] {
+            Array(#"{"janus":"success","plugindata":{"plugin":"janus.plugin.videoroom","data":\#(data)}}"#.utf8)
+        }
+        #expect(try RelayMessages.room(answer(#"{"videoroom":"created","room":42}"#)) == 42)
+        let relay = try RelayMessages.relay(answer(#"{"videoroom":"success","room":42,"id":5,"port":10004,"rtcp_port":10005}"#), room: 42)
+        #expect(relay == Relay(room: 42, publisher: 5, port: 10_004, rtcpPort: 10_005))
+        #expect(throws: JanusError.self) { try RelayMessages.relay(answer(#"{"videoroom":"success","id":5,"port":0}"#), room: 42) }
+        let two = answer(#"{"videoroom":"rtp_forward","forwarders":[{"stream_id":11},{"stream_id":12}]}"#)
+        #expect(try RelayMessages.forwarding(two, streams: 2) == Forwarding(streamIDs: [11, 12]))
+        // Janus 1.1.2 answers success with no forwarder for a mid it does not know.
+        let none = #expect(throws: JanusError.self) { try RelayMessages.forwarding(answer(#"{"videoroom":"rtp_forward","forwarders":[]}"#), streams: 2) }
+        #expect(none?.description == "Janus made 0 forwarders for 2 streams")
+        let refused = #expect(throws: JanusError.self) {
+            try RelayMessages.room(answer(#"{"videoroom":"event","error_code":429,"error":"Missing mandatory element (admin_key)"}"#))
+        }
+        #expect(refused?.description.contains("videoroom plugin refused") == true && refused?.description.contains("429") == true,
+                "\(String(describing: refused))")
+    }
+
+    @Test func aRealJanusRelaysToAMountpointAndRemovesTheRoom() throws {
+        let ingest = try JanusServer(relay: true)
+        let client = JanusClient(url: try HTTPURL(ingest.url), credentials: JanusCredentials(apiSecret: ingest.apiSecret, adminKey: ingest.adminKey))
+        let relay = try client.createRelay(relayRequest)
+        #expect(relay.port != relay.rtcpPort)
+        let edge = try client.create(request)
+        let forwarding = try client.forward(relay, secret: relayRequest.secret, host: "127.0.0.1", to: edge, ssrcs: relayRequest.ssrcs)
+        #expect(forwarding.streamIDs.count == 2)
+        try client.stopForwarding(forwarding, relay: relay, secret: relayRequest.secret)
+        #expect(throws: JanusError.self) { try client.stopForwarding(forwarding, relay: relay, secret: relayRequest.secret) }
+        // Only the room's secret removes it; then it is gone.
+        #expect(throws: JanusError.self) { try client.destroyRelay(relay, secret: "guess") }
+        try client.destroyRelay(relay, secret: relayRequest.secret)
+        let again = #expect(throws: JanusError.self) { try client.destroyRelay(relay, secret: relayRequest.secret) }
+        #expect(again?.description.contains("No such room") == true, "\(String(describing: again))")
+        try client.destroy(edge, secret: request.secret)
+        // Rooms and forwarders need the admin key.
+        let noAdmin = JanusClient(url: try HTTPURL(ingest.url), credentials: JanusCredentials(apiSecret: ingest.apiSecret))
+        #expect(throws: JanusError.self) { try noAdmin.createRelay(relayRequest) }
+        // A Janus without the VideoRoom plugin says so.
+        let plain = try JanusServer()
+        let streamingOnly = JanusClient(url: try HTTPURL(plain.url), credentials: JanusCredentials(apiSecret: plain.apiSecret, adminKey: plain.adminKey))
+        let missing = #expect(throws: JanusError.self) { try streamingOnly.createRelay(relayRequest) }
+        #expect(missing?.description.contains("videoroom") == true, "\(String(describing: missing))")
+    }
 }

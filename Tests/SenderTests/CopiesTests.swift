@@ -119,4 +119,48 @@ struct CopiesTests {
         configuration.copies = [MediaCopy(host: "127.0.0.1", port: 40_000, rtcpPort: 40_001, audioPorts: [40_002])]
         #expect(throws: SenderError.self) { try ScreenSender(configuration: configuration) }
     }
+
+    /// A relay that tells streams apart by SSRC on one port (Janus's remote
+    /// publisher): every stream comes there on the SSRC the host chose.
+    @Test func chosenSSRCsCarryEveryStreamToOnePort() throws {
+        let relay = try Ports(control: true)
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.video = .pushed(VideoSize(width: 160, height: 96))
+        configuration.audio = [AudioInput(source: .pushed(.app))]
+        configuration.port = relay.video.localPort
+        configuration.rtcpPort = relay.control?.localPort
+        (configuration.congestionControl, configuration.retransmissionStream, configuration.forwardErrorCorrection) = (false, false, false)
+        configuration.ssrcs = ChosenSSRCs(video: 1000, audio: [1010])
+        let sender = try ScreenSender(configuration: configuration)
+        sender.start()
+        defer { sender.stop() }
+        push(sender, frames: 0..<30)
+        let datagrams = try drain(relay.video).datagrams
+        // RTP (payload types below 128 once the marker bit is off) by SSRC.
+        let media = datagrams.filter { $0.count > 12 && !(200...204).contains(Int($0[1])) }
+        let ssrcs = media.map { UInt32(bigEndian: $0[8..<12].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }) }
+        #expect(Set(ssrcs) == [1000, 1010], "\(Set(ssrcs))")
+        #expect(ssrcs.filter { $0 == 1000 }.count >= 30 && ssrcs.filter { $0 == 1010 }.count >= 25, "\(ssrcs.count)")
+        #expect(try drain(relay.audio).datagrams.isEmpty)
+    }
+
+    @Test func chosenSSRCsMustFitTheStreams() throws {
+        var configuration = SenderConfiguration(host: "127.0.0.1", keying: .random(profile: .aes128CmHmacSha1_80))
+        configuration.video = .pushed(VideoSize(width: 160, height: 96))
+        configuration.audio = [AudioInput(source: .pushed(.app))]
+        (configuration.congestionControl, configuration.retransmissionStream, configuration.forwardErrorCorrection) = (false, false, false)
+        configuration.ssrcs = ChosenSSRCs(video: 1000, audio: [1010])
+        _ = try ScreenSender(configuration: configuration)
+        for wrong in [ChosenSSRCs(video: 1000, audio: []), ChosenSSRCs(video: 1000, audio: [1000]), ChosenSSRCs(video: 0, audio: [1010])] {
+            configuration.ssrcs = wrong
+            #expect(throws: SenderError.self, "\(wrong)") { try ScreenSender(configuration: configuration) }
+        }
+        // Repair streams would need SSRCs of their own; a handshake's receiver chooses nothing.
+        configuration.ssrcs = ChosenSSRCs(video: 1000, audio: [1010])
+        configuration.retransmissionStream = true
+        #expect(throws: SenderError.self) { try ScreenSender(configuration: configuration) }
+        configuration.retransmissionStream = false
+        configuration.keying = .handshake(.preSharedKey(Array("secret".utf8)), store: nil)
+        #expect(throws: SenderError.self) { try ScreenSender(configuration: configuration) }
+    }
 }

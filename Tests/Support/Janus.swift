@@ -4,7 +4,8 @@ public import Foundation
 /// writes (only the streaming plugin and the HTTP transport, on loopback, a
 /// free HTTP port, an RTP port range of its own, an API secret and a
 /// streaming admin key), stopped by PID. Given certificates, its API is on
-/// a second port over HTTPS too.
+/// a second port over HTTPS too. As a relay, its VideoRoom plugin is on
+/// too (`share send --janus-ingest`).
 public final class JanusServer: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let httpPort: Int
@@ -23,7 +24,7 @@ public final class JanusServer: @unchecked Sendable {
     public var pid: pid_t { server.pid }
     public var log: String { server.output }
 
-    public init(certificates: TestCertificates? = nil, openToViewers: Bool = false) throws {
+    public init(certificates: TestCertificates? = nil, openToViewers: Bool = false, relay: Bool = false) throws {
         apiSecret = openToViewers ? nil : "api-\(UInt64.random(in: 0...UInt64.max))"
         directory = try TemporaryDirectory()
         httpPort = freeTCPPort()
@@ -31,11 +32,12 @@ public final class JanusServer: @unchecked Sendable {
         // Each server its own 250 UDP ports, below the kernel's ephemeral range.
         let base = 20_000 + Int(UInt32.random(in: 0..<48)) * 250
         let script = ShareBinary.packageRoot.appendingPathComponent("examples/fanout/janus-config.sh").path
-        var https: [String: String] = [:]
+        var environment: [String: String] = relay ? ["RELAY": "1"] : [:]
         if let certificates, let httpsPort {
-            https = ["HTTPS_PORT": "\(httpsPort)", "CERT_PEM": certificates.serverCertificate, "CERT_KEY": certificates.serverKey]
+            environment.merge(["HTTPS_PORT": "\(httpsPort)", "CERT_PEM": certificates.serverCertificate, "CERT_KEY": certificates.serverKey]) { $1 }
         }
-        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret ?? "none", adminKey], environment: https)
+        let written = try run("/bin/bash", [script, directory.url.path, "\(httpPort)", "\(base)", apiSecret ?? "none", adminKey],
+                              environment: environment)
         guard written.status == 0 else { throw TestEnvironmentError("janus-config.sh: \(written.stderr)") }
         secretsFile = directory.path("janus.secrets")
         server = try Self.start(arguments: ["-C", directory.path("janus.jcfg"), "-F", directory.url.path],

@@ -8,6 +8,10 @@
 # With HTTPS_PORT, CERT_PEM and CERT_KEY set, the API is also served over
 # HTTPS on 127.0.0.1:HTTPS_PORT with that certificate (`share send --janus
 # https://...`); set HTTPS_IP to listen elsewhere.
+# With RELAY=1 the VideoRoom plugin is on too, behind the same admin key
+# (rooms and RTP forwarders alike): a Janus that `share send --janus-ingest`
+# relays through. Its remote publishers take ports in 10000-60000 (Janus
+# 1.1 has no setting for that range).
 # Start Janus with:  janus -C DIR/janus.jcfg -F DIR
 #
 #   [HTTPS_PORT=P CERT_PEM=F CERT_KEY=F] janus-config.sh DIR HTTP_PORT RTP_BASE [API_SECRET ADMIN_KEY]
@@ -34,7 +38,8 @@ general: {
 }
 media: { rtp_port_range = "$rtp_base-$((rtp_base + 199))" }
 nat: { ice_enforce_list = "lo" }
-plugins: { disable = "$(list audiobridge duktape echotest lua nosip recordplay sip textroom videocall videoroom voicemail)" }
+plugins: { disable = "$(list audiobridge duktape echotest lua nosip recordplay sip textroom videocall voicemail \
+	$([ -n "${RELAY:-}" ] || echo videoroom))" }
 transports: { disable = "$(list mqtt nanomsg pfunix rabbitmq websockets)" }
 CFG
 if [ -n "${HTTPS_PORT:-}" ]; then
@@ -51,4 +56,9 @@ CFG
 cat >"$dir/janus.plugin.streaming.jcfg" <<CFG
 general: { admin_key = "$admin_key" rtp_port_range = "$((rtp_base + 200))-$((rtp_base + 249))" }
 CFG
+if [ -n "${RELAY:-}" ]; then
+	cat >"$dir/janus.plugin.videoroom.jcfg" <<CFG
+general: { admin_key = "$admin_key" lock_rtp_forward = true }
+CFG
+fi
 (umask 077 && { [ "$api_secret" = none ] || printf 'api_secret = %s\n' "$api_secret"; printf 'admin_key = %s\n' "$admin_key"; } >"$dir/janus.secrets")

@@ -43,6 +43,10 @@ public struct JanusOptions: ParsableArguments {
     public var janus: [String] = []
     @Option(help: "Janus servers to feed, one a line: `URL [SECRETS_FILE]` (# starts a comment); with or instead of --janus.")
     public var janusList: String?
+    @Option(help: "Relay through this Janus (its VideoRoom plugin): the stream goes to it once, as a remote publisher, and its RTP forwarders feed every --janus server, so the sender's upload does not grow with them. Each --janus address must be reachable from it as written.")
+    public var janusIngest: String?
+    @Option(help: "The --janus-ingest server's secrets file (default: --janus-secrets).")
+    public var janusIngestSecrets: String?
     @Option(help: "Janus's secrets, mode 0600: `api_secret = ...` and/or `admin_key = ...` lines (Janus's own names); for every server without a file of its own.")
     public var janusSecrets: String?
     @Option(help: "Check Janus's https certificate against this CA (PEM) instead of the system's trust store.")
@@ -55,7 +59,7 @@ public struct JanusOptions: ParsableArguments {
     public init() {}
 
     /// Whether the stream goes to Janus at all.
-    public var isOn: Bool { !janus.isEmpty || janusList != nil }
+    public var isOn: Bool { !janus.isEmpty || janusList != nil || janusIngest != nil }
 
     /// Every server to feed: `--janus` ones first, then the list's.
     public func targets() throws(ValidationError) -> [JanusTarget] {
@@ -69,12 +73,27 @@ public struct JanusOptions: ParsableArguments {
         return targets
     }
 
+    /// The Janus that relays to the others (`--janus-ingest`), if any.
+    public var ingest: JanusTarget? {
+        janusIngest.map { JanusTarget(url: $0, secrets: janusIngestSecrets ?? janusSecrets) }
+    }
+
     /// --janus-ca, --janus-insecure and --janus-allow-plain-http: each for
     /// the kind of address it is about, and not two ways of trusting at once.
     public func validate() throws {
         let named = [(janusCa != nil, "--janus-ca"), (janusInsecure, "--janus-insecure"), (janusAllowPlainHttp, "--janus-allow-plain-http")]
             .filter(\.0).map(\.1)
-        let targets = try targets()
+        let edges = try targets()
+        if let ingest {
+            guard JanusTarget.scheme(of: ingest.url) != nil else {
+                throw ValidationError("--janus-ingest \(ingest.url): give an http:// or https:// address")
+            }
+            if edges.isEmpty { throw ValidationError("--janus-ingest relays to the --janus servers: give at least one") }
+        } else if janusIngestSecrets != nil {
+            throw ValidationError("--janus-ingest-secrets is about the --janus-ingest server: give --janus-ingest too")
+        }
+        // The ingest's API carries what the others' do: the same rules.
+        let targets = (ingest.map { [$0] } ?? []) + edges
         guard !targets.isEmpty else {
             if let first = named.first { throw ValidationError("\(first) is about the --janus address: give --janus too") }
             return
@@ -88,7 +107,7 @@ public struct JanusOptions: ParsableArguments {
         }
         if let janusCa, !fileIsReadable(janusCa) { throw ValidationError("--janus-ca \(janusCa): no such readable file") }
         var seen: Set<String> = []
-        for target in targets where !seen.insert(target.url).inserted {
+        for target in edges where !seen.insert(target.url).inserted {
             throw ValidationError("\(target.url) is given twice: each Janus once")
         }
     }

@@ -65,6 +65,11 @@ public struct SendOptions: ParsableArguments {
             throw ValidationError("--cursor \(cursor) is not auto, embed, metadata or none")
         }
         if host != nil && fanout.isOn { throw ValidationError("--janus sends to Janus's host: give no receiver host") }
+        if fanout.janusIngest != nil && srtpKeyFile != nil {
+            // The relay tells the streams apart by fixed SSRCs: a key used
+            // in two runs would then encrypt two streams with one keystream.
+            throw ValidationError("--janus-ingest takes a fresh key each run: leave out --srtp-key-file")
+        }
         // host:port (one colon, digits after it: not an IPv6 address).
         if let host, host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":"),
            let port = Int(host[host.index(after: colon)...]) {

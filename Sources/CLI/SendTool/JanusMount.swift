@@ -17,14 +17,7 @@ struct JanusMount {
 
     /// Creates the mountpoint `request` asks for on the Janus `target` names.
     static func create(_ target: JanusTarget, rule: HTTPTransportRule, request: MountpointRequest) throws -> JanusMount {
-        let url = try HTTPURL(target.url)
-        var credentials = JanusCredentials()
-        if let secretsFile = target.secrets {
-            try KeyFile.refuseIfReadableByOthers(secretsFile, what: "Janus secrets file")
-            credentials = try JanusCredentials(parsing: String(contentsOfFile: secretsFile, encoding: .utf8))
-        }
-        var client = JanusClient(url: url, credentials: credentials)
-        client.http.rule = rule
+        let client = try target.client(rule: rule)
         return JanusMount(client: client, mountpoint: try client.create(request), secret: request.secret, pin: request.pin)
     }
 
@@ -74,5 +67,20 @@ struct JanusMount {
         } catch {
             note("janus: mountpoint \(mountpoint.id) at \(client.url) could not be removed: \(error)")
         }
+    }
+}
+
+extension JanusTarget {
+    /// A client of this server's API: its secrets file read (it must be
+    /// 0600), and `rule` for how it may be reached.
+    func client(rule: HTTPTransportRule) throws -> JanusClient {
+        var credentials = JanusCredentials()
+        if let secretsFile = secrets {
+            try KeyFile.refuseIfReadableByOthers(secretsFile, what: "Janus secrets file")
+            credentials = try JanusCredentials(parsing: String(contentsOfFile: secretsFile, encoding: .utf8))
+        }
+        var client = JanusClient(url: try HTTPURL(url), credentials: credentials)
+        client.http.rule = rule
+        return client
     }
 }

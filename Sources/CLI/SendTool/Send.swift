@@ -70,7 +70,7 @@ struct Send: ParsableCommand {
         janus?.summary(s).forEach { print($0) }
         if let statsJson = o.statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
-        if janus?.allGone == true { fail("janus: every Janus went away") }
+        if let lost = janus?.lost { fail("janus: \(lost)") }
         if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
     }
 
