@@ -38,6 +38,14 @@ final class PictureWindow {
         window = try VideoWindow(display: display, title: "share", width: width, height: height)
     }
 
+    /// Why no window could open on `display`, if none could: checked
+    /// before anything is accepted, so that a receiver that cannot show
+    /// refuses at once instead of at the first picture.
+    static func displayProblem(_ display: String?) -> String? {
+        do { _ = try X11Connection(display: display) } catch { return error.message }
+        return nil
+    }
+
     var closed: Bool { window.closed }
     /// Takes the window's events: closed, resized or exposed (the last
     /// picture is drawn again at once, a still sender's next may be a

@@ -16,7 +16,9 @@ public struct ReceiverConfiguration: Sendable {
     /// that shows it, records nothing and lends no pictures (`onPicture`)
     /// tells the sender with its reports that it draws the pointer itself:
     /// a sender's `--cursor auto` then sends the pointer apart, and a
-    /// pointer moving over a still screen costs it no picture.
+    /// pointer moving over a still screen costs it no picture. The display
+    /// is checked when the receiver is made: `ScreenReceiver(configuration:)`
+    /// throws `ReceiverError.window` when no window could open there.
     public var showWindow = true
     /// Record to this file (.mkv or .mp4) without re-encoding.
     public var recordPath: String?

@@ -47,6 +47,9 @@ public final class ScreenReceiver: Sendable {
         guard (0...65535).contains(configuration.port) else {
             throw .configuration("port \(configuration.port) outside 0-65535 (0 picks a free one)")
         }
+        if configuration.showWindow, let problem = PictureWindow.displayProblem(configuration.display) {
+            throw .window(problem)
+        }
         if let path = configuration.recordPath {
             guard Recorder.Container(path: path) != nil else {
                 throw .configuration("cannot record to \"\(path)\": the file must end in .mkv or .mp4")

@@ -50,6 +50,11 @@ struct UsageErrorsEndToEndTests {
                                             timeout: 20)
         #expect(noDisplay.status == 1 && noDisplay.output.contains("cannot connect to display :\(number): no X server answers there")
                 && !noDisplay.output.contains("xcb error"), "\(noDisplay.output)")
+        // A receiver that could not show a picture refuses before it listens,
+        // not at the first picture of a session it accepted.
+        let noWindow = try ShareBinary.run(["recv", "--port", "0", "--display", ":\(number)", "--duration", "5"], timeout: 20)
+        #expect(noWindow.status == 1 && noWindow.output.contains("window: cannot connect to display :\(number)")
+                && noWindow.output.contains("--no-window") && !noWindow.output.contains("listening"), "\(noWindow.output)")
     }
 
     /// `share --version` names the commit it was built from, as `git

@@ -37,7 +37,10 @@ struct Receive: ParsableCommand {
         }
         if !o.noWindow && !configuration.showWindow { note("no display: receiving without a window") }
         let receiver: ScreenReceiver
-        do { receiver = try ScreenReceiver(configuration: configuration) } catch { fail("\(error)") }
+        do { receiver = try ScreenReceiver(configuration: configuration) } catch {
+            if case .window = error { fail("\(error); --no-window receives without one") }
+            fail("\(error)")
+        }
         let stop = StopSignal(duration: o.duration)
         receiver.start(events: Self.report(to: stop))
         let status = StatusLine()
