@@ -42,8 +42,8 @@ deps:
 build: deps
 	swift build $(SWIFT_FLAGS)
 
-## test: the import graph of docs/architecture.md and the sizes of files and functions, then every test, including the ones that
-## start Xvfb, PulseAudio, ffmpeg and GStreamer;
+## test: the import graph of docs/architecture.md and the sizes of files and functions, the docs' links and that every option
+## of the built tools is in docs/usage.md, then every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer;
 ## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change,
 ## and `make docs`, so the documentation cannot rot
 CI_FUZZ_SECONDS ?= 20
@@ -51,6 +51,7 @@ test: deps
 	python3 Tests/Docs/imports.py
 	python3 Tests/Docs/sizes.py
 	swift build $(SWIFT_FLAGS)
+	python3 Tests/Docs/links.py "$$(swift build --show-bin-path $(SWIFT_FLAGS))/share"
 	swift build --build-tests $(SWIFT_FLAGS)
 	@# The whole output streams and goes to .build/test.log; on a failure what
 	@# failed is repeated at the end, where a log's tail shows it.
