@@ -24,11 +24,20 @@ DOCS_DIR ?= .build/docs
 # The per-stage benchmarks step `share scene` (tooling, not a library they can link).
 BENCH_ENV = SHARE_BIN="$$(cd .. && swift build --show-bin-path $(SWIFT_FLAGS))/share"
 
-.PHONY: docs bench-push deps build test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver bench-quality clean
+.PHONY: docs bench-push deps deps-build apt build install uninstall test demo demo-fanout fuzz tsan bench bench-update harness bench-fanout bench-capture bench-receiver bench-quality clean
 
-## deps: install missing Debian packages (nothing to do when all are present)
+## deps-build: the Debian packages a build needs; deps: those and everything the tests and
+## benchmarks run (nothing to do when all are present)
+deps-build:
+	@$(MAKE) --no-print-directory apt PACKAGES="$(APT_BUILD)"
+
 deps:
-	@missing=""; for p in $(APT_BUILD) $(APT_RUNTIME); do \
+	@$(MAKE) --no-print-directory apt PACKAGES="$(APT_BUILD) $(APT_RUNTIME)"
+	@python3 -c "import aiortc" 2>/dev/null || { echo "installing aiortc (PyPI)"; python3 -m pip install --quiet aiortc; }
+	@python3 -c "import numpy" 2>/dev/null || { echo "installing numpy (PyPI)"; python3 -m pip install --quiet numpy; }
+
+apt:
+	@missing=""; for p in $(PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -36,14 +45,42 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
-	@python3 -c "import aiortc" 2>/dev/null || { echo "installing aiortc (PyPI)"; python3 -m pip install --quiet aiortc; }
-	@python3 -c "import numpy" 2>/dev/null || { echo "installing numpy (PyPI)"; python3 -m pip install --quiet numpy; }
 
-build: deps
-	swift build $(SWIFT_FLAGS)
+## build: the tools (share and the programs it runs), release (CONFIGURATION=debug: what the tests built)
+TOOLS := share share-send share-recv share-relay
+CONFIGURATION ?= release
+build: deps-build
+	for p in $(TOOLS); do swift build -c $(CONFIGURATION) --product $$p $(SWIFT_FLAGS) || exit 1; done
+
+## install: the tools, their man pages, bash, zsh and fish completions and a systemd user unit
+## for share recv, into $(DESTDIR)$(PREFIX); uninstall removes them
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+COMPLETIONS = $(DESTDIR)$(PREFIX)/share/bash-completion/completions/share \
+	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_share $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/share.fish
+UNIT = $(DESTDIR)$(PREFIX)/lib/systemd/user/share-recv.service
+SUBCOMMANDS := send recv keygen ctl scene relay
+install: build
+	swift package plugin generate-manual --multi-page --configuration $(CONFIGURATION) $(SWIFT_FLAGS) >/dev/null
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(dir $(COMPLETIONS)) $(dir $(UNIT))
+	bin="$$(swift build -c $(CONFIGURATION) --show-bin-path $(SWIFT_FLAGS))"; \
+		for p in $(TOOLS); do install -m 755 "$$bin/$$p" $(DESTDIR)$(BINDIR)/$$p || exit 1; done
+	@# share's pages: share(1), and share-send(1) for `share send` and so on.
+	pages=.build/plugins/GenerateManual/outputs/share; install -m 644 $$pages/share.1 $(DESTDIR)$(MANDIR)/share.1 && \
+		for c in $(SUBCOMMANDS); do install -m 644 $$pages/share.$$c.1 $(DESTDIR)$(MANDIR)/share-$$c.1 || exit 1; done
+	set -e; for shell in bash zsh fish; do \
+		case $$shell in bash) f=$(word 1,$(COMPLETIONS));; zsh) f=$(word 2,$(COMPLETIONS));; fish) f=$(word 3,$(COMPLETIONS));; esac; \
+		$(DESTDIR)$(BINDIR)/share --generate-completion-script $$shell > $$f; chmod 644 $$f; done
+	sed 's|@BINDIR@|$(BINDIR)|g' examples/systemd/share-recv.service > $(UNIT) && chmod 644 $(UNIT)
+
+uninstall:
+	rm -f $(foreach p,$(TOOLS),$(DESTDIR)$(BINDIR)/$(p)) $(DESTDIR)$(MANDIR)/share.1 \
+		$(foreach c,$(SUBCOMMANDS),$(DESTDIR)$(MANDIR)/share-$(c).1) $(COMPLETIONS) $(UNIT)
 
 ## test: the import graph of docs/architecture.md and the sizes of files and functions, the docs' links and that every option
-## of the built tools is in docs/usage.md, then every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer;
+## of the built tools is in docs/usage.md, `make install` and `uninstall` into a temporary root (man pages, completions,
+## the systemd unit), then every test, including the ones that start Xvfb, PulseAudio, ffmpeg and GStreamer;
 ## in CI (CI set) also every fuzz target for CI_FUZZ_SECONDS, so new code is fuzzed on every change,
 ## and `make docs`, so the documentation cannot rot
 CI_FUZZ_SECONDS ?= 20
@@ -52,6 +89,7 @@ test: deps
 	python3 Tests/Docs/sizes.py
 	swift build $(SWIFT_FLAGS)
 	python3 Tests/Docs/links.py "$$(swift build --show-bin-path $(SWIFT_FLAGS))/share"
+	python3 Tests/Docs/install.py debug
 	swift build --build-tests $(SWIFT_FLAGS)
 	@# The whole output streams and goes to .build/test.log; on a failure what
 	@# failed is repeated at the end, where a log's tail shows it.

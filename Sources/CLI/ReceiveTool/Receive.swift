@@ -52,6 +52,7 @@ struct Receive: ParsableCommand {
                           s.captureToDisplay.p50.map { String(format: "%.1f ms", $0) } ?? "-")
         }
         stop.wait()
+        ServiceManager.stopping()
         status.stop()
         receiver.stop()
         let s = receiver.statistics
@@ -72,7 +73,9 @@ struct Receive: ParsableCommand {
     private static func report(to stop: StopSignal) -> @Sendable (ReceiverEvent) -> Void {
         { event in
                 switch event {
-                case .listening(let port): note("listening on UDP port \(port)")
+                case .listening(let port):
+                    note("listening on UDP port \(port)")
+                    ServiceManager.ready(status: "listening on UDP port \(port)")
                 case .firstFrame(let width, let height): note("receiving \(width)x\(height)")
                 case .senderTitled(let title): note("the sender calls its stream \"\(title)\"")
                 case .senderPaused: note("the sender paused")
