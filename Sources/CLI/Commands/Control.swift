@@ -7,10 +7,11 @@ public import ShareWire
 internal import ShareBase
 internal import ShareSync
 
-/// The local control channel of a running `share send`: a Unix socket in a
-/// directory only the user can enter, one command line in, one JSON line
-/// out (`status`, `pause`, `resume`, `stop`). A client gets a second to send
-/// its line: a silent one cannot wedge the channel.
+/// The local control channel of a running `share send` or `share recv`: a
+/// Unix socket in a directory only the user can enter, one command line in,
+/// one JSON line out (`status`, `stop`; a sender also `pause`, `resume`,
+/// `budget SIZE`). A client gets a second to send its line: a silent one
+/// cannot wedge the channel.
 public enum ControlChannel {
     /// `$XDG_RUNTIME_DIR/share`, else `/tmp/share-<uid>`, created 0700. An
     /// existing one must be a real directory (not a link) of this user that
@@ -31,21 +32,27 @@ public enum ControlChannel {
         return base
     }
 
-    public static func defaultPath() throws -> String { "\(try directory())/send-\(getpid()).sock" }
+    /// What runs: its socket's name starts with the role ("send-<pid>.sock").
+    public enum Role: String, CaseIterable, Sendable {
+        case send, recv
+    }
 
-    /// The only running sender's socket, for `share ctl` without `--socket`.
-    public static func findSender() throws -> String {
+    public static func defaultPath(_ role: Role = .send) throws -> String { "\(try directory())/\(role.rawValue)-\(getpid()).sock" }
+
+    /// The only running `share send` or `share recv` (of `roles`), for
+    /// `share ctl` without `--socket`.
+    public static func findRunning(_ roles: [Role] = Role.allCases) throws -> String {
         let dir = try directory()
-        let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
-            .filter { $0.hasPrefix("send-") && $0.hasSuffix(".sock") }
-            .filter { name in
-                // A socket whose process is gone is stale.
-                let pid = Int32(name.dropFirst("send-".count).dropLast(".sock".count)) ?? 0
-                return pid > 0 && kill(pid, 0) == 0
-            }
+        let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted().filter { name in
+            guard let role = roles.first(where: { name.hasPrefix("\($0.rawValue)-") }), name.hasSuffix(".sock") else { return false }
+            // A socket whose process is gone is stale.
+            let pid = Int32(name.dropFirst(role.rawValue.count + 1).dropLast(".sock".count)) ?? 0
+            return pid > 0 && kill(pid, 0) == 0
+        }
+        let what = roles.map { "`share \($0.rawValue)`" }.joined(separator: " or ")
         guard sockets.count == 1 else {
-            throw UsageProblem(sockets.isEmpty ? "no running `share send` found in \(dir)"
-                                                : "\(sockets.count) senders are running: pick one with --socket (\(sockets.joined(separator: ", ")))")
+            throw UsageProblem(sockets.isEmpty ? "no running \(what) found in \(dir)"
+                                                : "\(sockets.count) are running: pick one with --socket (\(sockets.joined(separator: ", ")))")
         }
         return "\(dir)/\(sockets[0])"
     }

@@ -93,10 +93,13 @@ public struct SendOptions: ParsableArguments {
         try Ranges.check(threads, 0...64, "--threads")
         try Ranges.check(audioTone, 1...24_000, "--audio-tone", "Hz")
         try Ranges.checkSeconds(duration)
+        try Ranges.checkStatsInterval(statsInterval, statsJson: statsJson)
         _ = try budget()
     }
     @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --stats-json: rewrite it this often while running, not only at the end.", valueName: "seconds"))
+    public var statsInterval: Double?
     @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/send-<pid>.sock).") public var control: String?
 
     public init() {}
@@ -122,6 +125,9 @@ public struct ReceiveOptions: ParsableArguments {
     public var record: String?
     @Option(parsing: .unconditional, help: "Stop after this many seconds.") public var duration: Double?
     @Option(help: "Write the final counters and latency percentiles as JSON.") public var statsJson: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --stats-json: rewrite it this often while running, not only at the end.", valueName: "seconds"))
+    public var statsInterval: Double?
+    @Option(help: "Control socket for `share ctl` (default: $XDG_RUNTIME_DIR/share/recv-<pid>.sock).") public var control: String?
     @Flag(help: "Read the frame stamp `share scene --stamp` draws from every picture: glass-to-glass latency (sender and receiver on one machine).")
     public var readStamps = false
     @Option(help: ArgumentHelp("Save a sample of the pictures shown into this directory, as Y4M files with an index.json (the harness's picture-quality measurement; implies --read-stamps).", valueName: "dir"))
@@ -141,6 +147,7 @@ public struct ReceiveOptions: ParsableArguments {
         // 0: any free port (it is printed once listening).
         try Ranges.check(port, 0...65535, "--port")
         try Ranges.checkSeconds(duration)
+        try Ranges.checkStatsInterval(statsInterval, statsJson: statsJson)
         if saveEvery < 0 { throw ValidationError("--save-every takes 0 or more frames: \(saveEvery)") }
         if let saveAfter {
             let parts = saveAfter.split(separator: ",", omittingEmptySubsequences: false)

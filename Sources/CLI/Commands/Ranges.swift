@@ -18,6 +18,13 @@ enum Ranges {
         throw ValidationError("\(option) \(value) must be a number of seconds above 0")
     }
 
+    /// `--stats-interval`: seconds from a tenth to an hour, and only with a file to rewrite.
+    static func checkStatsInterval(_ value: Double?, statsJson: String?) throws {
+        guard let value else { return }
+        try check(value, 0.1...3600, "--stats-interval", "seconds")
+        if statsJson == nil { throw ValidationError("--stats-interval rewrites the --stats-json file: give --stats-json too") }
+    }
+
     /// The smallest memory budget taken at all: less than the process's
     /// own code and runtime, so nothing could run in it. Between this and
     /// what the sender turns out to need, it starts, measures, and says

@@ -117,12 +117,13 @@ public func note(_ message: String) {
 
 public func megabytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 
-/// Writes `value` as pretty JSON to `path`.
+/// Writes `value` as pretty JSON to `path`, whole: a reader sees the file
+/// before or after, never half of it (it may be rewritten while running).
 public func writeJSON(_ value: some Encodable, to path: String) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     do {
-        try encoder.encode(value).write(to: URL(fileURLWithPath: path))
+        try encoder.encode(value).write(to: URL(fileURLWithPath: path), options: .atomic)
     } catch {
         note("cannot write \(path): \(error)")
     }

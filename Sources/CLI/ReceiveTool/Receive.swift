@@ -42,6 +42,7 @@ struct Receive: ParsableCommand {
             fail("\(error)")
         }
         let stop = StopSignal(duration: o.duration)
+        serveControl(receiver, stop: stop)
         receiver.start(events: Self.report(to: stop))
         let status = StatusLine()
         let recent = RecentRates()
@@ -51,7 +52,9 @@ struct Receive: ParsableCommand {
             return String(format: "%.1f fps  %.0f kbit/s  lost %d  latency p50 %@", rates[0], rates[1], s.framesLost,
                           s.captureToDisplay.p50.map { String(format: "%.1f ms", $0) } ?? "-")
         }
+        let refresh = StatisticsRefresh(path: o.statsJson, interval: o.statsInterval) { receiver.statistics }
         stop.wait()
+        refresh?.stop()
         ServiceManager.stopping()
         status.stop()
         receiver.stop()
@@ -66,6 +69,31 @@ struct Receive: ParsableCommand {
         if let error = receiver.error { fail("\(error)") }
         if let failure = s.recordingFailure {
             fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
+        }
+    }
+
+    /// `share ctl` reaches the running receiver through a local socket: its
+    /// status, and stop. A path the user named must work; the default one
+    /// is a convenience.
+    private func serveControl(_ receiver: ScreenReceiver, stop: StopSignal) {
+        do {
+            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath(.recv)) { request in
+                switch request {
+                case .stop:
+                    stop.fire("stopped by share ctl")
+                    return #"{"ok":true,"state":"stopping"}"#
+                case .status:
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    let body = (try? encoder.encode(receiver.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                    return #"{"ok":true,"state":"receiving","statistics":\#(body)}"#
+                default:
+                    return #"{"ok":false,"error":"a receiver takes status and stop"}"#
+                }
+            }
+        } catch {
+            if options.control != nil { fail("\(error)") }
+            note("no control channel: \(error)")
         }
     }
 

@@ -61,7 +61,9 @@ struct Send: ParsableCommand {
             return String(format: "%.1f fps  %.0f kbit/s  dropped %d  rss %@  %@", rates[0], rates[1],
                           s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.residentBytes), memory)
         }
+        let refresh = StatisticsRefresh(path: o.statsJson, interval: o.statsInterval) { sender.statistics }
         stop.wait()
+        refresh?.stop()
         status.stop()
         sender.stop()
         janus?.remove()
@@ -78,7 +80,7 @@ struct Send: ParsableCommand {
     /// path the user named must work; the default one is a convenience.
     private func serveControl(_ sender: ScreenSender, stop: StopSignal, janus: JanusFleet?) {
         do {
-            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath()) { request in
+            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath(.send)) { request in
                 Self.answer(request, sender: sender, stop: stop)
             }
         } catch {
