@@ -21,7 +21,7 @@ public enum Keying {
         let store = IdentityStore.user()
         let identity = try store.identity(name: name)
         let known = try store.loadKnownPeers()
-        for line in known.skipped { note(line) }
+        for line in known.skipped { warn(line) }
         return .handshake(.identity(identity, known: known.peers), store: store)
     }
 }
@@ -34,10 +34,10 @@ public enum ConfirmationPrompt {
 
     public static func ask(_ request: PeerConfirmationRequest) -> Bool {
         lock.withLock {
-            note("\"\(request.peerName)\" is new here (\(request.fingerprint))")
-            note("its screen shows a code; this screen's code is:  \(request.shortAuthenticationString)")
+            warn("\"\(request.peerName)\" is new here (\(request.fingerprint))")
+            warn("its screen shows a code; this screen's code is:  \(request.shortAuthenticationString)")
             guard let line = StandardError.shared.ask("share: accept it if the codes are the same [y/N] ") else {
-                note("no answer (nothing to read one from): refused; for unattended use give --accept, "
+                warn("no answer (nothing to read one from): refused; for unattended use give --accept, "
                      + "or pair with a key file both ends hold (--key-file)")
                 return false
             }

@@ -55,6 +55,7 @@ public struct SendOptions: ParsableArguments {
     @Option(help: "Interop: write an SDP that ffmpeg, ffplay, GStreamer or VLC can receive with (mode 0600: it holds the key). Uses --srtp-key-file's key, or a fresh one for this run; no handshake.")
     public var sdp: String?
     @OptionGroup(title: "Fan-out through Janus") public var fanout: JanusOptions
+    @OptionGroup(title: "Output") public var output: OutputOptions
     public mutating func validate() throws {
         if list { return }
         if host == nil && !fanout.isOn { throw ValidationError("give the receiver's host (or --janus URL)") }
@@ -140,6 +141,7 @@ public struct ReceiveOptions: ParsableArguments {
     public var saveAfterSeconds: [Double] { (saveAfter ?? "").split(separator: ",").compactMap { Double($0) } }
     @Flag(help: "Decode each frame only once all of it arrived, not its first slices as they come (for comparison).")
     public var wholeFrames = false
+    @OptionGroup(title: "Output") public var output: OutputOptions
 
     public init() {}
 
@@ -251,4 +253,20 @@ public enum CommandText {
         abstract: "Forward UDP between a sender and a receiver through a simulated network (loss, delay, jitter, bottleneck).")
     public static let scene = CommandConfiguration(
         commandName: "scene", abstract: "Draw moving content (scrolling text, moving shapes) on a display, for demos and benchmarks.")
+}
+
+/// How much `share send` and `share recv` say on standard error.
+public struct OutputOptions: ParsableArguments {
+    @Flag(help: "Say only warnings, questions and errors (and the summary at the end); no status line.")
+    public var quiet = false
+    @Flag(help: "Say more: each network estimate, pauses, key renewals; without a terminal, the status line every ten seconds.")
+    public var verbose = false
+
+    public init() {}
+
+    public var verbosity: Verbosity { Verbosity.from(quiet: quiet, verbose: verbose) }
+
+    public func validate() throws {
+        if quiet && verbose { throw ValidationError("--quiet or --verbose: one") }
+    }
 }

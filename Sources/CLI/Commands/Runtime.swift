@@ -39,20 +39,40 @@ public final class StopSignal: @unchecked Sendable {
 /// the bottom, notes above it (the status line cleared first, then drawn
 /// again), and nothing drawn over a question while it waits for its answer.
 final class StandardError: @unchecked Sendable {
-    // Safe: every field is read and written under `lock`.
+    // Safe: every field is read and written under `lock`, but `verbosity`,
+    // set once at the start before any thread that writes.
     static let shared = StandardError()
     private let lock = NSLock()
     private var status: String?
     private var asking = false
     let isTerminal = isatty(STDERR_FILENO) == 1
+    var verbosity = Verbosity.normal
+    /// Lines start with the time when no person reads them as they come (a
+    /// file, a pipe), unless they go to systemd's journal, which stamps
+    /// them itself (`$JOURNAL_STREAM` names standard error's device and inode).
+    let stamped: Bool = {
+        guard isatty(STDERR_FILENO) != 1 else { return false }
+        guard let journal = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return true }
+        var info = stat()
+        guard fstat(STDERR_FILENO, &info) == 0 else { return true }
+        return journal != "\(info.st_dev):\(info.st_ino)"
+    }()
 
     private func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+
+    private static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+        return formatter
+    }()
 
     /// A line above the status line.
     func note(_ line: String) {
         lock.withLock {
             if status != nil && !asking { write("\r\u{1B}[K") }
-            write(line + "\n")
+            write((stamped ? Self.clock.string(from: Date()) + " " : "") + line + "\n")
             if let status, !asking { write(status) }
         }
     }
@@ -87,15 +107,17 @@ public final class StatusLine: @unchecked Sendable {
     // Safe: `timer` is set by `start` and read by `stop`, both on the command's
     // thread; the timer's handler touches neither.
     private var timer: (any DispatchSourceTimer)?
-    var enabled: Bool { StandardError.shared.isTerminal }
+    var enabled: Bool { StandardError.shared.isTerminal && StandardError.shared.verbosity != .quiet }
 
     public init() {}
 
     public func start(_ render: @escaping @Sendable () -> String) {
-        guard enabled else { return }
+        // With no terminal to draw on, --verbose logs it every ten seconds.
+        let logged = !enabled && StandardError.shared.verbosity == .verbose
+        guard enabled || logged else { return }
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { StandardError.shared.setStatus(render()) }
+        timer.schedule(deadline: .now() + (logged ? 10 : 1), repeating: logged ? 10 : 1)
+        timer.setEventHandler { logged ? detail(render()) : StandardError.shared.setStatus(render()) }
         timer.resume()
         self.timer = timer
     }
@@ -106,12 +128,42 @@ public final class StatusLine: @unchecked Sendable {
     }
 }
 
+/// How much `share send` and `share recv` say on standard error.
+public enum Verbosity: Sendable {
+    /// Warnings, questions and errors only (`--quiet`).
+    case quiet
+    case normal
+    /// Also the details: every network estimate, pauses, key renewals, and
+    /// the status line every ten seconds where there is no terminal to draw
+    /// it on (`--verbose`).
+    case verbose
+
+    /// What `--quiet` and `--verbose` ask for.
+    public static func from(quiet: Bool, verbose: Bool) -> Verbosity { quiet ? .quiet : verbose ? .verbose : .normal }
+}
+
+/// Sets how much is said from now on: once, at the start.
+public func setVerbosity(_ verbosity: Verbosity) { StandardError.shared.verbosity = verbosity }
+
 public func fail(_ message: String) -> Never {
     StandardError.shared.note("share: \(message)")
     exit(1)
 }
 
+/// What happens, for the person running it (not with --quiet).
 public func note(_ message: String) {
+    guard StandardError.shared.verbosity != .quiet else { return }
+    StandardError.shared.note("share: \(message)")
+}
+
+/// Something wrong that does not stop the program: said even with --quiet.
+public func warn(_ message: String) {
+    StandardError.shared.note("share: \(message)")
+}
+
+/// A detail, with --verbose only.
+public func detail(_ message: String) {
+    guard StandardError.shared.verbosity == .verbose else { return }
     StandardError.shared.note("share: \(message)")
 }
 
@@ -125,7 +177,7 @@ public func writeJSON(_ value: some Encodable, to path: String) {
     do {
         try encoder.encode(value).write(to: URL(fileURLWithPath: path), options: .atomic)
     } catch {
-        note("cannot write \(path): \(error)")
+        warn("cannot write \(path): \(error)")
     }
 }
 

@@ -21,6 +21,7 @@ struct Receive: ParsableCommand {
 
     func run() throws {
         let o = options
+        setVerbosity(o.output.verbosity)
         let stamps = o.readStamps || o.saveFrames != nil ? StampReader() : nil
         let sampler = o.saveFrames.map { directory in
             let schedule = PictureSampleSchedule(every: o.saveEvery, after: o.saveAfterSeconds.map { .seconds($0) })
@@ -35,7 +36,7 @@ struct Receive: ParsableCommand {
                 }
             }
         }
-        if !o.noWindow && !configuration.showWindow { note("no display: receiving without a window") }
+        if !o.noWindow && !configuration.showWindow { warn("no display: receiving without a window") }
         let receiver: ScreenReceiver
         do { receiver = try ScreenReceiver(configuration: configuration) } catch {
             if case .window = error { fail("\(error); --no-window receives without one") }
@@ -62,7 +63,7 @@ struct Receive: ParsableCommand {
         if let sampler {
             let (saved, failures) = sampler.finish()
             note("saved \(saved.count) picture\(saved.count == 1 ? "" : "s") into \(o.saveFrames ?? "")")
-            for failure in failures { note("--save-frames: \(failure)") }
+            for failure in failures { warn("--save-frames: \(failure)") }
         }
         print(Self.summary(s, stamps: stamps?.counts))
         if let statsJson = o.statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
@@ -93,7 +94,7 @@ struct Receive: ParsableCommand {
             }
         } catch {
             if options.control != nil { fail("\(error)") }
-            note("no control channel: \(error)")
+            warn("no control channel: \(error)")
         }
     }
 
@@ -111,13 +112,14 @@ struct Receive: ParsableCommand {
                 case .senderLeft(let reason):
                     note("the sender ended the stream" + (reason.map { ": \($0)" } ?? "") + "; waiting for the next")
                 case .sessionStarted(let sender, let code, let firstMeeting, let renewed):
-                    note("session with sender \"\(sender)\"" + (code.map { ", code \($0)" } ?? "")
-                         + (renewed ? " (keys renewed)" : "") + (firstMeeting ? " (remembered from now on)" : ""))
+                    let line = "session with sender \"\(sender)\"" + (code.map { ", code \($0)" } ?? "")
+                        + (renewed ? " (keys renewed)" : "") + (firstMeeting ? " (remembered from now on)" : "")
+                    if renewed { detail(line) } else { note(line) }
                 case .confirming(let sender, let code, let fingerprint):
                     note("accepting new sender \"\(sender)\" (\(fingerprint)), code \(code) (--accept)")
                 case .sessionRefused(let sender, let reason):
-                    note("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
-                case .warning(let message): note(message)
+                    warn("refused a session" + (sender.map { " from \"\($0)\"" } ?? "") + ": \(reason)")
+                case .warning(let message): warn(message)
                 case .finished:
                     stop.fire("finished")  // an error is reported once, on the way out
                 }

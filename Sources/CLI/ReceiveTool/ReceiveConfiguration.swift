@@ -27,7 +27,7 @@ extension ReceiveOptions {
         }
         configuration.port = port ?? description?.video?.port ?? 5004
         configuration.display = display
-        configuration.showWindow = !noWindow && (display != nil || ProcessInfo.processInfo.environment["DISPLAY"] != nil)
+        configuration.showWindow = !noWindow && (display != nil || !(ProcessInfo.processInfo.environment["DISPLAY"] ?? "").isEmpty)
         configuration.recordPath = record
         configuration.playAudio = !noAudio
         configuration.decodesSlicesEarly = !wholeFrames

@@ -39,10 +39,10 @@ final class JanusFleet: Sendable {
         do { targets = try o.targets() } catch { fail("\(error.message)") }
         let trust: TLSTrust = o.janusInsecure ? .none : o.janusCa.map { .authority(file: $0) } ?? .system
         if o.janusInsecure {
-            note("janus: warning: --janus-insecure: Janus's certificate is not checked (allowed on loopback only)")
+            warn("janus: warning: --janus-insecure: Janus's certificate is not checked (allowed on loopback only)")
         }
         if o.janusAllowPlainHttp {
-            note("janus: warning: --janus-allow-plain-http: to a plain http:// Janus on another machine, "
+            warn("janus: warning: --janus-allow-plain-http: to a plain http:// Janus on another machine, "
                  + "\(JanusClient.plainTextCarries) cross the network in clear")
         }
         let rule = HTTPTransportRule(trust: trust, plainHTTPBeyondLoopback: o.janusAllowPlainHttp, carries: JanusClient.plainTextCarries)
@@ -64,7 +64,7 @@ final class JanusFleet: Sendable {
                 mounts.append(mount)
             } catch {
                 failures.append("janus: \(error)")
-                if targets.count > 1 || ingest != nil { note("janus: \(target.url) left out: \(error)") }
+                if targets.count > 1 || ingest != nil { warn("janus: \(target.url) left out: \(error)") }
             }
         }
         guard let first = mounts.first else {
@@ -112,7 +112,7 @@ final class JanusFleet: Sendable {
         if let ingest {
             watch(ingest.client) { [self] why in
                 ingestGone.store(true, ordering: .relaxed)
-                note("janus: the ingest \(ingest.client.url) went away (\(why)): every edge was fed through it")
+                warn("janus: the ingest \(ingest.client.url) went away (\(why)): every edge was fed through it")
                 stop.fire("the ingest Janus went away")
             }
         }
@@ -144,7 +144,7 @@ final class JanusFleet: Sendable {
     private func drop(_ index: Int, sender: ScreenSender, stop: StopSignal, why: String) {
         guard let left = dropped.withLock({ $0.insert(index).inserted ? mounts.count - $0.count : nil }) else { return }
         if let ingest { ingest.stopFeeding(index) } else if mounts.count > 1 { sender.dropDestination(index) }
-        note("janus: \(mounts[index].client.url) went away (\(why)): no longer sent to; \(left) of \(mounts.count) still fed")
+        warn("janus: \(mounts[index].client.url) went away (\(why)): no longer sent to; \(left) of \(mounts.count) still fed")
         if left == 0 { stop.fire("every Janus went away") }
     }
 

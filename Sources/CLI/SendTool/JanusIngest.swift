@@ -43,7 +43,7 @@ final class JanusIngest: Sendable {
     func stopFeeding(_ index: Int) {
         guard let forwarding = forwardings.withLock({ $0.removeValue(forKey: index) }) else { return }
         do { try client.stopForwarding(forwarding, relay: relay, secret: secret) } catch {
-            note("janus: the ingest \(client.url) could not stop forwarding to a lost edge: \(error)")
+            warn("janus: the ingest \(client.url) could not stop forwarding to a lost edge: \(error)")
         }
     }
 
@@ -68,7 +68,7 @@ final class JanusIngest: Sendable {
             try client.destroyRelay(relay, secret: secret)
             note("janus: relay room \(relay.room) at \(client.url) removed")
         } catch {
-            note("janus: relay room \(relay.room) at \(client.url) could not be removed: \(error)")
+            warn("janus: relay room \(relay.room) at \(client.url) could not be removed: \(error)")
         }
     }
 }

@@ -65,7 +65,7 @@ struct JanusMount {
             try client.destroy(mountpoint, secret: secret)
             note("janus: mountpoint \(mountpoint.id) at \(client.url) removed")
         } catch {
-            note("janus: mountpoint \(mountpoint.id) at \(client.url) could not be removed: \(error)")
+            warn("janus: mountpoint \(mountpoint.id) at \(client.url) could not be removed: \(error)")
         }
     }
 }

@@ -23,6 +23,7 @@ struct Send: ParsableCommand {
 
     func run() throws {
         let o = options
+        setVerbosity(o.output.verbosity)
         if o.list { return listSources(o) }
         ScreenSender.limitMallocArenas()
         var configuration = o.senderConfiguration()
@@ -88,7 +89,7 @@ struct Send: ParsableCommand {
                 janus?.remove()
                 fail("\(error)")
             }
-            note("no control channel: \(error)")
+            warn("no control channel: \(error)")
         }
     }
 
@@ -120,9 +121,9 @@ struct Send: ParsableCommand {
             case .finished(.some):
                 stop.fire("error")  // reported once, on the way out
             case .warning(let message):
-                note(message)
+                warn(message)
             case .verifying(let receiver, let code):
-                note("receiver \"\(receiver)\": this screen's code is  \(code)  (if the receiver asks, its code must be the same)")
+                warn("receiver \"\(receiver)\": this screen's code is  \(code)  (if the receiver asks, its code must be the same)")
             case .connected(let receiver, _, let firstMeeting):
                 note("session with \"\(receiver)\" is up" + (firstMeeting ? " (remembered from now on)" : ""))
             case .memoryStep(let from, let to, let footprint, let budget):
@@ -131,6 +132,15 @@ struct Send: ParsableCommand {
                 note("memory: \(megabytes(footprint)) of a \(megabytes(budget)) budget at \(rung)")
             case .receiverLeft(let reason):
                 note("the receiver left: \(reason)")
+            case .paused:
+                detail("paused")
+            case .resumed:
+                detail("resumed")
+            case .receiverJoined:
+                detail("a receiver reports")
+            case .networkEstimate(let e):
+                detail(String(format: "network: target %.0f kbit/s, %.1f%% lost", e.targetKbps, e.lossFraction * 100)
+                       + (e.roundTripMilliseconds.map { String(format: ", round trip %.0f ms", $0) } ?? "") + (e.congested ? ", congested" : ""))
             default:
                 break
             }
@@ -212,7 +222,7 @@ func audioInputs(_ o: SendOptions) throws -> [AudioInput] {
     switch o.audio?.lowercased() {
     case nil:
         if AudioInput.pulseAudioAvailable { return [AudioInput(source: .system)] }
-        note("no PulseAudio server answers: sending video only (--audio none to say so)")
+        warn("no PulseAudio server answers: sending video only (--audio none to say so)")
         return []
     case "system": return [AudioInput(source: .system)]
     case "mic", "microphone": return [AudioInput(source: .microphone)]
