@@ -37,7 +37,7 @@ extension SendOptions {
     /// `--memory-budget`: the default when not given, nil for 0 (no
     /// governor), else a size the sender can run in.
     public func budget() throws(ValidationError) -> MemoryBudget? {
-        guard let text = memoryBudget else { return .default }
+        guard let text = running.memoryBudget else { return .default }
         if text == "0" { return nil }
         guard let budget = MemoryBudget(text) else {
             throw ValidationError("--memory-budget \(text) is not a size like 50M or 32MiB (up to 1T), or 0 for none")

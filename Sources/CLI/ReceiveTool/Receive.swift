@@ -22,9 +22,9 @@ struct Receive: ParsableCommand {
     func run() throws {
         let o = options
         setVerbosity(o.output.verbosity)
-        let stamps = o.readStamps || o.saveFrames != nil ? StampReader() : nil
-        let sampler = o.saveFrames.map { directory in
-            let schedule = PictureSampleSchedule(every: o.saveEvery, after: o.saveAfterSeconds.map { .seconds($0) })
+        let stamps = o.measure.readStamps || o.measure.saveFrames != nil ? StampReader() : nil
+        let sampler = o.measure.saveFrames.map { directory in
+            let schedule = PictureSampleSchedule(every: o.measure.saveEvery, after: o.measure.saveAfterSeconds.map { .seconds($0) })
             do { return try PictureSampler(directory: directory, schedule: schedule) } catch { fail("\(error)") }
         }
         var configuration = o.receiverConfiguration()
@@ -36,13 +36,13 @@ struct Receive: ParsableCommand {
                 }
             }
         }
-        if !o.noWindow && !configuration.showWindow { warn("no display: receiving without a window") }
+        if !o.show.noWindow && !configuration.showWindow { warn("no display: receiving without a window") }
         let receiver: ScreenReceiver
         do { receiver = try ScreenReceiver(configuration: configuration) } catch {
             if case .window = error { fail("\(error); --no-window receives without one") }
             fail("\(error)")
         }
-        let stop = StopSignal(duration: o.duration)
+        let stop = StopSignal(duration: o.running.duration)
         serveControl(receiver, stop: stop)
         receiver.start(events: Self.report(to: stop))
         let status = StatusLine()
@@ -53,7 +53,7 @@ struct Receive: ParsableCommand {
             return String(format: "%.1f fps  %.0f kbit/s  lost %d  latency p50 %@", rates[0], rates[1], s.framesLost,
                           s.captureToDisplay.p50.map { String(format: "%.1f ms", $0) } ?? "-")
         }
-        let refresh = StatisticsRefresh(path: o.statsJson, interval: o.statsInterval) { receiver.statistics }
+        let refresh = StatisticsRefresh(path: o.running.statsJson, interval: o.running.statsInterval) { receiver.statistics }
         stop.wait()
         refresh?.stop()
         ServiceManager.stopping()
@@ -62,11 +62,11 @@ struct Receive: ParsableCommand {
         let s = receiver.statistics
         if let sampler {
             let (saved, failures) = sampler.finish()
-            note("saved \(saved.count) picture\(saved.count == 1 ? "" : "s") into \(o.saveFrames ?? "")")
+            note("saved \(saved.count) picture\(saved.count == 1 ? "" : "s") into \(o.measure.saveFrames ?? "")")
             for failure in failures { warn("--save-frames: \(failure)") }
         }
         print(Self.summary(s, stamps: stamps?.counts))
-        if let statsJson = o.statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
+        if let statsJson = o.running.statsJson { writeJSON(ReceiveReport(statistics: s, stamps: stamps?.counts), to: statsJson) }
         if let error = receiver.error { fail("\(error)") }
         if let failure = s.recordingFailure {
             fail("the recording failed \(s.recordingFaults == 1 ? "once" : "\(s.recordingFaults) times"): \(failure)")
@@ -78,7 +78,7 @@ struct Receive: ParsableCommand {
     /// is a convenience.
     private func serveControl(_ receiver: ScreenReceiver, stop: StopSignal) {
         do {
-            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath(.recv)) { request in
+            try ControlChannel.serve(path: try options.running.control ?? ControlChannel.defaultPath(.recv)) { request in
                 switch request {
                 case .stop:
                     stop.fire("stopped by share ctl")
@@ -93,7 +93,7 @@ struct Receive: ParsableCommand {
                 }
             }
         } catch {
-            if options.control != nil { fail("\(error)") }
+            if options.running.control != nil { fail("\(error)") }
             warn("no control channel: \(error)")
         }
     }

@@ -9,7 +9,7 @@ extension ReceiveOptions {
     /// The receiver these options ask for; a bad option or SDP ends the
     /// program with what is wrong with it, before anything is opened.
     func receiverConfiguration() -> ReceiverConfiguration {
-        if sdp != nil && keyFile != nil {
+        if session.sdp != nil && session.keyFile != nil {
             fail("--sdp describes another tool's stream, which cannot handshake: not with --key-file")
         }
         let description = sessionDescription()
@@ -18,19 +18,19 @@ extension ReceiveOptions {
             configuration = ReceiverConfiguration(keying: keying)
         } else {
             do {
-                configuration = ReceiverConfiguration(keying: try Keying.resolve(keyFile: keyFile, srtpKeyFile: nil, name: name))
+                configuration = ReceiverConfiguration(keying: try Keying.resolve(keyFile: session.keyFile, srtpKeyFile: nil, name: session.name))
             } catch {
                 fail("\(error)")
             }
-            configuration.confirmation = accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
-            configuration.handshakeName = name
+            configuration.confirmation = session.accept ? .acceptNew : .ask(ConfirmationPrompt.ask)
+            configuration.handshakeName = session.name
         }
-        configuration.port = port ?? description?.video?.port ?? 5004
-        configuration.display = display
-        configuration.showWindow = !noWindow && (display != nil || !(ProcessInfo.processInfo.environment["DISPLAY"] ?? "").isEmpty)
-        configuration.recordPath = record
-        configuration.playAudio = !noAudio
-        configuration.decodesSlicesEarly = !wholeFrames
+        configuration.port = session.port ?? description?.video?.port ?? 5004
+        configuration.display = show.display
+        configuration.showWindow = !show.noWindow && (show.display != nil || !(ProcessInfo.processInfo.environment["DISPLAY"] ?? "").isEmpty)
+        configuration.recordPath = show.record
+        configuration.playAudio = !show.noAudio
+        configuration.decodesSlicesEarly = !show.wholeFrames
         if let description { take(description, into: &configuration) }
         return configuration
     }
@@ -38,7 +38,7 @@ extension ReceiveOptions {
     /// The SDP of `--sdp`, checked: readable by this user alone when it
     /// holds a key, and with an H.264 video stream.
     private func sessionDescription() -> SessionDescription? {
-        guard let sdp else { return nil }
+        guard let sdp = session.sdp else { return nil }
         guard let text = readTextFile(sdp) else { fail("cannot use SDP \(sdp): no such readable text file") }
         let description: SessionDescription
         do {
@@ -58,10 +58,10 @@ extension ReceiveOptions {
     /// The static key: `--srtp-key-file`, else the SDP's first `a=crypto`
     /// line; nil for a handshake.
     private func staticKey(from description: SessionDescription?) -> SRTPKeyingMaterial? {
-        if let srtpKeyFile {
+        if let srtpKeyFile = session.srtpKeyFile {
             do { return try KeyFile.read(srtpKeyFile) } catch { fail("\(error)") }
         }
-        guard let description, let sdp else { return nil }
+        guard let description, let sdp = session.sdp else { return nil }
         guard let crypto = description.media.compactMap(\.crypto).first else {
             fail("SDP \(sdp) has no a=crypto line and no --key-file was given")
         }

@@ -24,7 +24,7 @@ struct Send: ParsableCommand {
     func run() throws {
         let o = options
         setVerbosity(o.output.verbosity)
-        if o.list { return listSources(o) }
+        if o.source.list { return listSources(o) }
         ScreenSender.limitMallocArenas()
         var configuration = o.senderConfiguration()
         let janus = o.fanout.isOn ? JanusFleet.mount(options: o, configuration: &configuration) : nil
@@ -33,14 +33,14 @@ struct Send: ParsableCommand {
             janus?.remove()
             fail("\(error)")
         }
-        if configuration.cursor == .metadata && (o.sdp != nil || janus != nil) {
-            note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(o.sdp != nil ? "players of the SDP" : "browsers") show none")
+        if configuration.cursor == .metadata && (o.trust.sdp != nil || janus != nil) {
+            note("the pointer is sent apart (--cursor metadata): only share recv draws it, \(o.trust.sdp != nil ? "players of the SDP" : "browsers") show none")
         }
         janus?.announce()
-        if let sdp = o.sdp, let description = sender.setup.sessionDescription {
+        if let sdp = o.trust.sdp, let description = sender.setup.sessionDescription {
             do { try KeyFile.writeSecret(description.serialized(), to: sdp) } catch { fail("\(error)") }
         }
-        let stop = StopSignal(duration: o.duration)
+        let stop = StopSignal(duration: o.running.duration)
         serveControl(sender, stop: stop, janus: janus)
         sender.start(events: Self.report(to: stop))
         janus?.watch(sender, stop: stop)
@@ -62,7 +62,7 @@ struct Send: ParsableCommand {
             return String(format: "%.1f fps  %.0f kbit/s  dropped %d  rss %@  %@", rates[0], rates[1],
                           s.framesDroppedPoolExhausted + s.framesDroppedEncoderBusy, megabytes(s.residentBytes), memory)
         }
-        let refresh = StatisticsRefresh(path: o.statsJson, interval: o.statsInterval) { sender.statistics }
+        let refresh = StatisticsRefresh(path: o.running.statsJson, interval: o.running.statsInterval) { sender.statistics }
         stop.wait()
         refresh?.stop()
         status.stop()
@@ -71,7 +71,7 @@ struct Send: ParsableCommand {
         let s = sender.statistics
         print(Self.summary(s))
         janus?.summary(s).forEach { print($0) }
-        if let statsJson = o.statsJson { writeJSON(s, to: statsJson) }
+        if let statsJson = o.running.statsJson { writeJSON(s, to: statsJson) }
         if let error = sender.error { fail("\(error)") }
         if let lost = janus?.lost { fail("janus: \(lost)") }
         if s.sessions == 0, let why = s.lastHandshakeSetback { fail("no session was established: \(why)") }
@@ -81,11 +81,11 @@ struct Send: ParsableCommand {
     /// path the user named must work; the default one is a convenience.
     private func serveControl(_ sender: ScreenSender, stop: StopSignal, janus: JanusFleet?) {
         do {
-            try ControlChannel.serve(path: try options.control ?? ControlChannel.defaultPath(.send)) { request in
+            try ControlChannel.serve(path: try options.running.control ?? ControlChannel.defaultPath(.send)) { request in
                 Self.answer(request, sender: sender, stop: stop)
             }
         } catch {
-            guard options.control == nil else {
+            guard options.running.control == nil else {
                 janus?.remove()
                 fail("\(error)")
             }
@@ -173,12 +173,12 @@ struct Send: ParsableCommand {
 /// `share send --list`: what can be shared, on the desktop `--capture` takes.
 func listSources(_ options: SendOptions) {
     let wayland = ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"].map { !$0.isEmpty } ?? false
-    let auto = options.capture == "auto" && options.display == nil && wayland
-    if options.capture == "portal" || (auto && !PipeWireCapturer.gnomeAnswers()) {
+    let auto = options.source.capture == "auto" && options.source.display == nil && wayland
+    if options.source.capture == "portal" || (auto && !PipeWireCapturer.gnomeAnswers()) {
         print("the desktop's screen cast portal lists nothing: its dialog asks what to share (a monitor, or a window with --window)")
         return
     }
-    if options.capture == "gnome" || auto {
+    if options.source.capture == "gnome" || auto {
         let monitors: [Monitor]
         do { monitors = try PipeWireCapturer.gnomeMonitors() } catch { fail("\(error)") }
         print("monitors of this GNOME desktop (--monitor CONNECTOR or INDEX):")
@@ -189,7 +189,7 @@ func listSources(_ options: SendOptions) {
         return
     }
     let inventory: (monitors: [Monitor], windows: [TopLevelWindow])
-    do { inventory = try ScreenCapturer.inventory(display: options.display) } catch { fail("\(error)") }
+    do { inventory = try ScreenCapturer.inventory(display: options.source.display) } catch { fail("\(error)") }
     print("monitors (--monitor NAME or INDEX):")
     for (index, monitor) in inventory.monitors.enumerated() {
         print("  \(index)  \(monitor.name)  \(monitor.bounds)\(monitor.primary ? "  primary" : "")")
@@ -213,13 +213,13 @@ func rtcpPortLine(_ s: SenderStatistics) -> String {
 /// The audio streams `--audio`, `--audio-source`, `--audio-file` and
 /// `--audio-tone` ask for.
 func audioInputs(_ o: SendOptions) throws -> [AudioInput] {
-    if let path = o.audioFile { return [AudioInput(source: .file(path))] }
-    if let hertz = o.audioTone {
+    if let path = o.sound.audioFile { return [AudioInput(source: .file(path))] }
+    if let hertz = o.sound.audioTone {
         guard hertz > 0 && hertz < 24_000 else { throw UsageError("--audio-tone \(hertz) is not between 0 and 24000 Hz") }
         return [AudioInput(source: .tone(hertz: hertz))]
     }
-    if let name = o.audioSource { return [AudioInput(source: .named(name))] }
-    switch o.audio?.lowercased() {
+    if let name = o.sound.audioSource { return [AudioInput(source: .named(name))] }
+    switch o.sound.audio?.lowercased() {
     case nil:
         if AudioInput.pulseAudioAvailable { return [AudioInput(source: .system)] }
         warn("no PulseAudio server answers: sending video only (--audio none to say so)")
@@ -228,7 +228,7 @@ func audioInputs(_ o: SendOptions) throws -> [AudioInput] {
     case "mic", "microphone": return [AudioInput(source: .microphone)]
     case "both": return [AudioInput(source: .system), AudioInput(source: .microphone)]
     case "none": return []
-    default: throw UsageError("--audio \(o.audio!) is not system, mic, both or none")
+    default: throw UsageError("--audio \(o.sound.audio!) is not system, mic, both or none")
     }
 }
 
