@@ -76,8 +76,11 @@ struct CopiesTests {
         // PLI, answering the sender report that came from ours): counted as its own.
         let reports = try drain(try #require(destinations[1].control))
         let from = try #require(reports.from, "no sender report at the copy's RTCP port")
+        // Drained second, the first destination may hold one report more,
+        // sent between the two drains (a loaded machine's timing).
         let primaryReports = try drain(try #require(destinations[0].control)).datagrams
-        #expect(!reports.datagrams.isEmpty && reports.datagrams == primaryReports)
+        #expect(!reports.datagrams.isEmpty && primaryReports.starts(with: reports.datagrams)
+                && primaryReports.count - reports.datagrams.count <= 1, "\(reports.datagrams.count) against \(primaryReports.count)")
         let ssrc = Array(videos[0][0][8..<12])
         let pli: [UInt8] = [0x81, 206, 0, 2, 0, 0, 0, 7] + ssrc
         #expect(destinations[1].control?.send(pli[...], to: from) == true)
