@@ -59,7 +59,8 @@ BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man/man1
 COMPLETIONS = $(DESTDIR)$(PREFIX)/share/bash-completion/completions/share \
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_share $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/share.fish
-UNIT = $(DESTDIR)$(PREFIX)/lib/systemd/user/share-recv.service
+# In $XDG_DATA_DIRS (or, for PREFIX=~/.local, $XDG_DATA_HOME): systemd --user looks there.
+UNIT = $(DESTDIR)$(PREFIX)/share/systemd/user/share-recv.service
 SUBCOMMANDS := send recv keygen ctl scene relay
 install: build
 	swift package plugin generate-manual --multi-page --configuration $(CONFIGURATION) $(SWIFT_FLAGS) >/dev/null

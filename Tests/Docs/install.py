@@ -53,7 +53,7 @@ def main():
         for shell, path in [("zsh", "zsh/site-functions/_share"), ("fish", "fish/vendor_completions.d/share.fish")]:
             text = open(os.path.join(usr, "share", path)).read()
             check("send" in text and "recv" in text, f"{shell} completions lack the subcommands", problems)
-        unit = os.path.join(usr, "lib", "systemd", "user", "share-recv.service")
+        unit = os.path.join(usr, "share", "systemd", "user", "share-recv.service")
         text = open(unit).read()
         check("ExecStart=/bin/sh -c" in text and "/usr/bin/share recv" in text, "the unit does not start /usr/bin/share recv", problems)
         # systemd-analyze checks the command exists: point it into the temporary root.
