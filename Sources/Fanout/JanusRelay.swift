@@ -143,16 +143,13 @@ extension JanusClient {
     /// Makes the relay's room and the sender's remote publisher in it.
     public func createRelay(_ request: RelayRequest) throws(JanusError) -> Relay {
         try withHandle(plugin: "videoroom") { handle, transaction throws(JanusError) in
-            let room = try RelayMessages.room(post(handle, JanusMessages.message(RelayMessages.createRoom(request), transaction: transaction(),
-                                                                                 credentials: credentials), what: "create the relay's room"))
+            let room = try RelayMessages.room(ask(handle, RelayMessages.createRoom(request), transaction, what: "create the relay's room"))
             do throws(JanusError) {
-                return try RelayMessages.relay(post(handle, JanusMessages.message(RelayMessages.addPublisher(request, room: room),
-                                                                                  transaction: transaction(), credentials: credentials),
-                                                    what: "add the sender as a remote publisher"), room: room)
+                return try RelayMessages.relay(ask(handle, RelayMessages.addPublisher(request, room: room), transaction,
+                                                   what: "add the sender as a remote publisher"), room: room)
             } catch {
                 // A room with no publisher is no use to anyone.
-                _ = try? post(handle, JanusMessages.message(RelayMessages.destroyRoom(room, secret: request.secret),
-                                                            transaction: transaction(), credentials: credentials), what: "destroy the room")
+                _ = try? ask(handle, RelayMessages.destroyRoom(room, secret: request.secret), transaction, what: "destroy the room")
                 throw error
             }
         }
@@ -163,8 +160,8 @@ extension JanusClient {
                         ssrcs: [UInt32]) throws(JanusError) -> Forwarding {
         try withHandle(plugin: "videoroom") { handle, transaction throws(JanusError) in
             let body = RelayMessages.forward(relay, secret: secret, host: host, to: mountpoint, ssrcs: ssrcs)
-            return try RelayMessages.forwarding(post(handle, JanusMessages.message(body, transaction: transaction(), credentials: credentials),
-                                                     what: "forward to \(host)"), streams: 1 + mountpoint.audioPorts.count)
+            return try RelayMessages.forwarding(ask(handle, body, transaction, what: "forward to \(host)"),
+                                                streams: 1 + mountpoint.audioPorts.count)
         }
     }
 
@@ -172,9 +169,7 @@ extension JanusClient {
     public func stopForwarding(_ forwarding: Forwarding, relay: Relay, secret: String) throws(JanusError) {
         try withHandle(plugin: "videoroom") { handle, transaction throws(JanusError) in
             for id in forwarding.streamIDs {
-                _ = try JanusMessages.pluginData(post(handle, JanusMessages.message(RelayMessages.stopForward(relay, secret: secret, streamID: id),
-                                                                                    transaction: transaction(), credentials: credentials),
-                                                      what: "stop a forwarder"), what: "stop a forwarder", plugin: "videoroom")
+                try perform(handle, RelayMessages.stopForward(relay, secret: secret, streamID: id), transaction, what: "stop a forwarder")
             }
         }
     }
@@ -182,9 +177,19 @@ extension JanusClient {
     /// Destroys the room: its remote publisher and every forwarder go with it.
     public func destroyRelay(_ relay: Relay, secret: String) throws(JanusError) {
         try withHandle(plugin: "videoroom") { handle, transaction throws(JanusError) in
-            _ = try JanusMessages.pluginData(post(handle, JanusMessages.message(RelayMessages.destroyRoom(relay.room, secret: secret),
-                                                                                transaction: transaction(), credentials: credentials),
-                                                  what: "destroy the relay's room"), what: "destroy the relay's room", plugin: "videoroom")
+            try perform(handle, RelayMessages.destroyRoom(relay.room, secret: secret), transaction, what: "destroy the relay's room")
         }
+    }
+
+    /// Posts one VideoRoom request on `handle` and returns Janus's answer.
+    private func ask(_ handle: HTTPURL, _ request: [String: Any], _ transaction: () -> String,
+                     what: String) throws(JanusError) -> [UInt8] {
+        try post(handle, JanusMessages.message(request, transaction: transaction(), credentials: credentials), what: what)
+    }
+
+    /// A request whose answer says only whether the plugin did it.
+    private func perform(_ handle: HTTPURL, _ request: [String: Any], _ transaction: () -> String,
+                         what: String) throws(JanusError) {
+        _ = try JanusMessages.pluginData(ask(handle, request, transaction, what: what), what: what, plugin: "videoroom")
     }
 }

@@ -117,6 +117,14 @@ public enum ControlChannel {
         }
     }
 
+    /// The reply to `status`: the state in words and the counters, as one JSON line.
+    public static func statusReply(state: String, statistics: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = (try? encoder.encode(statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return #"{"ok":true,"state":"\#(state)","statistics":\#(body)}"#
+    }
+
     /// Sends one command and returns the reply.
     public static func send(_ command: String, to path: String) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

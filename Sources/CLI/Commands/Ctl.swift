@@ -19,6 +19,9 @@ public struct Ctl: ParsableCommand {
 
     public init() {}
 
+    /// What only a sender does.
+    private static let senderCommands: Set = ["pause", "resume", "budget"]
+
     public func validate() throws {
         guard ["status", "pause", "resume", "stop", "budget"].contains(command) else {
             throw ValidationError("unknown command \(command): use status, stop, pause, resume or budget SIZE")
@@ -26,14 +29,14 @@ public struct Ctl: ParsableCommand {
         if command == "budget" && value == nil { throw ValidationError("budget needs a size, e.g. share ctl budget 32M") }
         if command != "budget" && value != nil { throw ValidationError("\(command) takes no value") }
         if sender && receiver { throw ValidationError("--sender or --receiver: one") }
-        if receiver && ["pause", "resume", "budget"].contains(command) {
+        if receiver && Self.senderCommands.contains(command) {
             throw ValidationError("a receiver takes status and stop, not \(command)")
         }
     }
 
     public func run() throws {
-        let roles: [ControlChannel.Role] = sender ? [.send] : receiver ? [.recv] : ["pause", "resume", "budget"].contains(command)
-            ? [.send] : ControlChannel.Role.allCases
+        let roles: [ControlChannel.Role] = sender || Self.senderCommands.contains(command) ? [.send]
+            : receiver ? [.recv] : ControlChannel.Role.allCases
         do {
             let path = try socket ?? ControlChannel.findRunning(roles)
             print(try ControlChannel.send([command, value].compactMap { $0 }.joined(separator: " "), to: path))

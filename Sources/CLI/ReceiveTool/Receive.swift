@@ -84,10 +84,7 @@ struct Receive: ParsableCommand {
                     stop.fire("stopped by share ctl")
                     return #"{"ok":true,"state":"stopping"}"#
                 case .status:
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = [.sortedKeys]
-                    let body = (try? encoder.encode(receiver.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-                    return #"{"ok":true,"state":"receiving","statistics":\#(body)}"#
+                    return ControlChannel.statusReply(state: "receiving", statistics: receiver.statistics)
                 default:
                     return #"{"ok":false,"error":"a receiver takes status and stop"}"#
                 }

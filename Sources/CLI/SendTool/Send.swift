@@ -106,10 +106,7 @@ struct Send: ParsableCommand {
             }
             return #"{"ok":true,"budget":\#(budget.bytes)}"#
         case .status:
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let body = (try? encoder.encode(sender.statistics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-            return #"{"ok":true,"state":"\#(sender.isPaused ? "paused" : "running")","statistics":\#(body)}"#
+            return ControlChannel.statusReply(state: sender.isPaused ? "paused" : "running", statistics: sender.statistics)
         case .unknown, .malformed: return #"{"ok":false,"error":"unknown command"}"#
         }
     }
