@@ -61,10 +61,13 @@ COMPLETIONS = $(DESTDIR)$(PREFIX)/share/bash-completion/completions/share \
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_share $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/share.fish
 # In $XDG_DATA_DIRS (or, for PREFIX=~/.local, $XDG_DATA_HOME): systemd --user looks there.
 UNIT = $(DESTDIR)$(PREFIX)/share/systemd/user/share-recv.service
+# The licence goes with the binaries (GPL-3.0-or-later: see LICENSE and the README).
+DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/share
 SUBCOMMANDS := send recv keygen ctl scene relay
 install: build
 	swift package plugin generate-manual --multi-page --configuration $(CONFIGURATION) $(SWIFT_FLAGS) >/dev/null
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(dir $(COMPLETIONS)) $(dir $(UNIT))
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(dir $(COMPLETIONS)) $(dir $(UNIT)) $(DOCDIR)
+	install -m 644 LICENSE $(DOCDIR)/LICENSE
 	bin="$$(swift build -c $(CONFIGURATION) --show-bin-path $(SWIFT_FLAGS))"; \
 		for p in $(TOOLS); do install -m 755 "$$bin/$$p" $(DESTDIR)$(BINDIR)/$$p || exit 1; done
 	@# share's pages: share(1), and share-send(1) for `share send` and so on.
@@ -77,7 +80,8 @@ install: build
 
 uninstall:
 	rm -f $(foreach p,$(TOOLS),$(DESTDIR)$(BINDIR)/$(p)) $(DESTDIR)$(MANDIR)/share.1 \
-		$(foreach c,$(SUBCOMMANDS),$(DESTDIR)$(MANDIR)/share-$(c).1) $(COMPLETIONS) $(UNIT)
+		$(foreach c,$(SUBCOMMANDS),$(DESTDIR)$(MANDIR)/share-$(c).1) $(COMPLETIONS) $(UNIT) $(DOCDIR)/LICENSE
+	-rmdir $(DOCDIR) 2>/dev/null
 
 ## test: the import graph of docs/architecture.md and the sizes of files and functions, the docs' links and that every option
 ## of the built tools is in docs/usage.md, `make install` and `uninstall` into a temporary root (man pages, completions,

@@ -1,4 +1,8 @@
 // swift-tools-version: 6.1
+// share: a screen-sharing peer for Linux.
+// Copyright (C) 2026 the share authors. Licensed under the GNU General Public
+// License, version 3 or (at your option) any later version: see LICENSE.
+// SPDX-License-Identifier: GPL-3.0-or-later
 import PackageDescription
 
 /// Strict settings every Swift module of `share` is built with.

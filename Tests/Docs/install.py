@@ -4,7 +4,8 @@
 completions and completes share's subcommands, the systemd user unit passes
 `systemd-analyze verify` with nothing to say, its command really starts
 `share recv` (recording into the Videos folder, and telling systemd it is
-ready through $NOTIFY_SOCKET), and `make uninstall` leaves nothing behind.
+ready through $NOTIFY_SOCKET), the licence goes to share/doc/share, and
+`make uninstall` leaves nothing behind.
 
     python3 Tests/Docs/install.py [CONFIGURATION]    # debug (what make test built) or release
 """
@@ -53,6 +54,9 @@ def main():
         for shell, path in [("zsh", "zsh/site-functions/_share"), ("fish", "fish/vendor_completions.d/share.fish")]:
             text = open(os.path.join(usr, "share", path)).read()
             check("send" in text and "recv" in text, f"{shell} completions lack the subcommands", problems)
+        licence = os.path.join(usr, "share", "doc", "share", "LICENSE")
+        check(os.path.isfile(licence) and open(licence).read() == open(os.path.join(ROOT, "LICENSE")).read(),
+              "the licence is not installed in share/doc/share", problems)
         unit = os.path.join(usr, "share", "systemd", "user", "share-recv.service")
         text = open(unit).read()
         check("ExecStart=/bin/sh -c" in text and "/usr/bin/share recv" in text, "the unit does not start /usr/bin/share recv", problems)
