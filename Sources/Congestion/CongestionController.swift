@@ -142,7 +142,7 @@ public struct CongestionController: Sendable {
             if let carried = probes.handle(results.filter(\.packet.isProbe)) { raise(to: carried) }
             results.removeAll(where: \.packet.isProbe)
         }
-        defer { probes.observe(target: target, carried: acknowledged.peak, now: now) }
+        defer { probes.observe(target: target, carried: acknowledged.peak, used: acknowledged.rate, now: now) }
         guard !results.isEmpty else { return target }
         let rtt = smoothedRoundTrip ?? .milliseconds(100)
         acknowledged.update(results)
@@ -204,12 +204,13 @@ public struct CongestionController: Sendable {
         limit = .probe
     }
 
-    /// A probe cluster to send now, if one is due: after a large drop,
-    /// while the target is well under the rate before it and the path is
-    /// calm (no overuse, under 5% loss, a queue under 25 ms).
+    /// A probe cluster to send now, if one is due, while the path is calm
+    /// (no overuse, under 5% loss, a queue under 25 ms): after a large
+    /// drop, while the target is well under the rate before it; and while
+    /// the stream uses little of a target under the ceiling (`ProbeController`).
     public mutating func nextProbe(now: MonotonicTime) -> ProbeCluster? {
         let calm = trendline.state != .overusing && loss.lossFraction < 0.05 && (queue.queueDelay ?? 0) < 25
-        return probes.next(now: now, target: target, calm: calm)
+        return probes.next(now: now, target: target, calm: calm, ceiling: configuration.maximum)
     }
 
     /// True once after the path's rate fell under half the target at once
@@ -293,7 +294,7 @@ public struct CongestionController: Sendable {
         lastTimeoutCut = now
         target = max(target / 2, configuration.minimum)
         limit = target <= configuration.minimum ? .floor : .feedbackTimeout
-        probes.observe(target: target, carried: acknowledged.peak, now: now)
+        probes.observe(target: target, carried: acknowledged.peak, used: acknowledged.rate, now: now)
         rate.reduce(to: target)
         loss.cap(at: target / 1.5)
         return target

@@ -11,6 +11,18 @@ public import ShareBase
 /// once, and the next follows as soon as its result is in; one that falls
 /// short costs about `ProbeCluster.duration` of queue at the probe's rate.
 /// The rate before the drop is forgotten once reached, or after `memory`.
+///
+/// A screen is mostly application-limited: a still or simple picture
+/// sends far less than its target, and the rate control grows the target
+/// no further than 1.5x what gets through, so after any cut the target
+/// stays low until the content needs more, then climbs at GCC's pace
+/// while a slide change or a video waits. libwebrtc probes screen shares
+/// in that region (ALR probing); so does this: once the stream uses under
+/// `idleShare` of a target below the ceiling, and until it uses over
+/// `busyShare`, a probe every `idleInterval` for twice the target (at
+/// most the ceiling). The media keeps flowing beside the padding, so the
+/// padding makes up the rest, and a cluster the path carries shows that
+/// it carries both.
 public struct ProbeController: Sendable {
     /// A target below this share of the recent high is a large drop.
     public static let dropShare = 0.6
@@ -24,6 +36,21 @@ public struct ProbeController: Sendable {
     public var memory: Duration = .seconds(30)
     /// How far back the recent high looks.
     public var highWindow: Duration = .seconds(3)
+    /// A stream that uses under this share of its target is application-limited,
+    public static let idleShare = 0.65
+    /// until it uses more than this share (content varies frame to frame:
+    /// without a margin, as libwebrtc's ALR detector keeps too, a screen
+    /// near the line would leave the region and enter it all the time).
+    public static let busyShare = 0.8
+    /// How often an application-limited stream's target is probed.
+    public var idleInterval: Duration = .seconds(5)
+    /// Since when the stream has used under `idleShare` of its target.
+    private var idleSince: MonotonicTime?
+    /// What the stream gets through now, as last observed.
+    private var used: Bitrate = .zero
+    /// The media rate beside the padding of the cluster in flight, when it
+    /// probes over an application-limited stream (nil: after a drop).
+    private var mediaBeside: Bitrate?
 
     private var recent: [(at: MonotonicTime, target: Bitrate, carried: Bitrate?)] = []
     /// The rate before the last large drop (the most the path was seen to
@@ -45,7 +72,15 @@ public struct ProbeController: Sendable {
     /// target is back or it is old. What is sought after a drop is what the
     /// path carried before it, not a target it never proved (a start at the
     /// configured maximum, say): probing to that would overshoot the link.
-    public mutating func observe(target: Bitrate, carried: Bitrate? = nil, now: MonotonicTime) {
+    /// `used` is what the stream gets through now (the acknowledged rate):
+    /// well under the target, the stream is application-limited.
+    public mutating func observe(target: Bitrate, carried: Bitrate? = nil, used: Bitrate? = nil, now: MonotonicTime) {
+        switch used {
+        case let used? where used < target * Self.idleShare: idleSince = idleSince ?? now
+        case let used? where used <= target * Self.busyShare: break
+        default: idleSince = nil
+        }
+        self.used = used ?? .zero
         recent.append((now, target, carried))
         while let first = recent.first, now.since(first.at) > highWindow { recent.removeFirst() }
         let high = recent.map(\.target).max() ?? target
@@ -60,19 +95,31 @@ public struct ProbeController: Sendable {
     }
 
     /// A cluster to send now, if one is due: `calm` says the path shows no
-    /// congestion.
-    public mutating func next(now: MonotonicTime, target: Bitrate, calm: Bool) -> ProbeCluster? {
-        guard let goal = beforeDrop?.rate, calm else { return nil }
+    /// congestion; `ceiling` is the most the stream may take (nil: no
+    /// probes for an application-limited stream).
+    public mutating func next(now: MonotonicTime, target: Bitrate, calm: Bool, ceiling: Bitrate? = nil) -> ProbeCluster? {
+        guard calm else { return nil }
+        let goal: Bitrate, every: Duration, multiple: Double, beside: Bitrate?
+        if let before = beforeDrop?.rate {
+            (goal, every, multiple, beside) = (before, interval, shortfalls == 0 ? 3 : 2, nil)
+        } else if let ceiling, let idle = idleSince, now.since(idle) >= idleInterval, target < ceiling * Self.recoveredShare {
+            (goal, every, multiple, beside) = (ceiling, idleInterval, 2, used)
+        } else {
+            return nil
+        }
         if let measurement {
             // A cluster whose feedback never came (lost, or the receiver gone) is given up.
             guard let last = measurement.lastSent, now.since(last) > .seconds(1) else { return nil }
             self.measurement = nil
         }
-        let wait = shortfalls >= patience ? interval * 2 : interval
+        let wait = shortfalls >= patience ? every * 2 : every
         if let last = lastCluster, now.since(last) < wait { return nil }
-        let rate = min(goal, target * (shortfalls == 0 ? 3 : 2))
-        guard rate > target * 1.2 else { return nil }
-        let cluster = ProbeCluster(rate: rate)
+        let rate = min(goal, target * multiple)
+        // After a drop, a probe worth sending seeks a fifth more; an idle
+        // one may seek less, to reach the ceiling from near it.
+        guard rate > target * (beside == nil ? 1.2 : 1.1) else { return nil }
+        let cluster = ProbeCluster(rate: rate - (beside ?? .zero))
+        mediaBeside = beside
         clusters += 1
         lastCluster = now
         measurement = ProbeMeasurement(cluster)
@@ -99,7 +146,7 @@ public struct ProbeController: Sendable {
             shortfalls = 0
             // The next cluster may follow at once.
             lastCluster = nil
-            return rate
+            return rate + (mediaBeside ?? .zero)
         case .fellShort(let received):
             shortfalls += 1
             // What arrived spread out arrived at the link's rate: a little

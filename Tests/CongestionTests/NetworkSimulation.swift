@@ -25,6 +25,9 @@ struct NetworkSimulation {
     /// Each frame's size as a share of the target's (frame number in):
     /// 1 is a source that fills its target, others vary as content does.
     var content: @Sendable (Int) -> Double = { _ in 1 }
+    /// The most the content takes, whatever the target (a simple screen
+    /// sends less than it may); nil: it fills the target.
+    var contentRate: Bitrate?
     /// The largest packet a frame is cut into (a screen's slices are often smaller).
     var packetBytes = 1200
     private var frames = 0
@@ -57,7 +60,8 @@ struct NetworkSimulation {
     private mutating func step() {
         if now >= nextFrame {
             // A frame of the target's size (30 fps) times the content's share, in packets of `packetBytes`.
-            var bytes = Int(controller.target.bitsPerSecond / 8 / 30 * content(frames))
+            let rate = contentRate.map { min($0, controller.target) } ?? controller.target
+            var bytes = Int(rate.bitsPerSecond / 8 / 30 * content(frames))
             frames += 1
             while bytes > 0 {
                 let size = min(bytes, packetBytes)

@@ -141,6 +141,91 @@ struct ProbeTests {
         #expect(slow.target(at: 17) < 0.6 * before, "without probes: \(slow.target(at: 17))")
     }
 
+    /// An application-limited stream (a screen that takes a third of its
+    /// target) is probed every `idleInterval` for twice its target, never
+    /// above the ceiling, its padding making up what the media does not;
+    /// not while it fills its target, not while the path is congested, and
+    /// not once the target is near the ceiling. A cluster the path carries
+    /// shows it carries the padding and the media beside it.
+    @Test func anApplicationLimitedStreamIsProbedTowardsTheCeiling() {
+        let ceiling = Bitrate.kilobitsPerSecond(3500)
+        var probes = ProbeController()
+        let target = Bitrate.kilobitsPerSecond(1500)
+        probes.observe(target: target, carried: .kilobitsPerSecond(1400), used: .kilobitsPerSecond(1400), now: at(0))
+        #expect(probes.next(now: at(6000), target: target, calm: true, ceiling: ceiling) == nil, "it fills its target")
+        for ms in stride(from: 6000, through: 11_000, by: 100) {
+            // Using 70% for a moment does not end the idle time (over 80% would).
+            let used = Bitrate.kilobitsPerSecond(ms == 8000 ? 1050 : 500)
+            probes.observe(target: target, carried: .kilobitsPerSecond(600), used: used, now: at(ms))
+        }
+        #expect(probes.next(now: at(10_900), target: target, calm: true, ceiling: ceiling) == nil, "idle under 5 s")
+        #expect(probes.next(now: at(11_000), target: target, calm: false, ceiling: ceiling) == nil, "congested")
+        #expect(probes.next(now: at(11_000), target: target, calm: true) == nil, "no ceiling, no idle probe")
+        let first = probes.next(now: at(11_000), target: target, calm: true, ceiling: ceiling)
+        #expect(first?.rate == .kilobitsPerSecond(2500), "twice the target, 500 of it the media's")
+        // It falls short: the next comes an interval later, and never above the ceiling.
+        var results: [PacketResult] = []
+        for index in 0..<(first?.packets ?? 0) {
+            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: first!.packetSize,
+                                  sendTime: at(11_000) + first!.spacing * index, isProbe: true)
+            probes.sent(sent)
+            let arrival = Duration.seconds(12) + ByteCount(bytes: first!.packetSize * index) / .kilobitsPerSecond(1800)
+            results.append(PacketResult(packet: sent, received: true, arrival: arrival))
+        }
+        _ = probes.handle(results)
+        let raised = Bitrate.kilobitsPerSecond(1800)
+        probes.observe(target: raised, carried: .kilobitsPerSecond(600), used: .kilobitsPerSecond(500), now: at(12_000))
+        #expect(probes.next(now: at(15_000), target: raised, calm: true, ceiling: ceiling) == nil, "an interval apart")
+        let second = probes.next(now: at(16_100), target: raised, calm: true, ceiling: ceiling)
+        #expect(second?.rate == .kilobitsPerSecond(3000), "at most the ceiling: \(second?.rate.description ?? "none")")
+        // This one arrives as fast as it left: the path carries it and the media.
+        results = []
+        for index in 0..<(second?.packets ?? 0) {
+            let sent = SentPacket(ssrc: 5, sequence: UInt16(100 + index), size: second!.packetSize,
+                                  sendTime: at(16_100) + second!.spacing * index, isProbe: true)
+            probes.sent(sent)
+            results.append(PacketResult(packet: sent, received: true, arrival: .seconds(17) + second!.spacing * index))
+        }
+        let carried = probes.handle(results)
+        #expect(carried.map { abs($0.kilobitsPerSecond - 3500) < 150 } ?? false, "\(carried?.description ?? "none")")
+        // Near the ceiling there is nothing to find.
+        var near = ProbeController()
+        for ms in stride(from: 0, through: 6000, by: 100) {
+            near.observe(target: .kilobitsPerSecond(3100), carried: .kilobitsPerSecond(500), used: .kilobitsPerSecond(500), now: at(ms))
+        }
+        #expect(near.next(now: at(6000), target: .kilobitsPerSecond(3100), calm: true, ceiling: ceiling) == nil)
+        // Over 80% of the target ends the idle time.
+        var busy = ProbeController()
+        for ms in stride(from: 0, through: 6000, by: 100) {
+            let used = Bitrate.kilobitsPerSecond(ms == 3000 ? 1300 : 500)
+            busy.observe(target: target, carried: .kilobitsPerSecond(1300), used: used, now: at(ms))
+        }
+        #expect(busy.next(now: at(6000), target: target, calm: true, ceiling: ceiling) == nil, "idle for 3 s only")
+    }
+
+    /// The case a sender without periodic refresh met: a simple screen
+    /// (1 Mbit/s of a 3.5 Mbit/s ceiling) through a cap that halves 4 to 2
+    /// Mbit/s and lifts. Without probes its target stays at 1.5x what the
+    /// screen sends, so a video started then would wait for GCC's climb;
+    /// with them it is back near the ceiling within seconds of the lift.
+    @Test func aSimpleScreenFindsALiftedCapAgain() {
+        let path = "rate=4mbit/2mbit@8s/off@20s,queue=200ms"
+        func run(probing: Bool) -> NetworkSimulation {
+            var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: .kilobitsPerSecond(3500),
+                                        maximum: .kilobitsPerSecond(3500))
+            sim.contentRate = .kilobitsPerSecond(1000)
+            sim.probing = probing
+            sim.run(for: .seconds(30))
+            return sim
+        }
+        let probed = run(probing: true)
+        #expect(probed.meanTarget(from: 27, to: 30) > .kilobitsPerSecond(2900),
+                "back near the ceiling: \(probed.targets.filter { $0.seconds >= 19 }.map { Int($0.rate.kilobitsPerSecond) })")
+        #expect(probed.maxQueue < 120, "the probes cost little queue: \(probed.maxQueue) ms")
+        let unprobed = run(probing: false)
+        #expect(unprobed.meanTarget(from: 27, to: 30) < .kilobitsPerSecond(2200), "without probes: \(unprobed.target(at: 29))")
+    }
+
     /// Probing must not disturb a path that never fell: no probe is sent
     /// on an open path, nor on one whose cap is steady.
     @Test func aSteadyPathIsNotProbed() {
