@@ -78,7 +78,7 @@ final class EncodePipeline: Sendable {
     static func makeEncoder(_ configuration: SenderConfiguration, size: VideoSize,
                             bitrate: Int, sliceMaxSize: Int?) throws(EncoderError) -> H264Encoder {
         try H264Encoder(.init(width: size.width, height: size.height, fps: configuration.fps, bitrateKbps: bitrate,
-                              keyframeInterval: configuration.keyframeInterval,
+                              keyframeInterval: configuration.refreshInterval,
                               threads: configuration.encoderThreads
                                   ?? SenderConfiguration.defaultEncoderThreads(size: size, fps: configuration.fps),
                               intraRefresh: configuration.intraRefresh, sliceMaxSize: sliceMaxSize,

@@ -2,6 +2,7 @@ public import ShareCapture
 public import ShareHandshake
 public import ShareSRTP
 internal import ShareSession
+internal import ShareVideo
 public import ShareWire
 public import ShareGovernor
 
@@ -144,10 +145,23 @@ public struct SenderConfiguration: Sendable {
     /// Target bitrate; nil sizes it to the resolution.
     public var bitrateKbps: Int?
     /// Frames per intra-refresh sweep (a column of intra blocks crossing
-    /// the picture, so a receiver can join or recover without an IDR);
-    /// nil means three seconds' worth. IDR frames come only when a receiver
-    /// asks (PLI/FIR) and, with `intraRefresh` off, every interval.
+    /// the picture, so a receiver can join or recover without an IDR).
+    /// IDR frames come when a receiver asks (PLI/FIR) and, with
+    /// `intraRefresh` off, every interval. nil: with a handshake, no sweeps
+    /// (the receiver is a `ScreenReceiver`, which asks for an IDR when it
+    /// joins or loses a picture, and does not use sweeps to recover; a
+    /// sweep over text costs as much as two keyframes and drives the
+    /// quantizer coarse while it lasts); with a static key, whose receivers
+    /// may join without asking, three seconds' worth.
     public var keyframeInterval: Int?
+
+    /// The interval the encoder is opened with (`keyframeInterval`, or
+    /// its default for how the session is keyed); nil: the encoder's own.
+    var refreshInterval: Int? {
+        if let keyframeInterval { return keyframeInterval }
+        if intraRefresh, case .handshake = keying { return H264Encoder.Configuration.never }
+        return nil
+    }
     /// Periodic intra refresh instead of periodic IDR frames (no frame much
     /// larger than the others, so no burst to overflow a queue on the path).
     public var intraRefresh = true

@@ -40,7 +40,8 @@ public final class H264Encoder {
         public var fps: Int
         public var bitrateKbps: Int
         /// Frames between refreshes: with `intraRefresh`, the length of one
-        /// sweep of intra blocks across the picture; without, between IDR frames.
+        /// sweep of intra blocks across the picture; without, between IDR
+        /// frames. `never`: none but the first picture and those asked for.
         public var keyframeInterval: Int
         /// Encoder threads; 0 lets x264 choose from the core count.
         public var threads: Int
@@ -76,6 +77,10 @@ public final class H264Encoder {
             self.minimumSlices = minimumSlices
         }
 
+        /// A `keyframeInterval` of no periodic refresh at all (x264's
+        /// infinite interval): for receivers that ask for what they need.
+        public static let never = 1 << 30
+
         /// Whether slices are handed over while the picture is encoded
         /// (from x264's threads, in order), rather than once it is done.
         var streamsSlices: Bool { sliceMaxSize != nil }
@@ -85,7 +90,9 @@ public final class H264Encoder {
 
         /// Macroblocks the intra-refresh column codes in a picture: the
         /// picture swept once every `keyframeInterval` pictures.
-        var refreshMacroblocks: Int { intraRefresh ? (macroblocks + keyframeInterval - 1) / max(1, keyframeInterval) : 0 }
+        var refreshMacroblocks: Int {
+            intraRefresh && keyframeInterval < Self.never ? (macroblocks + keyframeInterval - 1) / max(1, keyframeInterval) : 0
+        }
 
         /// A bitrate sized to the picture: 0.1 bit per pixel per frame,
         /// which keeps text sharp for screen content (2.8 Mbit/s at 720p30,
@@ -156,7 +163,7 @@ public final class H264Encoder {
         param.i_timebase_num = 1
         param.i_timebase_den = UInt32(c.fps)
         param.b_vfr_input = 0
-        param.i_keyint_max = Int32(max(1, c.keyframeInterval))
+        param.i_keyint_max = Int32(min(max(1, c.keyframeInterval), Configuration.never))
         param.i_keyint_min = min(param.i_keyint_max, Int32(c.fps))
         param.i_threads = Int32(c.threads)
         param.i_log_level = X264_LOG_WARNING

@@ -44,6 +44,26 @@ struct CodecTests {
         #expect(encoder.parameterSets().map { $0[0] & 0x1F } == [7, 8])
     }
 
+    /// x264 marks the start of each intra-refresh sweep with a recovery
+    /// point SEI (payload type 6); `never` starts none, and neither sends
+    /// an IDR after the first but when asked.
+    @Test(arguments: [(20, [20, 40]), (H264Encoder.Configuration.never, [])])
+    func sweepsStartEveryIntervalOrNever(interval: Int, sweepsAt: [Int]) throws {
+        let encoder = try H264Encoder(.init(width: 160, height: 128, fps: 30, keyframeInterval: interval))
+        var au: [UInt8] = []
+        var recoveryPoints: [Int] = []
+        var keyframes: [Int] = []
+        for n in 0..<60 {
+            let image = ColorConversion.i420(fromBGRA: testPicture(width: 160, height: 128, offset: n * 3), width: 160, height: 128)
+            let info = try #require(try encoder.encode(image, into: &au))
+            if info.isKeyframe { keyframes.append(n) }
+            let seis = AnnexB.nalUnits(in: au).filter { au[$0.lowerBound] & 0x1F == 6 && $0.count > 1 }
+            if seis.contains(where: { au[$0.lowerBound + 1] == 6 }) { recoveryPoints.append(n) }
+        }
+        #expect(keyframes == [0])
+        #expect(recoveryPoints == sweepsAt)
+    }
+
     @Test func decoderStartedMidStreamNeedsAKeyframeAndSaysSo() throws {
         let encoder = try H264Encoder(.init(width: 160, height: 120, fps: 30))
         var aus: [[UInt8]] = []

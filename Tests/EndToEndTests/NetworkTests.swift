@@ -119,23 +119,30 @@ struct NetworkTests {
         #expect(run.frozen(after: 3, of: 15) < 0.05, "frozen \(run.frozen(after: 3, of: 15)); \(run.summary)")
         // The timeline says why: the delay detector saw the queue the start
         // rate built (growing, then draining), and from then on the target is
-        // held by the bottleneck measured, which is the cap's.
+        // held by what the path shows: the bottleneck measured, which is the
+        // cap's, or the delay-based rate climbing back after a cut. (It was
+        // the bottleneck in at least half the samples while the scene, with
+        // refresh sweeps, took more than the cap; at 0.9 Mbit/s it presses
+        // the cap less, and the delay-based rate is often the lower.)
         let verdicts = run.rate.compactMap { $0["delayVerdict"] as? String }
         let limits = run.rate.map { $0["limitedBy"] as? String ?? "none" }
         let story = zip(verdicts, limits).map { "\($0)/\($1)" }
         #expect(verdicts.count == run.rate.count && Set(verdicts).isSubset(of: ["normal", "overusing", "underusing"])
                 && verdicts.contains { $0 != "normal" }, "delay verdicts / limits: \(story)")
         let steady = limits.suffix(from: min(limits.count, 20))
-        #expect(steady.filter { $0 == "bottleneck" }.count * 2 >= steady.count, "delay verdicts / limits: \(story)")
+        #expect(steady.contains("bottleneck") && steady.allSatisfy { $0 == "bottleneck" || $0 == "delay" },
+                "delay verdicts / limits: \(story)")
         let bottlenecks = run.rate.compactMap { ($0["bottleneckKbps"] as? NSNumber)?.doubleValue }.sorted()
         let bottleneck = bottlenecks.isEmpty ? 0 : bottlenecks[bottlenecks.count / 2]
         #expect(bottleneck > 800 && bottleneck < 1300, "median bottleneck \(bottleneck) kbit/s of \(bottlenecks.count) samples")
-        // And what it costs the picture: the scene takes 1.1 Mbit/s at the
-        // finest quantizer (18) on an open path; under the cap it is coarser.
+        // And what it costs the picture: nothing. Without refresh sweeps the
+        // scene takes about 0.9 Mbit/s at the finest quantizer (18), so
+        // under the cap it stays there (with sweeps it took 1.1 Mbit/s and
+        // went coarser).
         let quantizers = run.rate.filter { (($0["seconds"] as? NSNumber)?.doubleValue ?? 0) >= 5 }
             .compactMap { ($0["quantizer"] as? NSNumber)?.intValue }.sorted()
         #expect(!quantizers.isEmpty && quantizers.allSatisfy { (18...51).contains($0) }
-                && quantizers[quantizers.count / 2] > 18, "quantizers after 5 s: \(quantizers)")
+                && quantizers[quantizers.count / 2] == 18, "quantizers after 5 s: \(quantizers)")
     }
 
     /// 3 Mbit/s with a 50 ms queue: paced and without keyframe bursts, the
@@ -181,7 +188,20 @@ struct NetworkTests {
         #expect(!late.isEmpty && late.allSatisfy { value($0, "protectionGroup") == nil },
                 "off after five seconds without loss: \(run.rate.map { value($0, "protectionGroup") ?? 0 })")
         #expect(run.received("fecPacketsReceived") > 0 && run.received("fecRecovered") == 0, "\(run.summary)")
-        #expect(run.sent("fecPackets") < 0.12 * run.sent("packetsSent"), "\(run.summary)")
+        // One repair per group of at most 11 packets, a group closing early
+        // at each frame's end so the frame's repair leaves right behind it:
+        // no more repairs than that while protected. (Against all packets
+        // sent this was once "under 12%"; a screen with no refresh sweep
+        // takes about four packets a frame, so a repair a frame is more.)
+        var protectedFrames = 0.0
+        // (An interval that begins or ends protected counts whole.)
+        for (earlier, sample) in zip(run.rate, run.rate.dropFirst())
+        where value(sample, "protectionGroup") != nil || value(earlier, "protectionGroup") != nil {
+            protectedFrames += (value(sample, "framesEncoded") ?? 0) - (value(earlier, "framesEncoded") ?? 0)
+        }
+        if let first = run.rate.first, value(first, "protectionGroup") != nil { protectedFrames += value(first, "framesEncoded") ?? 0 }
+        #expect(protectedFrames > 0 && run.sent("fecPackets") <= protectedFrames + run.sent("packetsSent") / 11,
+                "\(protectedFrames) frames protected; \(run.summary)")
         #expect(run.shown(after: 1.5) >= 0.98, "\(run.summary)")
     }
 

@@ -102,4 +102,14 @@ struct SenderPlanTests {
         #expect(description.media.count == 2 && description.media[1].port == 5006)
         #expect(text.contains("stereo=1"))
     }
+
+    @Test func onlyReceiversThatMayJoinWithoutAskingGetPeriodicSweeps() {
+        let handshake = SessionKeying.handshake(.preSharedKey(Array("secret".utf8)), store: nil)
+        #expect(configuration { $0.keying = handshake }.refreshInterval == H264Encoder.Configuration.never,
+                "share recv asks for an IDR when it joins or loses a picture")
+        #expect(configuration().refreshInterval == nil, "a static key's receiver may join without asking: the encoder's 3 s")
+        #expect(configuration { $0.keying = handshake; $0.keyframeInterval = 45 }.refreshInterval == 45, "asked for")
+        #expect(configuration { $0.keying = handshake; $0.intraRefresh = false }.refreshInterval == nil,
+                "periodic keyframes stay periodic")
+    }
 }

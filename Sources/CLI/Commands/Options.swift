@@ -108,7 +108,7 @@ public struct SendSource: ParsableArguments {
 public struct SendPicture: ParsableArguments {
     @Option(parsing: .unconditional, help: "Frames per second (1-120).") public var fps = 30
     @Option(parsing: .unconditional, help: "Target bitrate in kbit/s, 50-200000 (default: sized to the resolution).") public var bitrate: Int?
-    @Option(parsing: .unconditional, help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: 3 seconds' worth; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
+    @Option(parsing: .unconditional, help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: none with a handshake, whose receiver asks for a keyframe when it needs one; 3 seconds' worth with a static key; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
     public var keyint: Int?
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
     @Option(parsing: .unconditional, help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
