@@ -484,7 +484,13 @@ def main():
     parser.add_argument("--sizes", default="1280x720,1920x1080", help="comma-separated WxH (default: 720p and 1080p)")
     parser.add_argument("--fps", type=int, default=30)
     parser.add_argument("--bitrate", type=int, help="kbit/s (default: w x h x fps x 0.1)")
-    parser.add_argument("--keyint", type=int, default=150)
+    parser.add_argument("--keyint", type=int,
+                        help="frames between refreshes, for every sender (default: 150, a keyframe every 5 s at 30 fps, "
+                             "for the peers' comparison; with --network, share's own unless --keying static)")
+    parser.add_argument("--keying", choices=("handshake", "static"), default="handshake",
+                        help="with --network: how share keys the session: a handshake, as `share send HOST` does (no "
+                             "refresh sweeps: the receiver asks for a keyframe when it needs one), or a static SRTP key "
+                             "(a sweep every --keyint frames, 150 unless given)")
     parser.add_argument("--scene-rate", type=int, metavar="HZ",
                         help="redraw the scene and its stamp together HZ times a second (e.g. 59, faster than the "
                              "capture rate, or 20, slower), so latency includes the wait for a change to be grabbed; "
@@ -520,6 +526,8 @@ def main():
     BIN = args.bin
     if args.startup:
         return main_startup(args)
+    if args.keyint is None and not (args.network and args.keying == "handshake"):
+        args.keyint = 150
     if args.network:
         names = list(NETWORKS) if args.network == "all" else args.network.split(",")
         for name in names:
@@ -755,12 +763,18 @@ def run_network(name, scene_name, size, args, key, work):
     for path in files.values():
         if os.path.exists(path):
             os.remove(path)
-    sdp = os.path.join(work, "recv.sdp")
-    write_secret(sdp, receiver_sdp(port, key, False))
+    # A handshake keyed by the key file (what `share send HOST` does), or the static key through an SDP.
+    if args.keying == "handshake":
+        keyed_recv, keyed_send = ["--port", str(port), "--key-file", key["file"]], ["--key-file", key["file"]]
+    else:
+        sdp = os.path.join(work, "recv.sdp")
+        write_secret(sdp, receiver_sdp(port, key, False))
+        keyed_recv, keyed_send = ["--sdp", sdp], ["--srtp-key-file", key["file"]]
+    keyed_send += ["--keyint", str(args.keyint)] if args.keyint else []
     processes = []
     try:
         time.sleep(0.5)
-        receive = [os.path.join(BIN, "share-recv"), "recv", "--sdp", sdp, "--read-stamps", "--no-audio",
+        receive = [os.path.join(BIN, "share-recv"), "recv", *keyed_recv, "--read-stamps", "--no-audio",
                    "--duration", str(seconds + 30), "--stats-json", files["recv"]]
         receive += ["--display", receiver_display] if receiver_display else ["--no-window"]
         receiver = subprocess.Popen(receive, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -772,7 +786,7 @@ def run_network(name, scene_name, size, args, key, work):
         processes.append(relay)
         time.sleep(0.5)
         send = [os.path.join(BIN, "share-send"), "send", "127.0.0.1", "--port", str(relay_port), "--display", display,
-                "--fps", str(args.fps), "--keyint", str(args.keyint), "--srtp-key-file", key["file"], "--audio", "none",
+                "--fps", str(args.fps), *keyed_send, "--audio", "none",
                 "--duration", str(seconds), "--stats-json", files["send"]]
         if args.bitrate:
             send += ["--bitrate", str(args.bitrate)]
@@ -836,8 +850,10 @@ def network_markdown(settings, rows):
     lines = [f"Network benchmark: {settings['when']}, {settings['host']}; {settings['size']} at {settings['fps']} fps, "
              f"`share` through `share relay`, scenes {', '.join(settings.get('scenes', ['moving']))} (moving: "
              f"`share scene --stamp`; video: `share scene --stamp --video`, a video playing beside scrolling text); "
-             f"shown and frozen leave out the first {SETTLE:.0f} s. "
-             f"Command: `{settings['command']}`.", "",
+             f"shown and frozen leave out the first {SETTLE:.0f} s; keyed by "
+             + ("a handshake" if settings.get("keying", "static") == "handshake" else "a static key")
+             + (f", a refresh sweep every {settings['keyint']} frames" if settings.get("keyint") else ", no refresh sweeps")
+             + f". Command: `{settings['command']}`.", "",
              "| network | scene | frames shown | time frozen (freezes, longest s) | glass-to-glass p50 / p95 / p99 ms | "
              "retransmitted | keyframes (requests) | mean sent kbit/s | under the cap after | back after the lift |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -901,7 +917,7 @@ def main_network(args, names):
         print(f"[{index + 1}/{len(runs)}] network {name}, scene {scene}", file=sys.stderr, flush=True)
         rows.append(run_network(name, scene, size, args, key, work))
     settings = {"when": time.strftime("%Y-%m-%d %H:%M"), "host": f"{os.cpu_count()} cores", "size": size,
-                "fps": args.fps, "seconds": args.seconds, "scenes": scenes,
+                "fps": args.fps, "seconds": args.seconds, "scenes": scenes, "keying": args.keying, "keyint": args.keyint,
                 "command": " ".join(["python3 Benchmarks/harness.py", *sys.argv[1:]])}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "network.json"), "w") as f:
