@@ -79,7 +79,7 @@ public final class H264Encoder {
 
         /// A `keyframeInterval` of no periodic refresh at all (x264's
         /// infinite interval): for receivers that ask for what they need.
-        public static let never = 1 << 30
+        public static let never = Int(X264_KEYINT_MAX_INFINITE)
 
         /// Whether slices are handed over while the picture is encoded
         /// (from x264's threads, in order), rather than once it is done.
