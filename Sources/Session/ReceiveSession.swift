@@ -127,12 +127,14 @@ public final class ReceiveSession {
     }
 
     /// Waits sized to the path: the first NACK waits out the reordering,
-    /// a repair takes a round trip, and one more try fits before the jitter
-    /// buffer gives up (RTT 1 ms: 50 ms; RTT 100 ms: ~230 ms).
+    /// a repair takes a round trip, and as many tries as the path's loss
+    /// makes worth it fit before the jitter buffer gives up (two below
+    /// about 3% loss: RTT 1 ms 50 ms, RTT 100 ms ~230 ms; three at 10%).
     func tuneDelays() {
         let rtt = heard.probe.smoothed ?? .milliseconds(50)
         heard.nack.roundTrip = rtt
-        let wait = heard.nack.reorderWait + rtt * 2 + .milliseconds(30)
+        let wait = heard.repairWait.depth(reorderWait: heard.nack.reorderWait, roundTrip: rtt,
+                                          retryMargin: heard.nack.retryMargin)
         let depth = min(max(wait, configuration.minimumDelay), configuration.maximumDelay)
         heard.assembler.maxDelay = depth
         // Past the reordering seen, a hole before a whole keyframe is a loss
@@ -319,6 +321,7 @@ public final class ReceiveSession {
             heard.nextReport = now + configuration.reportInterval
             let report = reception.makeReport(now: now)
             heard.reception = reception
+            heard.repairWait.reported(fractionLost: Double(report.fractionLost) / 256)
             statistics.reportsSent += 1
             tuneDelays()
             sendRTCP([.receiverReport(ReceiverReport(ssrc: configuration.ssrc, reports: [report])),

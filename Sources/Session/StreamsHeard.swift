@@ -8,6 +8,7 @@ internal import ShareWire
 struct StreamsHeard {
     var assembler: H264FrameAssembler
     var nack: NACKTracker
+    var repairWait = RepairWait()
     var videoSSRC: UInt32?
     /// When the video stream's last packet came.
     var videoHeardAt: MonotonicTime?
