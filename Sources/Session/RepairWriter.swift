@@ -55,7 +55,12 @@ struct RepairWriter: Sendable {
     /// which every receiver that negotiated it expects to carry packets
     /// that are not media (RFC 4588 §8.2: padding-only packets on the RTX
     /// SSRC, as libwebrtc sends its probes).
-    var canPad: Bool { retransmission != nil }
+    var canPad: Bool { resendsOnItsOwnStream }
+
+    /// Whether a resent packet goes on the RTX stream, under a sequence
+    /// number of its own (without one it goes again as it was, and a
+    /// second copy would be a replay).
+    var resendsOnItsOwnStream: Bool { retransmission != nil }
 
     /// Writes a padding-only packet of `size` bytes before SRTP (a 12-byte
     /// header, the P bit set, then padding whose last octet counts it, so

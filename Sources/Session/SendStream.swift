@@ -22,7 +22,7 @@ public final class SendStream {
         set { repairs.protectionGroup = newValue }
     }
     private var payloader: H264Payloader
-    private var history: RetransmissionHistory
+    var history: RetransmissionHistory
     private var buffer: PacketBuffer
     private var lastKeyframeRequest: MonotonicTime?
     private var nextReport: MonotonicTime?
@@ -38,7 +38,7 @@ public final class SendStream {
     /// Whether a part of the frame being sent held an IDR slice.
     private var frameHasIDR = false
     /// The newest IDR frame's first packet: what came before is not resent.
-    private var keyframeStart: UInt16?
+    var keyframeStart: UInt16?
     /// Set when a frame with an IDR slice begins to leave (`takeKeyframeStarted`).
     var keyframeStarted = false
 
@@ -287,29 +287,6 @@ public final class SendStream {
             return requestKeyframe(now: now) ? [.keyframeRequested] : []
         }
         return []
-    }
-
-    private enum RepairOutcome { case sent, missing, suppressed, superseded }
-
-    /// Resends one packet from history (as RTX, or as it was). A packet
-    /// resent less than a round trip ago is not resent again: that repair
-    /// may still be on its way.
-    private func retransmit(_ sequence: UInt16, now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> RepairOutcome {
-        // Before the newest keyframe: the receiver decodes on from that.
-        if let start = keyframeStart, Int16(bitPattern: sequence &- start) < 0 { return .superseded }
-        guard let plain = history.packet(sequence) else { return .missing }
-        if let last = history.lastResent(sequence), now.since(last) < (statistics.roundTrip ?? .milliseconds(5)) {
-            return .suppressed
-        }
-        guard repairs.writeRetransmission(of: plain, into: &repairBuffer) else { return .missing }
-        do {
-            try srtp.protect(&repairBuffer)
-        } catch {
-            return .missing
-        }
-        history.markResent(sequence, at: now)
-        emit(repairBuffer.bytes)
-        return .sent
     }
 
     /// A round trip measured elsewhere (the congestion controller's).
