@@ -28,7 +28,10 @@ internal import Glibc
 /// by at most 4 a picture (x264's own step), and told what changed, by 4
 /// only when the whole picture coded again would fit, else by one or two;
 /// further only when even four times what the model says would fit (a
-/// plain screen sharpens at once). Sans-IO: times are given.
+/// plain screen sharpens at once). A still screen (told nothing changed)
+/// sharpens further, to `finestStill`, by as many steps at once as its
+/// target pays for at what the steps before cost (`sharpeningStep`).
+/// Sans-IO: times are given.
 ///
 /// Coarser is not always cheaper: past a point, x264 codes scrolling text
 /// for more bits, not fewer (the reference is so coarse that every picture
@@ -66,6 +69,13 @@ public struct QuantizerControl: Sendable {
     /// overflow a shallow queue on a lossy path and cost more frozen time
     /// than they buy (`Benchmarks/harness.py --network wifi`).
     public static let finest = 18
+    /// The finest quantizer of a picture of a still screen (one told that
+    /// nothing changed): it costs once, the screen then sends nothing new,
+    /// and small text is sharper at it than at `finest` (a page of it read
+    /// a second after it appears; `Benchmarks/quality.py --scenes
+    /// still-text`). Only unchanged macroblocks coded coarser are coded
+    /// again, so a moving picture's bits stay at `finest`'s.
+    public static let finestStill = 12
     /// The coarsest quantizer chosen (for a keyframe that must fit): H.264's coarsest.
     public static let coarsest = 51
     /// The coarsest quantizer of a picture that is not a keyframe once the
@@ -118,7 +128,7 @@ public struct QuantizerControl: Sendable {
     public var buffer: Double { bitrate * bufferSeconds }
 
     /// Whether the picture is sharpening: the last one was a keyframe
-    /// coded coarser than the finest, or was coded finer than the one
+    /// coded coarser than `finestStill`, or was coded finer than the one
     /// before. A still screen then sharpens with each picture (a step at a
     /// time, as the bucket allows), so its pictures are worth sending often
     /// rather than once a second until it is sharp; when the bucket holds
@@ -157,6 +167,29 @@ public struct QuantizerControl: Sendable {
 
     /// Whether a picture of each model was seen yet: the first one replaces the guess.
     private var seen = [false, false, false, false]
+    /// Bits a still screen's picture takes for each step its quantizer goes
+    /// down, once one did. x264 codes every macroblock again, and the bits
+    /// grow with the steps, hardly with how fine the quantizer already is
+    /// (a page of small text, from the coarsest to `finestStill`). So a
+    /// still picture goes down as many steps as its target pays for, and
+    /// none when the bucket has no room for one: a few large steps where
+    /// small ones, each coding the whole screen again, took twice the
+    /// time to sharpen (`Benchmarks/quality.py --scenes still-text`).
+    private var sharpeningStep: Double?
+    /// What a still picture's step is taken to cost: as learned, else half
+    /// the keyframe's bits at the coarsest quantizer (a step costs about as
+    /// much as x264's whole screen there; a first step from the coarsest
+    /// costs next to nothing, and says little of the next).
+    private var stepCost: Double? {
+        sharpeningStep ?? (seen[Kind.keyframe.rawValue]
+            ? complexity[Kind.keyframe.rawValue] * Double(macroblocks) * Self.scale(Self.coarsest) / 2 : nil)
+    }
+    /// The most steps a still picture goes down at once: the bits a step
+    /// takes grow somewhat as the quantizer gets finer, and the cost learned
+    /// at the last step may fall short by that much.
+    static let stillSteps = 6
+    /// The steps the last still picture went down.
+    private var lastStillSteps = 0
 
     /// The quantizer for the next picture, `at` nanoseconds on the pictures'
     /// clock, `changed` macroblocks of it changed (ignored but for `.changes`).
@@ -178,23 +211,32 @@ public struct QuantizerControl: Sendable {
         let bits = atReference(kind, changed: changed)
         // A keyframe may take what fits, as x264's VBV lets it.
         guard kind != .keyframe else { return Self.quantizer(bits: bits, target: max(target, room * 0.9)) }
-        let wanted = Self.quantizer(bits: bits, target: target)
+        let finest = kind == .changes && changed == 0 ? Self.finestStill : Self.finest
+        let quantizer = { (bits: Double, target: Double) in Self.quantizer(bits: bits, target: target, finest: finest) }
+        let wanted = quantizer(bits, target)
         // Up at once (coarser than where it learned, the model guesses high).
         if wanted >= last { return wanted }
         // Down only with room to spare, and `step` at most, as the model is
         // surest near where it learned; further when even four times what
         // it says would fit.
-        let spare = Self.quantizer(bits: bits, target: target * 0.7)
+        let spare = quantizer(bits, target * 0.7)
         guard spare < last else { return last }
+        if kind == .changes, changed == 0, let perStep = stepCost {
+            // At most twice the last picture's, as the cost learned at the
+            // coarsest falls short of a finer step's; at least what a
+            // picture told its changes takes below (one, or two when far).
+            let paid = min(Int(target / perStep), max(2 * lastStillSteps, 1), Self.stillSteps)
+            return max(finest, last - max(paid, last - finest > 4 ? 2 : 1))
+        }
         guard kind == .changes else {
-            return max(spare, min(last - Self.step, Self.quantizer(bits: bits * 4, target: target)))
+            return max(spare, min(last - Self.step, quantizer(bits * 4, target)))
         }
         // Told what changed, a lower quantizer also codes old macroblocks
         // again: that far when the whole picture coded intra would fit,
         // else a step at a time (two when far off).
         let recoded = bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue]
-        let stepped = max(last - Self.step, min(Self.quantizer(bits: recoded, target: target), last - (last - spare > 4 ? 2 : 1)))
-        return max(spare, min(stepped, Self.quantizer(bits: recoded * 4, target: target)))
+        let stepped = max(last - Self.step, min(quantizer(recoded, target), last - (last - spare > 4 ? 2 : 1)))
+        return max(spare, min(stepped, quantizer(recoded * 4, target)))
     }
 
     /// What the picture took: into the bucket, and into the model unless it
@@ -204,9 +246,14 @@ public struct QuantizerControl: Sendable {
         drain(to: now)
         previousPicture = now
         fullness += Double(bits)
-        sharpening = kind == .keyframe ? quantizer > Self.finest : quantizer < last
+        sharpening = kind == .keyframe ? quantizer > Self.finestStill : quantizer < last
         defer { last = quantizer }
         overSince = fullness > buffer ? overSince ?? now : nil
+        if kind == .changes, changed == 0, quantizer < last {
+            lastStillSteps = last - quantizer
+            let observed = Double(bits) / Double(last - quantizer)
+            sharpeningStep = stepCost.map { $0 + (observed - $0) * (observed > $0 ? 0.7 : 0.4) } ?? observed
+        }
         guard kind != .changes || quantizer >= last else { return }
         let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)
         let model = model(kind, changed: changed)
@@ -231,7 +278,7 @@ public struct QuantizerControl: Sendable {
 
     /// The finest quantizer at which `bits` (at `reference`) come to at most
     /// `target`, between `finest` and `coarsest` (every choice is made of these).
-    static func quantizer(bits: Double, target: Double) -> Int {
+    static func quantizer(bits: Double, target: Double, finest: Int = finest) -> Int {
         guard bits > 0 else { return finest }
         guard target > 0 else { return coarsest }
         let exact = Double(reference) + 6 * log2(bits / target)

@@ -6,6 +6,7 @@ import ShareGovernor
 import ShareWire
 import ShareX11Capture
 import ShareScene
+import ShareVideo
 import Synchronization
 import TestSupport
 import Testing
@@ -122,7 +123,7 @@ struct SenderTests {
         // takes a second or two).
         let began = Date()
         Thread.sleep(forTimeInterval: 0.5)
-        while sender.statistics.quantizer != 18 && Date().timeIntervalSince(began) < 8 { usleep(20_000) }
+        while sender.statistics.quantizer != QuantizerControl.finestStill && Date().timeIntervalSince(began) < 8 { usleep(20_000) }
         Thread.sleep(forTimeInterval: 0.2)
         let early = sender.statistics
         Thread.sleep(forTimeInterval: 3)
@@ -153,11 +154,11 @@ struct SenderTests {
     }
 
     /// A still screen's first picture is coded coarse (the rate control
-    /// starts cautious, and each picture after codes the whole screen a
-    /// step finer, as the bucket allows): its pictures come at the frame
-    /// rate until it is sharp, within a second or two, not once a second
-    /// (which took over eight seconds to get from 51 to 32), and then once
-    /// a second again.
+    /// starts cautious, and each picture after codes the whole screen
+    /// finer, as the bitrate pays): its pictures come every 100 ms until it
+    /// is sharp (the still screen's finest quantizer), within a second or
+    /// two, not once a second (which took over eight seconds to get from 51
+    /// to 32), and then once a second again.
     @Test func aStillScreenSharpensWithinSecondsThenRestsAtOnePictureASecond() throws {
         let display = try VirtualDisplay(width: 1280, height: 720)
         try DemoScene(display: display.display).draw(frame: 0)
@@ -172,12 +173,13 @@ struct SenderTests {
         while sender.statistics.framesEncoded == 0 && Date().timeIntervalSince(start) < 10 { usleep(10_000) }
         let first = Date()
         var quantizers: [Int] = []
-        while sender.statistics.quantizer != 18 && Date().timeIntervalSince(first) < 3 {
+        let sharp = QuantizerControl.finestStill
+        while sender.statistics.quantizer != sharp && Date().timeIntervalSince(first) < 3 {
             if quantizers.last != sender.statistics.quantizer { quantizers.append(sender.statistics.quantizer) }
             usleep(10_000)
         }
         let took = Date().timeIntervalSince(first)
-        #expect(sender.statistics.quantizer == 18, "sharp (quantizer 18) within 3 s of the first picture: \(quantizers)")
+        #expect(sender.statistics.quantizer == sharp, "sharp (quantizer \(sharp)) within 3 s of the first picture: \(quantizers)")
         Thread.sleep(forTimeInterval: 0.5)
         let resting = sender.statistics.framesEncoded
         Thread.sleep(forTimeInterval: 3)

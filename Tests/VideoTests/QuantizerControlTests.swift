@@ -104,6 +104,59 @@ struct QuantizerControlTests {
         #expect(encoder.rate(from: 30) < 2800_000 / 2, "what the changes need, not the bitrate")
     }
 
+    /// A still screen (pictures told nothing changed) sharpens past the
+    /// finest quantizer of changing content, to `finestStill`, and stops
+    /// sharpening there; the next change is coded at `finest` again.
+    @Test func aStillScreenSharpensFinerThanChangingContent() {
+        var encoder = ModelEncoder()
+        encoder.picture(.keyframe, changed: 3600, cost: 150)
+        for _ in 0..<60 { encoder.picture(changed: 60, cost: 150) }
+        #expect(encoder.log.last!.quantizer == QuantizerControl.finest)
+        var sharpening: [Bool] = []
+        for _ in 0..<30 {
+            encoder.picture(changed: 0, cost: 150)
+            sharpening.append(encoder.control.sharpening)
+        }
+        let still = encoder.log.suffix(30).map(\.quantizer)
+        #expect(still.last == QuantizerControl.finestStill, "\(still)")
+        #expect(zip(still.dropFirst(), still).allSatisfy { $0 <= $1 }, "only down: \(still)")
+        #expect(still.firstIndex(of: QuantizerControl.finestStill)! <= 4, "cheap steps are taken several at once: \(still)")
+        #expect(sharpening.first == true && sharpening.last == false, "\(sharpening)")
+        encoder.picture(changed: 60, cost: 150)
+        #expect(encoder.log.last!.quantizer == QuantizerControl.finest, "a change is coded as before")
+    }
+
+    /// A still page after a coarse keyframe: each picture goes down as many
+    /// steps as its target pays for, by what the steps before cost, and
+    /// keeps to the bitrate once it knows; the old rule (two steps a
+    /// picture, whatever they cost) stays the least.
+    @Test func aStillPageSharpensAsFastAsTheBitratePays() {
+        var control = QuantizerControl(bitrate: 2_800_000, fps: 30, macroblocks: 3600, refreshMacroblocks: 0)
+        var time: UInt64 = 0
+        var log: [(quantizer: Int, bits: Int)] = []
+        let first = control.quantizer(for: .keyframe, changed: 3600, at: time)
+        control.encoded(.keyframe, changed: 3600, quantizer: first, bits: 120_000, at: time)
+        var last = first
+        for _ in 0..<20 {
+            time += 100_000_000  // a still screen is grabbed every 100 ms while it sharpens
+            let q = control.quantizer(for: .changes, changed: 0, at: time)
+            // What x264 takes to code a page of text again: a cost per picture and per step.
+            let bits = q < last ? 30_000 + 60_000 * (last - q) : 400
+            control.encoded(.changes, changed: 0, quantizer: q, bits: bits, at: time)
+            log.append((q, bits))
+            last = q
+        }
+        let quantizers = log.map(\.quantizer)
+        let steps = zip([first] + quantizers, quantizers).map { $0 - $1 }
+        #expect(steps.allSatisfy { $0 >= 0 } && quantizers.last == QuantizerControl.finestStill, "\(quantizers)")
+        #expect(steps.max()! > 2, "several steps at once when the bitrate pays: \(steps)")
+        let reached = quantizers.firstIndex(of: QuantizerControl.finestStill)!
+        let spent = log[...reached].map(\.bits).reduce(0, +)
+        #expect(Double(spent) <= 2_800_000 * 0.1 * Double(reached + 1) * 1.3,
+                "about the bitrate while it sharpens: \(spent) bits in \(reached + 1) pictures")
+        #expect(reached <= 12, "sharp within about a second: \(quantizers)")
+    }
+
     @Test func aWholeScreenChangeAfterSmallOnesFitsTheBucket() {
         var encoder = ModelEncoder()
         for _ in 0..<90 { encoder.picture(changed: 60, cost: 150) }
@@ -184,7 +237,7 @@ struct QuantizerControlTests {
     /// The real encoder: new noise every picture (every macroblock dear,
     /// nothing to predict from; 2 Mbit/s at the coarsest quantizer) at 4
     /// Mbit/s keeps to it, no picture larger than the bucket; a still
-    /// picture settles at the finest quantizer.
+    /// picture settles at the finest quantizer of a still screen.
     @Test func x264KeepsToTheBitrate() throws {
         let (width, height) = (320, 240)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -217,6 +270,6 @@ struct QuantizerControlTests {
             let info = try image.withPlanes { planes in try still.encode(planes, changes: n == 0 ? nil : [], into: &unit) }
             quantizers.append(info?.quantizer ?? -1)
         }
-        #expect(quantizers.last == Double(QuantizerControl.finest), "\(quantizers)")
+        #expect(quantizers.last == Double(QuantizerControl.finestStill), "x264 takes the still screen's floor: \(quantizers)")
     }
 }
