@@ -73,8 +73,8 @@ public struct QuantizerControl: Sendable {
     /// nothing changed): it costs once, the screen then sends nothing new,
     /// and small text is sharper at it than at `finest` (a page of it read
     /// a second after it appears; `Benchmarks/quality.py --scenes
-    /// still-text`). Only unchanged macroblocks coded coarser are coded
-    /// again, so a moving picture's bits stay at `finest`'s.
+    /// still-text`). A picture with changes keeps to `finest`, so
+    /// changing content costs what it did.
     public static let finestStill = 12
     /// The coarsest quantizer chosen (for a keyframe that must fit): H.264's coarsest.
     public static let coarsest = 51
@@ -129,8 +129,8 @@ public struct QuantizerControl: Sendable {
 
     /// Whether the picture is sharpening: the last one was a keyframe
     /// coded coarser than `finestStill`, or was coded finer than the one
-    /// before. A still screen then sharpens with each picture (a step at a
-    /// time, as the bucket allows), so its pictures are worth sending often
+    /// before. A still screen then sharpens with each picture (as many
+    /// steps as the bitrate pays for), so its pictures are worth sending often
     /// rather than once a second until it is sharp; when the bucket holds
     /// the quantizer where it is, they are not.
     public private(set) var sharpening = false
@@ -172,9 +172,10 @@ public struct QuantizerControl: Sendable {
     /// grow with the steps, hardly with how fine the quantizer already is
     /// (a page of small text, from the coarsest to `finestStill`). So a
     /// still picture goes down as many steps as its target pays for, and
-    /// none when the bucket has no room for one: a few large steps where
-    /// small ones, each coding the whole screen again, took twice the
-    /// time to sharpen (`Benchmarks/quality.py --scenes still-text`).
+    /// at least the one or two a picture told its changes takes: a few
+    /// large steps where small ones, each coding the whole screen again,
+    /// took twice the time to sharpen (`Benchmarks/quality.py --scenes
+    /// still-text`).
     private var sharpeningStep: Double?
     /// What a still picture's step is taken to cost: as learned, else half
     /// the keyframe's bits at the coarsest quantizer (a step costs about as
