@@ -212,7 +212,8 @@ public struct QuantizerControl: Sendable {
         let bits = atReference(kind, changed: changed)
         // A keyframe may take what fits, as x264's VBV lets it.
         guard kind != .keyframe else { return Self.quantizer(bits: bits, target: max(target, room * 0.9)) }
-        let finest = kind == .changes && changed == 0 ? Self.finestStill : Self.finest
+        let still = Self.isStill(kind, changed: changed)
+        let finest = still ? Self.finestStill : Self.finest
         let quantizer = { (bits: Double, target: Double) in Self.quantizer(bits: bits, target: target, finest: finest) }
         let wanted = quantizer(bits, target)
         // Up at once (coarser than where it learned, the model guesses high).
@@ -222,7 +223,7 @@ public struct QuantizerControl: Sendable {
         // it says would fit.
         let spare = quantizer(bits, target * 0.7)
         guard spare < last else { return last }
-        if kind == .changes, changed == 0, let perStep = stepCost {
+        if still, let perStep = stepCost {
             // At most twice the last picture's, as the cost learned at the
             // coarsest falls short of a finer step's; at least what a
             // picture told its changes takes below (one, or two when far).
@@ -250,20 +251,27 @@ public struct QuantizerControl: Sendable {
         sharpening = kind == .keyframe ? quantizer > Self.finestStill : quantizer < last
         defer { last = quantizer }
         overSince = fullness > buffer ? overSince ?? now : nil
-        if kind == .changes, changed == 0, quantizer < last {
+        if Self.isStill(kind, changed: changed), quantizer < last {
             lastStillSteps = last - quantizer
             let observed = Double(bits) / Double(last - quantizer)
-            sharpeningStep = stepCost.map { $0 + (observed - $0) * (observed > $0 ? 0.7 : 0.4) } ?? observed
+            sharpeningStep = stepCost.map { Self.learned($0, observed) } ?? observed
         }
         guard kind != .changes || quantizer >= last else { return }
         let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)
         let model = model(kind, changed: changed)
         let old = cost(of: model)
-        // Learned fast when dearer than thought (a flood is worse than a blur).
-        let weight = !seen[model] ? 1 : (observed > old ? 0.7 : 0.4)
+        complexity[model] = max(0.5, seen[model] ? Self.learned(old, observed) : observed)
         seen[model] = true
-        complexity[model] = max(0.5, old + (observed - old) * weight)
     }
+
+    /// A cost learned from one more picture: fast when dearer than thought
+    /// (a flood is worse than a blur).
+    private static func learned(_ old: Double, _ observed: Double) -> Double {
+        old + (observed - old) * (observed > old ? 0.7 : 0.4)
+    }
+
+    /// Whether a picture is of a still screen: told what changed, and nothing did.
+    private static func isStill(_ kind: Kind, changed: Int) -> Bool { kind == .changes && changed == 0 }
 
     private mutating func drain(to now: UInt64) {
         if let drainedAt, now > drainedAt {
