@@ -26,7 +26,7 @@ struct RepairTests {
         link.advance(.milliseconds(2))
         link.deliver()
         for bytes in link.toReceiver where bytes.count >= 12 {
-            repairSSRCs.append(UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]))
+            repairSSRCs.append(ssrc(of: bytes))
         }
         #expect(repairSSRCs == [0xCCCC], "the repair travels on its own SSRC")
         link.deliver()
@@ -55,7 +55,7 @@ struct RepairTests {
             #expect(bytes.count == 200)
             #expect(bytes[0] & 0x20 != 0, "the padding bit")
             #expect(bytes[1] & 0x7F == 97)
-            #expect(UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]) == 0xCCCC)
+            #expect(ssrc(of: bytes) == 0xCCCC)
         }
         link.deliver()
         #expect(link.receiver.statistics.paddingReceived == 5)
@@ -111,7 +111,7 @@ struct RepairTests {
         try link.send(0, size: 5000, keyframe: true)
         // The receiver hears the keyframe but for the packet NACKed below
         // (its replies stay with it: the NACKs below are the only ones).
-        for bytes in link.toReceiver where UInt16(bytes[2]) << 8 | UInt16(bytes[3]) != 65_501 {
+        for bytes in link.toReceiver where sequenceNumber(of: bytes) != 65_501 {
             var datagram = PacketBuffer(bytes)
             _ = link.receiver.handle(datagram: &datagram, now: link.now) { _ in }
         }
@@ -136,7 +136,7 @@ struct RepairTests {
         var copies: [[UInt8]] = []
         _ = link.sender.handle(datagram: &datagram, now: link.now) { copies.append(Array($0)) }
         #expect(copies.count == (rtx ? 2 : 1), "after a round trip it may have been lost again")
-        #expect(Set(copies.map { UInt16($0[2]) << 8 | UInt16($0[3]) }).count == copies.count)
+        #expect(Set(copies.map(sequenceNumber(of:))).count == copies.count)
         var events: [ReceiveEvent] = []
         for bytes in copies {
             var datagram = PacketBuffer(bytes)

@@ -48,9 +48,7 @@ struct RepairWaitTests {
             for n in 0..<45 {
                 try link.send(n, size: n == 0 ? 20_000 : 5000, keyframe: n == 0)
                 link.deliver { _, bytes in
-                    guard n > 0, bytes.count >= 12, bytes[1] & 0x7F == 96,
-                          UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]) == 0xAAAA
-                    else { return false }
+                    guard n > 0, bytes.count >= 12, bytes[1] & 0x7F == 96, ssrc(of: bytes) == 0xAAAA else { return false }
                     originals += 1
                     return step.map { originals % $0 == 0 } ?? false
                 }

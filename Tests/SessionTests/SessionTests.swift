@@ -14,6 +14,14 @@ func accessUnit(_ n: Int, size: Int, keyframe: Bool) -> [UInt8] {
     return au
 }
 
+/// The SSRC of an RTP packet on the wire (SRTP leaves the header clear).
+func ssrc(of packet: [UInt8]) -> UInt32 {
+    UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+}
+
+/// The sequence number of an RTP packet on the wire.
+func sequenceNumber(of packet: [UInt8]) -> UInt16 { UInt16(packet[2]) << 8 | UInt16(packet[3]) }
+
 /// Sender and receiver sessions joined by an in-memory channel with a clock.
 final class Link {
     let keying: SRTPKeyingMaterial
