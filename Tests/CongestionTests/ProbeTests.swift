@@ -7,6 +7,19 @@ import ShareBase
 struct ProbeTests {
     func at(_ milliseconds: Int) -> MonotonicTime { .zero + .milliseconds(milliseconds) }
 
+    /// Sends `cluster`'s packets from `start` (sequence numbers from
+    /// `firstSequence`), telling `probes`, and reports each as received at
+    /// `arrival(index)`.
+    func send(_ cluster: ProbeCluster, at start: MonotonicTime, firstSequence: Int = 0, to probes: inout ProbeController,
+              arrival: (Int) -> Duration) -> [PacketResult] {
+        (0..<cluster.packets).map { index in
+            let sent = SentPacket(ssrc: 5, sequence: UInt16(firstSequence + index), size: cluster.packetSize,
+                                  sendTime: start + cluster.spacing * index, isProbe: true)
+            probes.sent(sent)
+            return PacketResult(packet: sent, received: true, arrival: arrival(index))
+        }
+    }
+
     @Test func aClusterSpansSeveralFeedbackTicksInPaddingPackets() {
         for kbps in [200.0, 1200, 3000, 10_000] {
             let cluster = ProbeCluster(rate: .kilobitsPerSecond(kbps))
@@ -52,13 +65,8 @@ struct ProbeTests {
         #expect(step4 == nil)
         // Its padding arrives spread out at 400 kbit/s: the path is slower than the probe.
         let cluster = first!
-        var results: [PacketResult] = []
-        for index in 0..<cluster.packets {
-            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: cluster.packetSize,
-                                  sendTime: now + cluster.spacing * index, isProbe: true)
-            probes.sent(sent)
-            let arrival = Duration.milliseconds(500) + ByteCount(bytes: cluster.packetSize * index) / .kilobitsPerSecond(400)
-            results.append(PacketResult(packet: sent, received: true, arrival: arrival))
+        let results = send(cluster, at: now, to: &probes) {
+            .milliseconds(500) + ByteCount(bytes: cluster.packetSize * $0) / .kilobitsPerSecond(400)
         }
         let verdict = probes.handle(results)
         #expect(verdict.map { abs($0.kilobitsPerSecond - 380) < 20 } ?? false,
@@ -92,15 +100,10 @@ struct ProbeTests {
         probes.observe(target: .kilobitsPerSecond(3000), now: at(0))
         probes.observe(target: .kilobitsPerSecond(400), now: at(10))
         let cluster = probes.next(now: at(10), target: .kilobitsPerSecond(400), calm: true)!
-        var results: [PacketResult] = []
-        for index in 0..<cluster.packets {
-            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: cluster.packetSize,
-                                  sendTime: at(10) + cluster.spacing * index, isProbe: true)
-            probes.sent(sent)
+        let results = send(cluster, at: at(10), to: &probes) { index in
             // Arrivals keep the send spacing (a fast path), on the feedback's 1/1024 s ticks.
             let arrival = Duration.seconds(2) + cluster.spacing * index
-            let ticks = (arrival / .seconds(1) * 1024).rounded()
-            results.append(PacketResult(packet: sent, received: true, arrival: .seconds(ticks / 1024)))
+            return .seconds((arrival / .seconds(1) * 1024).rounded() / 1024)
         }
         // Reported in two reports: only the second gives the verdict.
         let early = probes.handle(Array(results.prefix(2)))
@@ -147,7 +150,7 @@ struct ProbeTests {
     /// not while it fills its target, not while the path is congested, and
     /// not once the target is near the ceiling. A cluster the path carries
     /// shows it carries the padding and the media beside it.
-    @Test func anApplicationLimitedStreamIsProbedTowardsTheCeiling() {
+    @Test func anApplicationLimitedStreamIsProbedTowardsTheCeiling() throws {
         let ceiling = Bitrate.kilobitsPerSecond(3500)
         var probes = ProbeController()
         let target = Bitrate.kilobitsPerSecond(1500)
@@ -164,29 +167,20 @@ struct ProbeTests {
         let first = probes.next(now: at(11_000), target: target, calm: true, ceiling: ceiling)
         #expect(first?.rate == .kilobitsPerSecond(2500), "twice the target, 500 of it the media's")
         // It falls short: the next comes an interval later, and never above the ceiling.
-        var results: [PacketResult] = []
-        for index in 0..<(first?.packets ?? 0) {
-            let sent = SentPacket(ssrc: 5, sequence: UInt16(index), size: first!.packetSize,
-                                  sendTime: at(11_000) + first!.spacing * index, isProbe: true)
-            probes.sent(sent)
-            let arrival = Duration.seconds(12) + ByteCount(bytes: first!.packetSize * index) / .kilobitsPerSecond(1800)
-            results.append(PacketResult(packet: sent, received: true, arrival: arrival))
-        }
-        _ = probes.handle(results)
+        let fellShort = try #require(first)
+        _ = probes.handle(send(fellShort, at: at(11_000), to: &probes) {
+            .seconds(12) + ByteCount(bytes: fellShort.packetSize * $0) / .kilobitsPerSecond(1800)
+        })
         let raised = Bitrate.kilobitsPerSecond(1800)
         probes.observe(target: raised, carried: .kilobitsPerSecond(600), used: .kilobitsPerSecond(500), now: at(12_000))
         #expect(probes.next(now: at(15_000), target: raised, calm: true, ceiling: ceiling) == nil, "an interval apart")
         let second = probes.next(now: at(16_100), target: raised, calm: true, ceiling: ceiling)
         #expect(second?.rate == .kilobitsPerSecond(3000), "at most the ceiling: \(second?.rate.description ?? "none")")
         // This one arrives as fast as it left: the path carries it and the media.
-        results = []
-        for index in 0..<(second?.packets ?? 0) {
-            let sent = SentPacket(ssrc: 5, sequence: UInt16(100 + index), size: second!.packetSize,
-                                  sendTime: at(16_100) + second!.spacing * index, isProbe: true)
-            probes.sent(sent)
-            results.append(PacketResult(packet: sent, received: true, arrival: .seconds(17) + second!.spacing * index))
-        }
-        let carried = probes.handle(results)
+        let reaching = try #require(second)
+        let carried = probes.handle(send(reaching, at: at(16_100), firstSequence: 100, to: &probes) {
+            .seconds(17) + reaching.spacing * $0
+        })
         #expect(carried.map { abs($0.kilobitsPerSecond - 3500) < 150 } ?? false, "\(carried?.description ?? "none")")
         // Near the ceiling there is nothing to find.
         var near = ProbeController()
