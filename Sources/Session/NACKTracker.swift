@@ -11,7 +11,9 @@ public import ShareBase
 /// margin (the repair may still be on its way), and a packet is given up
 /// by time, once the jitter buffer would no longer wait for it (`maxAge`),
 /// never by a count of attempts. Gaps wider than `maxGap` (a restart or a
-/// forged sequence number) are not NACKed. Sans-IO.
+/// forged sequence number) are not NACKed. A frame whose packets stopped
+/// before its marker is asked for its next packet without waiting for the
+/// next frame to show the gap (`FrameTail`). Sans-IO.
 public struct NACKTracker: Sendable {
     /// The round trip to the sender; repeats wait this plus `retryMargin`.
     public var roundTrip: Duration = .milliseconds(50)
@@ -22,7 +24,8 @@ public struct NACKTracker: Sendable {
     public var maxReorderWait: Duration = .milliseconds(80)
 
     private var highest: Int64?
-    private var missing: [Int64: (firstSeen: MonotonicTime, lastSent: MonotonicTime?, attempts: Int)] = [:]
+    private var missing: [Int64: Missing] = [:]
+    private var tail = FrameTail()
     /// How late an original packet has arrived behind its successors (ns),
     /// a maximum that decays by half every `reorderHalfLife`.
     private var reorderNanoseconds = 0.0
@@ -31,6 +34,16 @@ public struct NACKTracker: Sendable {
     public private(set) var recovered = 0
     /// Originals that arrived after being NACKed: requests that were not needed.
     public private(set) var needlessRequests = 0
+    /// Packets asked for because their frame stopped short of its marker.
+    public private(set) var tailRequests = 0
+
+    private struct Missing {
+        var firstSeen: MonotonicTime
+        var lastSent: MonotonicTime?
+        var attempts = 0
+        /// Asked for as a frame's overdue tail, before any gap showed.
+        var tail = false
+    }
 
     public init(maxAge: Duration = .milliseconds(200), maxGap: Int = 400) {
         self.maxAge = maxAge
@@ -46,15 +59,23 @@ public struct NACKTracker: Sendable {
 
     /// Records a received packet (extended sequence number). `isRepair`
     /// marks a retransmission (RTX): it fills a gap but says nothing about
-    /// reordering on the path.
-    public mutating func received(_ sequence: Int64, now: MonotonicTime, isRepair: Bool = false) {
+    /// reordering on the path. `timestamp` and `marker` tell where frames
+    /// end; the defaults say each packet ends one.
+    public mutating func received(_ sequence: Int64, now: MonotonicTime, isRepair: Bool = false,
+                                  timestamp: UInt32 = 0, marker: Bool = true) {
         decayReorder(now: now)
+        tail.heard(sequence, timestamp: timestamp, marker: marker, isRepair: isRepair, now: now)
         if let entry = missing.removeValue(forKey: sequence) {
-            recovered += 1
-            if !isRepair {
-                let lateness = Double(now.since(entry.firstSeen).nanoseconds)
-                reorderNanoseconds = max(reorderNanoseconds, min(lateness, 1e9))
-                if entry.attempts > 0 { needlessRequests += 1 }
+            if entry.tail && !isRepair {
+                // Only late, not lost: the spacing FrameTail learns covers it.
+                needlessRequests += 1
+            } else {
+                recovered += 1
+                if !isRepair {
+                    let lateness = Double(now.since(entry.firstSeen).nanoseconds)
+                    reorderNanoseconds = max(reorderNanoseconds, min(lateness, 1e9))
+                    if entry.attempts > 0 { needlessRequests += 1 }
+                }
             }
         }
         guard let top = highest else {
@@ -64,7 +85,7 @@ public struct NACKTracker: Sendable {
         if sequence > top {
             let gap = sequence - top - 1
             if gap > 0 && gap <= Int64(maxGap) {
-                for lost in (top + 1)..<sequence { missing[lost] = (now, nil, 0) }
+                for lost in (top + 1)..<sequence where missing[lost] == nil { missing[lost] = Missing(firstSeen: now) }
             } else if gap > Int64(maxGap) {
                 missing.removeAll()
             }
@@ -98,16 +119,22 @@ public struct NACKTracker: Sendable {
             } else if now.since(entry.firstSeen) < firstWait {
                 continue
             }
-            missing[sequence] = (entry.firstSeen, now, entry.attempts + 1)
+            missing[sequence]?.lastSent = now
+            missing[sequence]?.attempts += 1
             result.append(sequence)
+        }
+        if let overdue = tail.overdue(now: now, extra: firstWait), missing[overdue] == nil, overdue > highest ?? .min {
+            missing[overdue] = Missing(firstSeen: now, lastSent: now, attempts: 1, tail: true)
+            tailRequests += 1
+            result.append(overdue)
         }
         return result.sorted().map { UInt16(truncatingIfNeeded: $0) }
     }
 
     /// When `due` may next have something to send, if anything is missing.
     public func nextDeadline() -> MonotonicTime? {
-        var next: MonotonicTime?
         let firstWait = reorderWait
+        var next = tail.deadline(extra: firstWait)
         let retry = roundTrip + retryMargin
         for entry in missing.values {
             let at = entry.lastSent.map { $0 + retry } ?? entry.firstSeen + firstWait

@@ -290,7 +290,8 @@ public final class ReceiveSession {
                        emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         if configuration.nack {
             let needless = heard.nack.needlessRequests
-            heard.nack.received(heard.unwrapper.unwrap(packet.sequenceNumber), now: now, isRepair: isRepair)
+            heard.nack.received(heard.unwrapper.unwrap(packet.sequenceNumber), now: now, isRepair: isRepair,
+                                timestamp: packet.timestamp, marker: packet.marker)
             statistics.needlessNACKs += heard.nack.needlessRequests - needless
         }
         let before = heard.assembler.counters
