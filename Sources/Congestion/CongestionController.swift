@@ -56,6 +56,10 @@ public struct CongestionController: Sendable {
     private var loss: LossBasedEstimator
     private var acknowledged = AcknowledgedBitrate()
     private var queue = QueueDelayEstimator()
+    private var overflow = OverflowDetector()
+    /// What the path delivered when its queue last overflowed, and until
+    /// when the pacer keeps under it.
+    private var overflowPacing: (rate: Bitrate, until: MonotonicTime)?
     private var bottleneck = BottleneckEstimator()
     private var probes = ProbeController()
     /// A queue standing longer than this (ms) is congestion even when flat.
@@ -149,6 +153,17 @@ public struct CongestionController: Sendable {
         queue.update(results)
         bottleneck.update(results)
         if bottleneck.takeWidened() { rate.forgetCapacity() }
+        // A queue that overflowed was full, so the link was busy and what
+        // arrived lately arrived at its rate: frames paced no faster than
+        // that no longer overflow it in bursts. Dispersion tells that rate
+        // when it can (and needs the bursts to), but jitter on the path
+        // (wifi) spreads trains unevenly and hides it. The target is left
+        // to the delay and the loss: an overflowing burst says nothing of
+        // the mean rate.
+        let overflowed = overflow.update(results)
+        if overflowed, bottleneck.rate == nil, let delivered = acknowledged.recentRate(over: .milliseconds(250)) {
+            overflowPacing = (delivered, now + Self.overflowMemory)
+        }
         var usage = trendline.update(results)
         if usage == .normal, standingQueue(now: now, roundTrip: rtt) { usage = .overusing }
         // A link that fell below our rate overflows its queue: heavy loss
@@ -265,13 +280,23 @@ public struct CongestionController: Sendable {
     static let saturationSpan: Duration = .milliseconds(150)
 
     /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
-    /// faster than a measured bottleneck drains (a frame sent faster only
-    /// waits in, or overflows, its queue), and never under 1.1x the target.
+    /// faster than a measured bottleneck drains, or than a queue that
+    /// overflowed lately was drained (a frame sent faster only waits in,
+    /// or overflows, its queue), and never under 1.1x the target.
     public var pacingRate: Bitrate {
         let fast = target * 2.5
-        guard let link = bottleneck.rate else { return fast }
+        guard let link = [bottleneck.rate, pacingAfterOverflow].compactMap({ $0 }).min() else { return fast }
         return min(fast, max(link, target * 1.1))
     }
+
+    /// What the path delivered when its queue last overflowed, while that counts.
+    private var pacingAfterOverflow: Bitrate? {
+        overflowPacing.flatMap { pacing in lastFeedback.map { $0 < pacing.until } == true ? pacing.rate : nil }
+    }
+
+    /// How long after a queue last overflowed the pacer keeps under the
+    /// rate it delivered then.
+    static let overflowMemory: Duration = .seconds(10)
 
     /// A full, flat queue: over the limit, not draining since the last cut
     /// it caused, and that cut at least half a second and a round trip ago.
