@@ -65,10 +65,43 @@ public func readStats(_ path: String) throws -> [String: Any] {
     return object
 }
 
-/// A free UDP port on loopback.
+/// A free even UDP port on loopback, with the odd one after it free too
+/// (even ports are the RTP convention, and some peers use port+1), never
+/// handed out before in this process. The kernel's choice rounded down to
+/// even was not checked, and two calls could round to the same port: two
+/// tests running at once then bound one (a receiver that could not listen
+/// wrote no statistics).
 public func freeUDPPort() -> Int {
-    // Even ports are the RTP convention; the next one stays free for peers that use port+1.
-    freePort(type: Int32(SOCK_DGRAM.rawValue)) & ~1
+    let type = Int32(SOCK_DGRAM.rawValue)
+    for _ in 0..<500 {
+        let even = freePort(type: type) & ~1
+        guard even >= 1024, portIsFree(even, type: type), portIsFree(even + 1, type: type) else { continue }
+        if claimPort(even) { return even }
+    }
+    return freePort(type: type) & ~1
+}
+
+private let claimedLock = NSLock()
+nonisolated(unsafe) private var claimedPorts = Set<Int>()
+
+/// Takes `port` for this process; false when it was handed out before.
+private func claimPort(_ port: Int) -> Bool {
+    claimedLock.lock()
+    defer { claimedLock.unlock() }
+    return claimedPorts.insert(port).inserted
+}
+
+/// Whether `port` on 127.0.0.1 can be bound now.
+private func portIsFree(_ port: Int, type: Int32) -> Bool {
+    let fd = socket(AF_INET, type, 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
 }
 
 /// A free TCP port on loopback.
