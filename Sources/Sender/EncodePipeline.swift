@@ -358,6 +358,9 @@ final class EncodeWork {
         let height = min(memory?.height ?? baseSize.height, ladder.current.height)
         let ceiling = Bitrate.kilobitsPerSecond(EncodePipeline.ceilingKbps(configuration, base: baseSize, rung: memory))
         let kbps = max(Int(min(video, ceiling).kilobitsPerSecond), 50)
+        // The whole configured bitrate left for the video: nothing on the
+        // path holds it back, and finer pictures may spend it.
+        encoder.openPath = video >= ceiling * 0.95
         // A new frame rate needs no new encoder (and no IDR): its rate
         // control spends the bitrate in the pictures' own time, so fewer
         // pictures are each given more. A new size does.

@@ -145,7 +145,7 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// The height pictures are encoded at now.
     public var encodedHeight = 0
     /// The quantizer the last picture was coded at: from 18 (the finest the
-    /// rate control chooses; 12 for a still screen) to 51 (H.264's coarsest), how much detail the
+    /// rate control chooses; 12 for a still screen or on an open path) to 51 (H.264's coarsest), how much detail the
     /// bitrate leaves; 0 before the first picture.
     public var quantizer = 0
     /// Steps of the quality ladder (rate and size for bandwidth).
@@ -217,7 +217,7 @@ public struct RateSample: Sendable, Codable, Equatable {
     /// or "floor" (the configured maximum or minimum).
     public var limitedBy = "ceiling"
     /// The quantizer of the last picture coded before the sample (18, the
-    /// finest the rate control chooses, 12 for a still screen, to 51), once one was.
+    /// finest the rate control chooses, 12 for a still screen or on an open path, to 51), once one was.
     public var quantizer: Int?
     /// Media packets per FlexFEC repair packet at the sample (nil: no FEC).
     public var protectionGroup: Int?

@@ -353,4 +353,12 @@ public final class H264Encoder {
     public func setBitrate(kbps: Int) {
         rate.bitrate = Double(max(16, kbps)) * 1000
     }
+
+    /// Whether the path is open (the whole configured bitrate is the
+    /// stream's): the rate control may then spend what it leaves unspent
+    /// on finer pictures (`QuantizerControl.open`).
+    public var openPath: Bool {
+        get { rate.open }
+        set { rate.open = newValue }
+    }
 }

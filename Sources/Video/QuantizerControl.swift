@@ -63,11 +63,11 @@ public struct QuantizerControl: Sendable {
     /// The most a quantizer goes down from one picture to the next (x264's
     /// own rate control's step).
     static let step = 4
-    /// The finest quantizer chosen: screen text is sharp at it. A finer
-    /// floor brings an open path's picture up to the peers' (which spend
-    /// their whole bitrate; `Benchmarks/quality.py`), but the bits it adds
-    /// overflow a shallow queue on a lossy path and cost more frozen time
-    /// than they buy (`Benchmarks/harness.py --network wifi`).
+    /// The finest quantizer of a picture with changes where the path holds
+    /// the bitrate: screen text is sharp at it. A finer floor there adds
+    /// bits that overflow a shallow queue on a lossy path and cost more
+    /// frozen time than they buy (`Benchmarks/harness.py --network wifi`);
+    /// an open path goes to `finestOpen`.
     public static let finest = 18
     /// The finest quantizer of a picture of a still screen (one told that
     /// nothing changed): it costs once, the screen then sends nothing new,
@@ -76,6 +76,11 @@ public struct QuantizerControl: Sendable {
     /// still-text`). A picture with changes keeps to `finest`, so
     /// changing content costs what it did.
     public static let finestStill = 12
+    /// The finest quantizer of any picture on an open path (`open`): the
+    /// bitrate left unspent at `finest` buys the detail the peers' pictures
+    /// have (`Benchmarks/quality.py`, the full rate), as far as the bucket
+    /// pays for it.
+    public static let finestOpen = 12
     /// The coarsest quantizer chosen (for a keyframe that must fit): H.264's coarsest.
     public static let coarsest = 51
     /// The coarsest quantizer of a picture that is not a keyframe once the
@@ -86,6 +91,12 @@ public struct QuantizerControl: Sendable {
 
     /// Bits a second the stream is to keep to.
     public var bitrate: Double
+    /// Whether the path is open: nothing holds the bitrate under what was
+    /// configured (no congestion, no loss to protect against), so pictures
+    /// with changes may go as fine as `finestOpen`. Where the path holds
+    /// it, they keep to `finest`: there the bits a finer picture adds cost
+    /// more frozen time than they buy.
+    public var open = false
     /// The bucket in seconds of the bitrate (a picture may take that much
     /// at most when nothing is waiting).
     public let bufferSeconds: Double
@@ -213,7 +224,7 @@ public struct QuantizerControl: Sendable {
         // A keyframe may take what fits, as x264's VBV lets it.
         guard kind != .keyframe else { return Self.quantizer(bits: bits, target: max(target, room * 0.9)) }
         let still = Self.isStill(kind, changed: changed)
-        let finest = still ? Self.finestStill : Self.finest
+        let finest = still ? Self.finestStill : open ? Self.finestOpen : Self.finest
         let quantizer = { (bits: Double, target: Double) in Self.quantizer(bits: bits, target: target, finest: finest) }
         let wanted = quantizer(bits, target)
         // Up at once (coarser than where it learned, the model guesses high).

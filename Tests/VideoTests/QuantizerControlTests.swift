@@ -126,6 +126,30 @@ struct QuantizerControlTests {
         #expect(encoder.log.last!.quantizer == QuantizerControl.finest, "a change is coded as before")
     }
 
+    /// Changing content that leaves most of the bitrate unspent at `finest`:
+    /// on an open path it goes finer, as far as the bucket pays, and keeps
+    /// to the bitrate; on a path that holds the bitrate it stays at
+    /// `finest`. A third of the bitrate is not enough to go finer at all.
+    @Test func anOpenPathSpendsWhatChangingContentLeavesOnFinerPictures() {
+        func run(open: Bool, kbps: Double) -> (quantizer: Int, kbps: Double) {
+            var encoder = ModelEncoder(kbps: kbps)
+            encoder.control.open = open
+            encoder.picture(.keyframe, changed: 3600, cost: 150)
+            for _ in 0..<150 { encoder.picture(changed: 100, cost: 150) }
+            let last = encoder.log.suffix(60)
+            return (last.last!.quantizer, Double(last.map(\.bits).reduce(0, +)) / 2 / 1000)
+        }
+        let held = run(open: false, kbps: 2800)
+        #expect(held.quantizer == QuantizerControl.finest)
+        let open = run(open: true, kbps: 2800)
+        #expect(open.quantizer < QuantizerControl.finest && open.quantizer >= QuantizerControl.finestOpen, "\(open)")
+        // Within the bitrate, and the bucket (four pictures) it may hold over these two seconds.
+        #expect(open.kbps > held.kbps * 1.5 && open.kbps <= 2800 * (1 + 4.0 / 60),
+                "the bits left unspent, within the bitrate: \(open.kbps) against \(held.kbps)")
+        let third = run(open: true, kbps: 933)
+        #expect(third.quantizer >= QuantizerControl.finest, "\(third)")
+    }
+
     /// A still page after a coarse keyframe: each picture goes down as many
     /// steps as its target pays for, by what the steps before cost, and
     /// keeps to the bitrate once it knows; the old rule (two steps a
