@@ -172,7 +172,8 @@ public final class H264Encoder {
         // I and B factors (unused otherwise: every picture is told) stretch
         // that span over the rate control's.
         param.rc.i_rc_method = X264_RC_CQP
-        let (finest, coarsest) = (Double(QuantizerControl.finestStill), Double(QuantizerControl.coarsest))
+        let finestChosen = min(QuantizerControl.finestStill, QuantizerControl.finestOpen)
+        let (finest, coarsest) = (Double(finestChosen), Double(QuantizerControl.coarsest))
         let middle = ((finest + coarsest) / 2).rounded()
         param.rc.i_qp_constant = Int32(middle)
         param.rc.f_ip_factor = Float(exp2((middle - finest + 0.5) / 6))
