@@ -38,6 +38,15 @@ public struct PacketResult: Sendable, Equatable {
     }
 }
 
+extension PacketResult {
+    /// Arrival on the receiver's clock less the send time on ours (ms):
+    /// the clocks' offset is in it, so only differences between packets
+    /// mean anything. Nil when no arrival time is known.
+    var oneWayDelay: Double? {
+        arrival.map { ($0 / .microseconds(1)) / 1000 - Double(packet.sendTime.nanoseconds) / 1e6 }
+    }
+}
+
 /// What one feedback message taught the sender.
 public struct TransportFeedback: Sendable, Equatable {
     /// Packets reported for the first time (or first reported received),

@@ -36,8 +36,7 @@ public struct OverflowDetector: Sendable {
     public mutating func update(_ results: [PacketResult]) -> Bool {
         var found = false
         for result in results where !result.packet.isRetransmission && !result.packet.isProbe {
-            if let arrival = result.arrival {
-                let delay = (arrival / .microseconds(1)) / 1000 - Double(result.packet.sendTime.nanoseconds) / 1e6
+            if let delay = result.oneWayDelay {
                 insert(result.packet.sendTime, delay)
             } else if !result.received, overflowed(before: result.packet.sendTime) {
                 overflows += 1

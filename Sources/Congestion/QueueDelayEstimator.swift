@@ -23,8 +23,7 @@ public struct QueueDelayEstimator: Sendable {
 
     public mutating func update(_ results: [PacketResult]) {
         for result in results {
-            guard let arrival = result.arrival, !result.packet.isRetransmission else { continue }
-            let delay = (arrival / .microseconds(1)) / 1000 - Double(result.packet.sendTime.nanoseconds) / 1e6
+            guard let arrival = result.arrival, let delay = result.oneWayDelay, !result.packet.isRetransmission else { continue }
             let second = Int64((arrival / .seconds(1)).rounded(.down))
             if let last = minima.last, last.second == second {
                 minima[minima.count - 1].delay = min(last.delay, delay)
