@@ -91,14 +91,20 @@ private func claimPort(_ port: Int) -> Bool {
     return claimedPorts.insert(port).inserted
 }
 
-/// Whether `port` on 127.0.0.1 can be bound now.
-private func portIsFree(_ port: Int, type: Int32) -> Bool {
-    let fd = socket(AF_INET, type, 0)
-    defer { close(fd) }
+/// 127.0.0.1:`port` as a socket address.
+private func loopbackAddress(port: Int) -> sockaddr_in {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     address.sin_port = UInt16(port).bigEndian
+    return address
+}
+
+/// Whether `port` on 127.0.0.1 can be bound now.
+private func portIsFree(_ port: Int, type: Int32) -> Bool {
+    let fd = socket(AF_INET, type, 0)
+    defer { close(fd) }
+    let address = loopbackAddress(port: port)
     return withUnsafePointer(to: address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
@@ -109,10 +115,7 @@ public func freeTCPPort() -> Int { freePort(type: Int32(SOCK_STREAM.rawValue)) }
 
 /// Binds a socket to 127.0.0.1 on a port the kernel chooses, and returns that port.
 public func bindLoopback(_ fd: Int32) -> Int {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
+    var address = loopbackAddress(port: 0)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
@@ -134,10 +137,7 @@ public func sendGarbage(to port: Int, count: Int, seed: UInt64) {
     var rng = SeededGenerator(seed: seed)
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
+    var address = loopbackAddress(port: port)
     for i in 0..<count {
         var bytes = rng.bytes(Int.random(in: 1...1400, using: &rng))
         // Half of them look like RTP or RTCP (version 2) to get past the first check.
