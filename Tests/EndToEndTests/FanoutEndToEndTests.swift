@@ -138,6 +138,33 @@ struct FanoutEndToEndTests {
         #expect(Double(decoded) >= 0.95 * Double(after),
                 "ffmpeg decoded \(decoded) of the \(after) frames sent after it started; \(warnings)")
         #expect(audioFrames >= 400, "ffmpeg decoded \(audioFrames) audio frames from the audio port; ports \(port) and \(audioPort); \(warnings)")
-        #expect(!result.output.lowercased().contains("error"), "ffmpeg reported: \(result.output)")
+        #expect(errorsBesidesTheJoin(result.output).isEmpty, "ffmpeg reported: \(result.output)")
+    }
+
+    /// ffmpeg's error lines, less those a late joiner cannot avoid. When the
+    /// first frame a decoder sees happens to carry one of the frame numbers it
+    /// starts counting from (one join in eight or sixteen: x264 numbers frames
+    /// in 4 bits here), it makes no stand-in pictures, finds no reference, and
+    /// drops that frame: "Missing reference picture" followed at once by
+    /// "decode_slice_header error" from the same decoder. That pair can only
+    /// come from a decoder holding no picture yet, so it marks the join;
+    /// a missing reference later in the stream is concealed with a picture the
+    /// decoder holds and does not come paired. Every other error counts.
+    private func errorsBesidesTheJoin(_ output: String) -> [Substring] {
+        let lines = output.split(separator: "\n")
+        var left: [Substring] = []
+        var index = 0
+        while index < lines.count {
+            let line = lines[index]
+            let decoder = line.prefix { $0 != "]" }
+            if line.contains("Missing reference picture"), index + 1 < lines.count,
+               lines[index + 1].hasPrefix(decoder), lines[index + 1].contains("decode_slice_header error") {
+                index += 2
+                continue
+            }
+            if line.lowercased().contains("error") { left.append(line) }
+            index += 1
+        }
+        return left
     }
 }
