@@ -48,6 +48,9 @@ public struct PacketPacer: Sendable {
         public var retransmissionsDropped = 0
         /// Repairs dropped from the queue because a keyframe followed them.
         public var repairsSuperseded = 0
+        /// Media packets dropped from the queue, not yet sent, because a
+        /// keyframe followed them.
+        public var mediaSuperseded = 0
         public var bytesSent = 0
     }
 
@@ -158,6 +161,27 @@ public struct PacketPacer: Sendable {
         return dropped
     }
 
+    /// Where the media queue ends now: `dropMedia(before:)` drops what
+    /// was queued before this mark and is still waiting.
+    public var mediaMark: Int { media.pushed }
+
+    /// Drops the media packets queued before `mark` that have not left (a
+    /// keyframe queued after them made them useless: the receiver decodes
+    /// on from it). On a path that just fell to a fraction of the rate the
+    /// pacer may still hold a frame or more coded for the old rate, which
+    /// would take longer on the wire than the keyframe itself. Returns how
+    /// many were dropped.
+    @discardableResult
+    public mutating func dropMedia(before mark: Int) -> Int {
+        var dropped = 0
+        while !media.isEmpty, media.popped < mark {
+            media.pop()
+            dropped += 1
+        }
+        counters.mediaSuperseded += dropped
+        return dropped
+    }
+
     /// When `release` next has something to send, if anything is queued.
     public func nextRelease(now: MonotonicTime) -> MonotonicTime? {
         if !urgent.isEmpty { return now }
@@ -226,6 +250,9 @@ struct PacketRing: Sendable {
     private var tail = 0
     private(set) var count = 0
     private(set) var bytes = 0
+    /// Packets taken from the front so far, and so pushed so far.
+    private(set) var popped = 0
+    var pushed: Int { popped + count }
 
     init(capacity: Int, bytes arenaBytes: Int) {
         arena = [UInt8](unsafeUninitializedCapacity: max(arenaBytes, 2048)) { _, initialized in
@@ -282,6 +309,7 @@ struct PacketRing: Sendable {
         bytes -= entries[head].count
         head = (head + 1) % entries.count
         count -= 1
+        popped += 1
         if count == 0 { tail = 0 }
     }
 }

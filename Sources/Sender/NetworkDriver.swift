@@ -89,12 +89,14 @@ final class NetworkDriver: @unchecked Sendable {
                    now: MonotonicTime) throws(SRTPError) -> Bool {
         guard link.ready.load(ordering: .acquiring) else { return false }
         try video.withLock { stream throws(SRTPError) in
+            let mark = paced.mediaMark
             try stream.send(part: part, endsFrame: endsFrame, rtpTimestamp: rtpTimestamp, captureTime: captureTime,
                             now: now) { datagram in
                 paced.enqueue(datagram, kind: .media, now: now)
             }
-            // Repairs of what came before a keyframe are of no use now.
-            if stream.takeKeyframeStarted() { paced.dropRepairs() }
+            // What came before a keyframe and has not left, repairs and
+            // media alike, is of no use now: the receiver decodes on from it.
+            if stream.takeKeyframeStarted() { paced.dropSuperseded(before: mark) }
         }
         paced.flush()
         return true

@@ -68,9 +68,16 @@ final class PacedSending: @unchecked Sendable {
         pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
     }
 
-    /// Drops the repairs waiting to be sent.
-    func dropRepairs() {
-        pacer.withLock { _ = $0.dropRepairs() }
+    /// Where the media queue ends now (`dropSuperseded`).
+    var mediaMark: Int { pacer.withLock { $0.mediaMark } }
+
+    /// A keyframe was queued after `mark`: drops the repairs waiting and
+    /// the media queued before it that has not left.
+    func dropSuperseded(before mark: Int) {
+        pacer.withLock {
+            _ = $0.dropRepairs()
+            _ = $0.dropMedia(before: mark)
+        }
     }
 
     /// How long the oldest media packet waiting in the pacer has waited.

@@ -155,6 +155,9 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     /// NACKed packets not resent, and queued repairs dropped, because a
     /// keyframe was sent after them (the receiver decodes on from it).
     public var retransmissionsSuperseded = 0
+    /// Media packets still waiting in the pacer when a keyframe was queued
+    /// after them, dropped unsent (the receiver decodes on from the keyframe).
+    public var mediaSuperseded = 0
     /// FlexFEC repair packets sent, and media packets per repair now (0: off).
     public var fecPackets = 0
     /// Media packets per FlexFEC repair now (0: no FEC).

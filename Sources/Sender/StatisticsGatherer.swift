@@ -77,6 +77,7 @@ final class StatisticsGatherer: Sendable {
             s.packetsRetransmitted = streamStats.retransmitted
             s.retransmissionsSuppressed = streamStats.retransmissionsSuppressed
             s.retransmissionsSuperseded = streamStats.retransmissionsSuperseded + driver.pacer.repairsSuperseded
+            s.mediaSuperseded = driver.pacer.mediaSuperseded
             s.fecPackets = streamStats.fecPackets
             s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests

@@ -355,6 +355,37 @@ struct CongestionTests {
         #expect(pacer.counters.repairsSuperseded == 5)
     }
 
+    /// A keyframe queued behind a frame coded for a rate the path no longer
+    /// has: the media queued before it and not yet sent goes (counted), what
+    /// already left and what came after the mark stay, and the keyframe
+    /// leaves first at the slow pacing rate.
+    @Test func mediaQueuedBeforeAKeyframeIsDroppedUnsent() {
+        var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(400), configuration: {
+            var configuration = PacketPacer.Configuration()
+            configuration.pacingFactor = 1
+            return configuration
+        }())
+        let now = MonotonicTime(nanoseconds: 1_000_000_000)
+        var sent: [UInt8] = []
+        // A 12-packet frame of the old rate: the burst allowance lets a few go at once.
+        for index in 0..<12 { pacer.enqueue([UInt8](repeating: UInt8(index), count: 1000)[...], kind: .media, now: now) }
+        pacer.release(now: now) { bytes, _ in sent.append(bytes.first!) }
+        let leftAtOnce = sent.count
+        #expect(leftAtOnce > 0 && leftAtOnce < 12)
+        let mark = pacer.mediaMark
+        for index in 100..<103 { pacer.enqueue([UInt8](repeating: UInt8(index), count: 1000)[...], kind: .media, now: now) }
+        #expect(pacer.dropMedia(before: mark) == 12 - leftAtOnce)
+        #expect(pacer.dropMedia(before: mark) == 0, "nothing before the mark is left")
+        #expect(pacer.counters.mediaSuperseded == 12 - leftAtOnce)
+        var later = now
+        while pacer.queued > 0, let next = pacer.nextRelease(now: later) {
+            later = max(next, later + .microseconds(10))
+            pacer.release(now: later) { bytes, _ in sent.append(bytes.first!) }
+        }
+        #expect(Array(sent.dropFirst(leftAtOnce)) == [100, 101, 102])
+        #expect(later.since(now) < .milliseconds(70), "three packets at 400 kbit/s, not fifteen")
+    }
+
     @Test func retransmissionsGoFirstButWithinTheirBudget() {
         var pacer = PacketPacer(targetBitrate: .kilobitsPerSecond(1000))  // repairs: 300 kbit/s
         var now = MonotonicTime(nanoseconds: 1_000_000_000)
