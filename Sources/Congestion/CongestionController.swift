@@ -73,8 +73,7 @@ public struct CongestionController: Sendable {
     /// Set when the path's rate was found fallen under half the target at
     /// once; taken by `takeCollapse`.
     private var collapsed = false
-    /// The send time the current run of heavily lossy reports began at.
-    private var heavyLossSince: MonotonicTime?
+    private var saturation = SaturationDetector()
     /// When feedback last showed the path saturated (heavy loss behind a
     /// grown queue): loss then is the sender's own overflow.
     public private(set) var lastSaturation: MonotonicTime?
@@ -170,8 +169,16 @@ public struct CongestionController: Sendable {
         // behind a grown queue. What still arrives arrives at the link's
         // rate; the target and the pacing go to it at once, not in halving
         // steps one round trip apart while every frame is lost.
-        if saturated(results, usage: usage) {
-            if let delivered = acknowledged.recentRate(over: .milliseconds(250)) {
+        let verdict = saturation.update(results, queueOverLimit: queueShown(usage, over: queueDelayLimit),
+                                        queueShown: queueShown(usage, over: Self.queueSign), target: target,
+                                        acknowledged: acknowledged)
+        if let verdict {
+            let delivered: Bitrate?
+            switch verdict {
+            case .saturated: delivered = acknowledged.recentRate(over: .milliseconds(250))
+            case .fallen(let rate): delivered = rate
+            }
+            if let delivered {
                 bottleneck.pin(delivered)
                 // The rate fell to a fraction at once: most of what is in
                 // flight is lost, more than repairs can resend in time.
@@ -241,31 +248,6 @@ public struct CongestionController: Sendable {
     /// Probe clusters sent, and how many the path carried.
     public var probeCounts: (clusters: Int, carried: Int) { (probes.clusters, probes.carried) }
 
-    /// Whether feedback shows a saturated link: reports with a fifth or
-    /// more of their media packets (at least five) lost, while the queue
-    /// grows or stands over the limit, over packets sent across at least
-    /// `saturationSpan`. Random loss on a free path comes with no queue;
-    /// a burst of content that overflows a short queue loses the tail of
-    /// a frame or two, not everything sent for a sixth of a second.
-    private mutating func saturated(_ results: [PacketResult], usage: BandwidthUsage) -> Bool {
-        var lost = 0, total = 0
-        var oldest: MonotonicTime?, newest: MonotonicTime?
-        for result in results where !result.packet.isRetransmission {
-            total += 1
-            if !result.received { lost += 1 }
-            oldest = min(oldest ?? result.packet.sendTime, result.packet.sendTime)
-            newest = max(newest ?? result.packet.sendTime, result.packet.sendTime)
-        }
-        guard lost >= 5, Double(lost) >= Double(total) * 0.2, queueShown(usage, over: queueDelayLimit),
-              let oldest, let newest else {
-            heavyLossSince = nil
-            return false
-        }
-        let since = heavyLossSince ?? oldest
-        heavyLossSince = since
-        return newest.since(since) >= Self.saturationSpan
-    }
-
     /// Whether the path shows a queue: growing (overuse), or standing
     /// longer than `milliseconds`.
     private func queueShown(_ usage: BandwidthUsage, over milliseconds: Double) -> Bool {
@@ -274,10 +256,6 @@ public struct CongestionController: Sendable {
 
     /// A queue delay (ms) that shows loss may be congestion.
     static let queueSign = 10.0
-
-    /// How long heavy loss behind a queue must last (by send time) to be
-    /// taken for a saturated link.
-    static let saturationSpan: Duration = .milliseconds(150)
 
     /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
     /// faster than a measured bottleneck drains, or than a queue that

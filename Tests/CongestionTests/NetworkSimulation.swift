@@ -21,6 +21,9 @@ struct NetworkSimulation {
     /// (seconds, target bits/s) every 100 ms.
     var targets: [(seconds: Double, rate: Bitrate)] = []
     var delivered = 0
+    /// When the controller said the path's rate fell to a fraction at
+    /// once (the sender then sends a keyframe), in seconds into the run.
+    var collapses: [Double] = []
     var maxQueue = 0.0
     /// Each frame's size as a share of the target's (frame number in):
     /// 1 is a source that fills its target, others vary as content does.
@@ -101,6 +104,7 @@ struct NetworkSimulation {
             feedbackInFlight.removeFirst()
             controller.handle(first.report, now: now)
             pacer.setTarget(controller.target, pacingRate: controller.pacingRate)
+            if controller.takeCollapse() { collapses.append(seconds) }
         }
         controller.poll(now: now)
         maxQueue = max(maxQueue, forward.counters.maxQueueMilliseconds)

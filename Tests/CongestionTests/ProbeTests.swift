@@ -128,6 +128,12 @@ struct ProbeTests {
         let before = sim.meanTarget(from: 5, to: 8)
         #expect(before > .kilobitsPerSecond(2700), "uses its maximum before: \(before)")
         #expect(sim.target(at: 9) < .kilobitsPerSecond(400), "under the new cap within a second: \(sim.target(at: 9))")
+        // The queue alone holds every sign back 100 ms, and reports come
+        // every 50 ms: the fall is told once, within a quarter second (it
+        // took 450 ms while the queue estimate had to catch up first), and
+        // the target is under the cap a report later.
+        #expect(sim.collapses.count == 1 && sim.collapses.allSatisfy { $0 > 8 && $0 < 8.25 }, "told at \(sim.collapses)")
+        #expect(sim.target(at: 8.3) < .kilobitsPerSecond(400), "under the cap: \(sim.target(at: 8.3))")
         #expect(sim.meanTarget(from: 10, to: 14) < .kilobitsPerSecond(420), "and stays there: \(sim.meanTarget(from: 10, to: 14))")
         #expect(sim.target(at: 17) > 0.9 * before,
                 "back within 3 s of the lift: \(sim.targets.filter { $0.seconds >= 13.5 && $0.seconds <= 17.5 }.map { Int($0.rate.kilobitsPerSecond) })")
@@ -142,6 +148,14 @@ struct ProbeTests {
         slow.probing = false
         slow.run(for: .seconds(20))
         #expect(slow.target(at: 17) < 0.6 * before, "without probes: \(slow.target(at: 17))")
+
+        // A link that halves is saturated, not fallen to a fraction: it is
+        // followed down without a keyframe.
+        var halved = NetworkSimulation(link: try! ImpairmentProfile(parsing: "rate=4mbit/2mbit@8s,queue=100ms"),
+                                       start: .kilobitsPerSecond(3000), maximum: .kilobitsPerSecond(3000))
+        halved.run(for: .seconds(12))
+        #expect(halved.collapses.isEmpty, "told fallen at \(halved.collapses)")
+        #expect(halved.target(at: 10) < .kilobitsPerSecond(2000), "under the halved cap: \(halved.target(at: 10))")
     }
 
     /// An application-limited stream (a screen that takes a third of its
