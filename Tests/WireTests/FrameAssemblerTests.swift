@@ -82,6 +82,48 @@ struct FrameAssemblerTests {
         #expect(assembler.deadline == nil, "nothing left to wait for")
     }
 
+    /// The case a link falling to a tenth showed: a large frame's head
+    /// arrives, its rest is never sent (a keyframe superseded it), and the
+    /// keyframe comes slowly, a packet every 48 ms through the drained
+    /// queue, so the gap's wait runs out before it is whole. The frame
+    /// after the keyframe is then the first clean start the buffer can see
+    /// by sequence numbers alone; the keyframe's own start is proven by the
+    /// parameter sets it begins with, and it must not be passed over
+    /// (it was, and the receiver waited a round trip for another).
+    @Test func aKeyframeSlowerThanTheGapWaitIsNotPassedOver() throws {
+        func bytes(_ header: UInt8, _ count: Int, _ seed: UInt8) -> [UInt8] {
+            [header] + (0..<count).map { UInt8(truncatingIfNeeded: $0) &+ seed }
+        }
+        let keyframe = [bytes(0x67, 12, 3), bytes(0x68, 4, 3), bytes(0x65, 2400, 3)]
+        let frames = [[bytes(0x41, 3000, 1)], [bytes(0x41, 12_000, 2)], keyframe,
+                      [bytes(0x41, 500, 4)], [bytes(0x41, 600, 5)]]
+        let packets = try packetize(frames, mtu: 1200, firstSequence: 100)
+        var assembler = H264FrameAssembler(maxDelay: .milliseconds(50))
+        assembler.keyframeSkipAfter = .milliseconds(15)
+        var out: [[[UInt8]]] = []
+        var now = MonotonicTime.zero
+        func take(_ events: [H264FrameAssembler.Event]) {
+            for case .frame(let unit) in events { out.append(nalList(unit.data)) }
+        }
+        for packet in packets[0] + packets[1].prefix(3) {
+            now = now + .milliseconds(3)
+            take(assembler.insert(packet, now: now))
+        }
+        for frame in packets[2...] {
+            for packet in frame {
+                now = now + .milliseconds(48)
+                take(assembler.insert(packet, now: now))
+                take(assembler.poll(now: now + .milliseconds(47)))
+            }
+        }
+        // Each unit as its NAL units' headers and sizes (the units themselves print long).
+        let summary = { (units: [[[UInt8]]]) in units.map { $0.map { "\($0[0])/\($0.count)" } } }
+        let expected = [frames[0], frames[2], frames[3], frames[4]]
+        #expect(summary(out) == summary(expected))
+        let asSent = out == expected
+        #expect(asSent, "the units' bytes as sent")
+    }
+
     @Test func keyframeFlagAndCaptureExtension() throws {
         var packetizer = RTPPacketizer(ssrc: 1, payloadType: 96, clockRate: 90_000, initialSequenceNumber: 0)
         var buffer = PacketBuffer(capacity: 1500)
