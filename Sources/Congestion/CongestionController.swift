@@ -60,6 +60,9 @@ public struct CongestionController: Sendable {
     /// What the path delivered when its queue last overflowed, and until
     /// when the pacer keeps under it.
     private var overflowPacing: (rate: Bitrate, until: MonotonicTime)?
+    /// After the link fell to a fraction: the rate the pacer keeps to
+    /// while the queue it left full drains, and until when.
+    private var drainPacing: (rate: Bitrate, until: MonotonicTime)?
     private var bottleneck = BottleneckEstimator()
     private var probes = ProbeController()
     /// A queue standing longer than this (ms) is congestion even when flat.
@@ -182,7 +185,14 @@ public struct CongestionController: Sendable {
                 bottleneck.pin(delivered)
                 // The rate fell to a fraction at once: most of what is in
                 // flight is lost, more than repairs can resend in time.
-                if delivered < target * 0.5, lastSaturation.map({ now.since($0) > .seconds(2) }) ?? true { collapsed = true }
+                if delivered < target * 0.5, lastSaturation.map({ now.since($0) > .seconds(2) }) ?? true {
+                    collapsed = true
+                    // The queue is full: the keyframe that follows, paced at
+                    // the link's rate, would find it full and lose packets
+                    // (then a second keyframe, a round trip later). At half
+                    // that rate the queue drains as the keyframe goes in.
+                    drainPacing = (delivered * Self.drainShare, now + Self.drainTime)
+                }
             }
             lastSaturation = now
         }
@@ -260,17 +270,31 @@ public struct CongestionController: Sendable {
     /// How fast the pacer may send: 2.5x the target, as libwebrtc, but no
     /// faster than a measured bottleneck drains, or than a queue that
     /// overflowed lately was drained (a frame sent faster only waits in,
-    /// or overflows, its queue), and never under 1.1x the target.
+    /// or overflows, its queue), and never under 1.1x the target; but for
+    /// a moment after the link fell to a fraction, half what it delivers.
     public var pacingRate: Bitrate {
+        if draining, let drain = drainPacing { return drain.rate }
         let fast = target * 2.5
         guard let link = [bottleneck.rate, pacingAfterOverflow].compactMap({ $0 }).min() else { return fast }
         return min(fast, max(link, target * 1.1))
+    }
+
+    /// Whether the pacer keeps under the link while the queue a fall left
+    /// full drains: at `pacingRate`, one packet at a time.
+    public var draining: Bool {
+        guard let drain = drainPacing, let last = lastFeedback else { return false }
+        return last < drain.until
     }
 
     /// What the path delivered when its queue last overflowed, while that counts.
     private var pacingAfterOverflow: Bitrate? {
         overflowPacing.flatMap { pacing in lastFeedback.map { $0 < pacing.until } == true ? pacing.rate : nil }
     }
+
+    /// How long after a fall the pacer keeps to `drainShare` of what the
+    /// link delivered: a 100 ms queue drains in 200 ms at half its rate.
+    static let drainTime: Duration = .milliseconds(250)
+    static let drainShare = 0.5
 
     /// How long after a queue last overflowed the pacer keeps under the
     /// rate it delivered then.

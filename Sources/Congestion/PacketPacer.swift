@@ -84,14 +84,22 @@ public struct PacketPacer: Sendable {
     }
 
     /// Follows a new target bitrate, pacing at `pacingFactor` times it
-    /// unless `pacingRate` says otherwise.
-    public mutating func setTarget(_ bitrate: Bitrate, pacingRate rate: Bitrate? = nil) {
+    /// unless `pacingRate` says otherwise (under the target too: a queue
+    /// the path left full drains while the pacer keeps under its rate),
+    /// with the configured burst allowance unless `burst` says otherwise
+    /// (zero: one packet at a time, each a pacing interval after the last,
+    /// so none arrives at a full queue in a clump).
+    public mutating func setTarget(_ bitrate: Bitrate, pacingRate rate: Bitrate? = nil, burst: Duration? = nil) {
         let target = max(bitrate, .kilobitsPerSecond(10))
-        pacingRate = max(rate ?? target * configuration.pacingFactor, target)
+        pacingRate = max(rate ?? target * configuration.pacingFactor, .kilobitsPerSecond(10))
+        self.burst = burst ?? configuration.burst
+        mediaTokens = min(mediaTokens, burstBytes)
         retransmissionRate = target * configuration.retransmissionShare
     }
 
-    private var burstBytes: Double { max(pacingRate.bytes(in: configuration.burst), 2 * 1500) }
+    /// The burst allowance now (`setTarget`).
+    private var burst: Duration = .zero
+    private var burstBytes: Double { burst == .zero ? 1 : max(pacingRate.bytes(in: burst), 2 * 1500) }
     /// Repairs may leave together up to a quarter second of their budget:
     /// a burst of loss is asked for in one NACK, and its repairs must all
     /// arrive within the receiver's wait (50 ms on a short path), not one

@@ -25,6 +25,8 @@ final class FeedbackLoop {
     private var protection = ProtectionPolicy()
     /// The pacing rate last applied.
     private var pacing = 0
+    /// Whether the pacer was last told to send one packet at a time.
+    private var draining = false
 
     /// How long the thread waits for the receiver at most: while a
     /// handshake is under way (its retransmissions, this end's answer), and
@@ -104,10 +106,10 @@ final class FeedbackLoop {
         // The streams' locks take closures that may capture only what is
         // shared (the driver), not this thread's own state.
         let network = network
-        let (polled, rtt, pacing, carried) = network.controller.withLock {
-            ($0.poll(now: now), $0.roundTrip, $0.pacingRate, $0.probeCounts.carried)
+        let (polled, rtt, pacing, draining, carried) = network.controller.withLock {
+            ($0.poll(now: now), $0.roundTrip, $0.pacingRate, $0.draining, $0.probeCounts.carried)
         }
-        apply(target: polled, pacingRate: pacing)
+        apply(target: polled, pacingRate: pacing, draining: draining)
         network.probesCarried.store(carried, ordering: .relaxed)
         probe(now: now, context: context)
         let (videoDue, drawnApart) = network.video.withLock { stream in
@@ -291,11 +293,17 @@ final class FeedbackLoop {
         case .keyframeRequested, .receiverJoined:
             keyframe()
         case .congestion(let report):
-            let (target, pacing, collapsed) = network.controller.withLock {
-                ($0.handle(report, now: now), $0.pacingRate, $0.takeCollapse())
+            let (target, pacing, draining, collapsed) = network.controller.withLock {
+                ($0.handle(report, now: now), $0.pacingRate, $0.draining, $0.takeCollapse())
             }
-            apply(target: target, pacingRate: pacing)
-            if collapsed { keyframe() }
+            apply(target: target, pacingRate: pacing, draining: draining)
+            if collapsed {
+                // A keyframe follows at the next picture: what the pacer
+                // holds of the old rate's frames would only keep the path's
+                // queue full in front of it.
+                network.paced.dropSuperseded(before: network.paced.mediaMark)
+                keyframe()
+            }
         case .receiverReport(_, let roundTrip):
             if let roundTrip { network.controller.withLock { $0.observeRoundTrip(roundTrip) } }
         default:
@@ -316,13 +324,15 @@ final class FeedbackLoop {
         }
     }
 
-    private func apply(target: Bitrate, pacingRate: Bitrate) {
+    private func apply(target: Bitrate, pacingRate: Bitrate, draining: Bool) {
         guard network.adaptive else { return }
         // Whole bits a second: the encoder thread reads the target atomically.
         let bits = Int(target.bitsPerSecond)
-        guard bits != network.targetBitrate.load(ordering: .relaxed) || Int(pacingRate.bitsPerSecond) != pacing else { return }
+        guard bits != network.targetBitrate.load(ordering: .relaxed) || Int(pacingRate.bitsPerSecond) != pacing
+            || draining != self.draining else { return }
         network.targetBitrate.store(bits, ordering: .relaxed)
         pacing = Int(pacingRate.bitsPerSecond)
-        network.paced.setTarget(target, pacingRate: pacingRate)
+        self.draining = draining
+        network.paced.setTarget(target, pacingRate: pacingRate, oneAtATime: draining)
     }
 }

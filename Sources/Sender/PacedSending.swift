@@ -63,9 +63,10 @@ final class PacedSending: @unchecked Sendable {
     /// Wakes the pacer thread (the end: it may be asleep with nothing queued).
     func wakeUp() { wake.signal() }
 
-    /// The controller's new target and pacing rate.
-    func setTarget(_ target: Bitrate, pacingRate: Bitrate) {
-        pacer.withLock { $0.setTarget(target, pacingRate: pacingRate) }
+    /// The controller's new target and pacing rate (and whether packets
+    /// leave one at a time, `PacketPacer.setTarget`).
+    func setTarget(_ target: Bitrate, pacingRate: Bitrate, oneAtATime: Bool) {
+        pacer.withLock { $0.setTarget(target, pacingRate: pacingRate, burst: oneAtATime ? .zero : nil) }
     }
 
     /// Where the media queue ends now (`dropSuperseded`).

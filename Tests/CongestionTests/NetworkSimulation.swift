@@ -20,6 +20,8 @@ struct NetworkSimulation {
     var nextFrame = MonotonicTime(nanoseconds: 1_000_000_000)
     /// (seconds, target bits/s) every 100 ms.
     var targets: [(seconds: Double, rate: Bitrate)] = []
+    /// (seconds, pacing rate) every 100 ms.
+    var pacings: [(seconds: Double, rate: Bitrate)] = []
     var delivered = 0
     /// When the controller said the path's rate fell to a fraction at
     /// once (the sender then sends a keyframe), in seconds into the run.
@@ -103,12 +105,15 @@ struct NetworkSimulation {
         while let first = feedbackInFlight.first, first.at <= now {
             feedbackInFlight.removeFirst()
             controller.handle(first.report, now: now)
-            pacer.setTarget(controller.target, pacingRate: controller.pacingRate)
+            pacer.setTarget(controller.target, pacingRate: controller.pacingRate, burst: controller.draining ? .zero : nil)
             if controller.takeCollapse() { collapses.append(seconds) }
         }
         controller.poll(now: now)
         maxQueue = max(maxQueue, forward.counters.maxQueueMilliseconds)
-        if now.nanoseconds % 100_000_000 == 0 { targets.append((seconds, controller.target)) }
+        if now.nanoseconds % 100_000_000 == 0 {
+            targets.append((seconds, controller.target))
+            pacings.append((seconds, controller.pacingRate))
+        }
         now = now + .milliseconds(1)
     }
 

@@ -134,6 +134,12 @@ struct ProbeTests {
         // the target is under the cap a report later.
         #expect(sim.collapses.count == 1 && sim.collapses.allSatisfy { $0 > 8 && $0 < 8.25 }, "told at \(sim.collapses)")
         #expect(sim.target(at: 8.3) < .kilobitsPerSecond(400), "under the cap: \(sim.target(at: 8.3))")
+        // The keyframe that follows is paced at half the link's rate for a
+        // quarter second, so the queue the fall left full drains as it goes
+        // in; then at the link's rate again.
+        let pacing = { (seconds: Double) in sim.pacings.last { $0.seconds <= seconds }?.rate ?? .zero }
+        #expect(pacing(8.3) < .kilobitsPerSecond(240) && pacing(8.3) > .kilobitsPerSecond(160), "draining: \(pacing(8.3))")
+        #expect(pacing(8.6) > sim.target(at: 8.6), "then over the target: \(pacing(8.6))")
         #expect(sim.meanTarget(from: 10, to: 14) < .kilobitsPerSecond(420), "and stays there: \(sim.meanTarget(from: 10, to: 14))")
         #expect(sim.target(at: 17) > 0.9 * before,
                 "back within 3 s of the lift: \(sim.targets.filter { $0.seconds >= 13.5 && $0.seconds <= 17.5 }.map { Int($0.rate.kilobitsPerSecond) })")
