@@ -172,30 +172,7 @@ public struct CongestionController: Sendable {
         // behind a grown queue. What still arrives arrives at the link's
         // rate; the target and the pacing go to it at once, not in halving
         // steps one round trip apart while every frame is lost.
-        let verdict = saturation.update(results, queueOverLimit: queueShown(usage, over: queueDelayLimit),
-                                        queueShown: queueShown(usage, over: Self.queueSign), target: target,
-                                        acknowledged: acknowledged)
-        if let verdict {
-            let delivered: Bitrate?
-            switch verdict {
-            case .saturated: delivered = acknowledged.recentRate(over: .milliseconds(250))
-            case .fallen(let rate): delivered = rate
-            }
-            if let delivered {
-                bottleneck.pin(delivered)
-                // The rate fell to a fraction at once: most of what is in
-                // flight is lost, more than repairs can resend in time.
-                if delivered < target * 0.5, lastSaturation.map({ now.since($0) > .seconds(2) }) ?? true {
-                    collapsed = true
-                    // The queue is full: the keyframe that follows, paced at
-                    // the link's rate, would find it full and lose packets
-                    // (then a second keyframe, a round trip later). At half
-                    // that rate the queue drains as the keyframe goes in.
-                    drainPacing = (delivered * Self.drainShare, now + Self.drainTime)
-                }
-            }
-            lastSaturation = now
-        }
+        followSaturation(results, usage: usage, now: now)
         switch usage {
         case .overusing: overuseReports += 1
         case .underusing: underuseReports += 1
@@ -221,6 +198,35 @@ public struct CongestionController: Sendable {
         self.limit = limit
         target = min(max(combined, configuration.minimum), configuration.maximum)
         return target
+    }
+
+    /// Reads what the saturation detector makes of a report: a saturated
+    /// link pins the bottleneck at what it delivers; one that fell to a
+    /// fraction at once also asks for a keyframe and drains its queue.
+    private mutating func followSaturation(_ results: [PacketResult], usage: BandwidthUsage, now: MonotonicTime) {
+        let verdict = saturation.update(results, queueOverLimit: queueShown(usage, over: queueDelayLimit),
+                                        queueShown: queueShown(usage, over: Self.queueSign), target: target,
+                                        acknowledged: acknowledged)
+        guard let verdict else { return }
+        let delivered: Bitrate?
+        switch verdict {
+        case .saturated: delivered = acknowledged.recentRate(over: .milliseconds(250))
+        case .fallen(let rate): delivered = rate
+        }
+        if let delivered {
+            bottleneck.pin(delivered)
+            // The rate fell to a fraction at once: most of what is in
+            // flight is lost, more than repairs can resend in time.
+            if delivered < target * 0.5, lastSaturation.map({ now.since($0) > .seconds(2) }) ?? true {
+                collapsed = true
+                // The queue is full: the keyframe that follows, paced at
+                // the link's rate, would find it full and lose packets
+                // (then a second keyframe, a round trip later). At half
+                // that rate the queue drains as the keyframe goes in.
+                drainPacing = (delivered * Self.drainShare, now + Self.drainTime)
+            }
+        }
+        lastSaturation = now
     }
 
     /// A rate a probe showed the path carries: the estimates rise to it at

@@ -39,6 +39,8 @@ final class RateTimeline: Sendable {
         var underuseReports: Int
         /// When feedback last showed the path saturated.
         var lastSaturation: MonotonicTime?
+        /// How fast the pacer may send.
+        var pacing: Bitrate
 
         init(_ controller: borrowing CongestionController) {
             estimate = controller.estimate
@@ -46,6 +48,7 @@ final class RateTimeline: Sendable {
             overuseReports = controller.overuseReports
             underuseReports = controller.underuseReports
             lastSaturation = controller.lastSaturation
+            pacing = controller.pacingRate
         }
     }
 
@@ -70,6 +73,7 @@ final class RateTimeline: Sendable {
             sample.quantizer = quantizer > 0 ? quantizer : nil
             sample.protectionGroup = protectionGroup > 0 ? protectionGroup : nil
             sample.bottleneckKbps = estimate.bottleneck?.kilobitsPerSecond
+            sample.pacingKbps = controller.pacing.kilobitsPerSecond
             sample.limitedBy = controller.limit.rawValue
             sample.delayVerdict = controller.overuseReports > s.verdictsAtLast.overuse ? "overusing"
                 : controller.underuseReports > s.verdictsAtLast.underuse ? "underusing" : "normal"

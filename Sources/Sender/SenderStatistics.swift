@@ -224,6 +224,11 @@ public struct RateSample: Sendable, Codable, Equatable {
     public var quantizer: Int?
     /// Media packets per FlexFEC repair packet at the sample (nil: no FEC).
     public var protectionGroup: Int?
+    /// How fast the pacer may send at the sample (kbit/s): 2.5x the target,
+    /// or less under a measured bottleneck or after the path's queue
+    /// overflowed, never under 1.1x the target; half the link's rate
+    /// while the queue left by a fall drains. Nil in older timelines.
+    public var pacingKbps: Double?
 
     /// A sample of the rate at `seconds`.
     public init(seconds: Double, targetKbps: Double, delayBasedKbps: Double, lossBasedKbps: Double,

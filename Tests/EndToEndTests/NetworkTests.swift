@@ -77,11 +77,12 @@ struct NetworkTests {
         }
     }
 
-    static func run(network: String, seconds: Double, sendArguments: [String] = [], relayArguments: [String] = []) throws -> Run {
+    static func run(network: String, seconds: Double, sendArguments: [String] = [], relayArguments: [String] = [],
+                    sceneArguments: [String] = []) throws -> Run {
         let dir = try TemporaryDirectory()
         let key = try ShareBinary.keyFile(in: dir)
         let display = try VirtualDisplay(width: 1280, height: 720)
-        let scene = try ShareBinary.start(["scene", "--display", display.display])
+        let scene = try ShareBinary.start(["scene", "--display", display.display] + sceneArguments)
         defer { scene.stop() }
         let port = freeUDPPort()
         let relayPort = freeUDPPort()
@@ -238,6 +239,27 @@ struct NetworkTests {
         #expect(run.frozen(after: 3, of: 30) < 0.03, "\(run.summary)")
         let longest = run.received("freezeSeconds")
         #expect(longest < 1.5, "freezes add up to \(longest) s; \(run.summary)")
+    }
+
+    /// The benchmark's drop path (4 Mbit/s falling to 400 kbit/s at 8 s, a
+    /// 100 ms queue) with a video playing: the fall is told within two
+    /// feedback reports, the keyframe sent at once is the one the receiver
+    /// decodes on from (before, it passed that keyframe over and asked for
+    /// another a round trip later), and the timeline says how fast the
+    /// pacer may send.
+    @Test func followsALinkThatFallsToATenthWithTheKeyframeItSendsAtOnce() throws {
+        let run = try Self.run(network: "drop", seconds: 12, sceneArguments: ["--video"])
+        let target = { (sample: [String: Any]) in (sample["targetKbps"] as? NSNumber)?.doubleValue ?? .infinity }
+        let seconds = { (sample: [String: Any]) in (sample["seconds"] as? NSNumber)?.doubleValue ?? 0 }
+        let under = run.rate.first { seconds($0) >= 8 && target($0) <= 400 }.map(seconds) ?? .infinity
+        #expect(under <= 8.6, "under the new cap at \(under) s; \(run.summary)")
+        #expect(run.sent("keyframes") >= 2, "a keyframe at the fall; \(run.summary)")
+        #expect(run.received("keyframeRequests") <= 1, "none asked for after joining; \(run.summary)")
+        let pacing = run.rate.compactMap { sample -> Double? in
+            guard seconds(sample) >= 3, seconds(sample) < 7.5 else { return nil }
+            return (sample["pacingKbps"] as? NSNumber).map { $0.doubleValue / target(sample) }
+        }
+        #expect(!pacing.isEmpty && pacing.allSatisfy { $0 >= 1.09 && $0 <= 2.51 }, "pacing / target before the fall: \(pacing)")
     }
 }
 }

@@ -302,21 +302,15 @@ public struct H264FrameAssembler: Sendable {
 
     /// The first stored sequence that provably starts a unit after `next`: its
     /// predecessor is stored and carries the marker or another timestamp, or
-    /// it is lost and the packet begins with a parameter set or delimiter,
-    /// as an access unit may. A keyframe sent after loss (its predecessors
-    /// were never sent, or dropped in the path's queue) begins with its
-    /// parameter sets: passing over it would discard it for the first
-    /// picture after it, which cannot be decoded without it.
+    /// is lost and it begins with a parameter set or delimiter (a keyframe
+    /// sent after loss, which the picture after it needs).
     private func findBoundary() -> Int64? {
         let floor = next ?? Int64.min
         var best: Int64?
         for (sequence, packet) in stored.packets where sequence > floor && best.map({ sequence < $0 }) ?? true {
-            if let previous = stored[sequence - 1] {
-                guard previous.marker || previous.timestamp != packet.timestamp else { continue }
-            } else {
-                guard H264PayloadInspection.beginsAccessUnit(stored.payload(of: packet)) else { continue }
-            }
-            best = sequence
+            let starts = stored[sequence - 1].map { $0.marker || $0.timestamp != packet.timestamp }
+                ?? H264PayloadInspection.beginsAccessUnit(stored.payload(of: packet))
+            if starts { best = sequence }
         }
         return best
     }
