@@ -395,7 +395,8 @@ public enum FuzzChecks {
 
     /// Congestion control: whatever feedback arrives (any RTCP, with
     /// RFC 8888 reports about packets we did or did not send), the target
-    /// stays within its bounds and the pacer's rate above the target.
+    /// stays within its bounds and the pacer's rate above the target, but
+    /// while the queue a fall left full drains: then under it, and not nil.
     public static func congestion(_ bytes: [UInt8]) {
         var controller = CongestionController(configuration: .init(start: .kilobitsPerSecond(2000), minimum: .kilobitsPerSecond(200),
                                                                              maximum: .kilobitsPerSecond(4000)))
@@ -414,7 +415,12 @@ public enum FuzzChecks {
             controller.poll(now: now)
             precondition(controller.target >= .kilobitsPerSecond(200) && controller.target <= .kilobitsPerSecond(4000),
                          "target out of bounds")
-            precondition(controller.pacingRate >= controller.target, "pacer slower than the target")
+            if controller.draining {
+                precondition(controller.pacingRate > .zero && controller.pacingRate < controller.target,
+                             "draining, yet not under the target")
+            } else {
+                precondition(controller.pacingRate >= controller.target, "pacer slower than the target")
+            }
         }
     }
 }
