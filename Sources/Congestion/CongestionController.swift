@@ -223,7 +223,10 @@ public struct CongestionController: Sendable {
                 // the link's rate, would find it full and lose packets
                 // (then a second keyframe, a round trip later). At half
                 // that rate the queue drains as the keyframe goes in.
-                drainPacing = (delivered * Self.drainShare, now + Self.drainTime)
+                // (A link that delivered nothing still drains at half the
+                // floor: a pacer at zero would send nothing at all.)
+                let drain = max(delivered, configuration.minimum) * Self.drainShare
+                drainPacing = (drain, now + Self.drainTime)
             }
         }
         lastSaturation = now
@@ -277,9 +280,11 @@ public struct CongestionController: Sendable {
     /// faster than a measured bottleneck drains, or than a queue that
     /// overflowed lately was drained (a frame sent faster only waits in,
     /// or overflows, its queue), and never under 1.1x the target; but for
-    /// a moment after the link fell to a fraction, half what it delivers.
+    /// a moment after the link fell to a fraction, half what it delivers
+    /// (or the target, if that fell further: the link's queue drains as
+    /// fast at either, and the encoder's output waits no longer).
     public var pacingRate: Bitrate {
-        if draining, let drain = drainPacing { return drain.rate }
+        if draining, let drain = drainPacing { return min(drain.rate, target) }
         let fast = target * 2.5
         guard let link = [bottleneck.rate, pacingAfterOverflow].compactMap({ $0 }).min() else { return fast }
         return min(fast, max(link, target * 1.1))
