@@ -18,7 +18,11 @@ public import ShareBase
 /// like any protection. Loss while the path is saturated is the sender's
 /// own overflow, not the path's: FEC would only add to the load that
 /// overflows it (and the queue's delay makes the path look slow), so
-/// while `congested` there is none.
+/// while `congested` there is none. On a path whose round trip is longer
+/// than a viewer waits unnoticed (`crossAbove`), a group that loses two
+/// packets freezes the picture for that round trip: there each packet is
+/// also protected across the groups (`crossing`, `FECGroups`), so two
+/// losses in one group are rebuilt too, for twice the repairs.
 public struct ProtectionPolicy: Sendable {
     /// A round trip above which NACK repairs show as freezes.
     public var slowRepair: Duration = .milliseconds(60)
@@ -37,11 +41,22 @@ public struct ProtectionPolicy: Sendable {
     /// yet: 1 in 11, about 8% of the video's bits, for the first
     /// `offAfter` if no loss comes.
     public var unprovenGroup = 11
+    /// A round trip above which protection crosses the groups: a NACK's
+    /// repair (the round trip, the NACK's wait and the pacer's) then comes
+    /// about as late as the frame spacing plus 100 ms, which a viewer sees
+    /// as a freeze (`ShownGaps`; `Benchmarks/harness.py --network rtt100`
+    /// froze for such repairs); below `crossBelow` it stops.
+    public var crossAbove: Duration = .milliseconds(90)
+    public var crossBelow: Duration = .milliseconds(70)
 
     /// Smoothed loss fraction of media packets.
     public private(set) var loss = 0.0
     /// Media packets per repair packet, nil when off.
-    public private(set) var group: Int?
+    public private(set) var group: Int? {
+        didSet { if group == nil { crossing = false } }
+    }
+    /// Whether each packet is also protected across the groups.
+    public private(set) var crossing = false
     private var quietSince: MonotonicTime?
     /// Since when loss has stayed above `heavyLoss`.
     private var heavySince: MonotonicTime?
@@ -63,6 +78,7 @@ public struct ProtectionPolicy: Sendable {
             return group
         }
         let rtt = roundTrip ?? .zero
+        defer { cross(roundTrip: rtt) }
         if !judged, roundTrip != nil {
             judged = true
             if rtt >= slowRepair, group == nil {
@@ -93,9 +109,18 @@ public struct ProtectionPolicy: Sendable {
         return group
     }
 
-    /// The share of video bitrate the repairs take.
-    public var overhead: Double { Self.overhead(group: group) }
+    /// Crosses the groups while protecting a path slower than `crossAbove`.
+    private mutating func cross(roundTrip: Duration) {
+        guard group != nil else { return }
+        if roundTrip >= crossAbove { crossing = true } else if roundTrip < crossBelow { crossing = false }
+    }
 
-    /// The share of video bitrate one repair per `group` media packets takes.
-    public static func overhead(group: Int?) -> Double { group.map { 1 / Double($0 + 1) } ?? 0 }
+    /// The share of video bitrate the repairs take.
+    public var overhead: Double { Self.overhead(group: group, crossing: crossing) }
+
+    /// The share of video bitrate one repair per `group` media packets takes
+    /// (two, crossing the groups).
+    public static func overhead(group: Int?, crossing: Bool = false) -> Double {
+        group.map { (crossing ? 2 : 1) / Double($0 + (crossing ? 2 : 1)) } ?? 0
+    }
 }

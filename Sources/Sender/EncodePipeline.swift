@@ -297,7 +297,8 @@ final class EncodeWork {
     private func videoBudget() -> Bitrate {
         let target = Bitrate.bitsPerSecond(Double(network.targetBitrate.load(ordering: .relaxed)))
         let group = network.protectionGroup.load(ordering: .relaxed)
-        let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil)
+        let fecShare = ProtectionPolicy.overhead(group: group > 0 ? group : nil,
+                                                 crossing: network.protectionCrossing.load(ordering: .relaxed))
         let repairs = Bitrate.bitsPerSecond(Double(network.paced.repairBitrate.load(ordering: .relaxed)))
         let available = (target - audioBitrate - repairs) * (0.96 * (1 - fecShare))
         return max(available, target * 0.3)

@@ -165,9 +165,15 @@ final class FeedbackLoop {
     private func protect(lossFraction: Double, roundTrip: Duration?, congested: Bool = false, now: MonotonicTime) {
         guard network.fecAvailable else { return }
         let group = protection.update(lossFraction: lossFraction, roundTrip: roundTrip, now: now, congested: congested)
-        guard group ?? 0 != network.protectionGroup.load(ordering: .relaxed) else { return }
+        let crossing = protection.crossing
+        guard group ?? 0 != network.protectionGroup.load(ordering: .relaxed)
+            || crossing != network.protectionCrossing.load(ordering: .relaxed) else { return }
         network.protectionGroup.store(group ?? 0, ordering: .relaxed)
-        network.video.withLock { $0.protectionGroup = group }
+        network.protectionCrossing.store(crossing, ordering: .relaxed)
+        network.video.withLock {
+            $0.protectionGroup = group
+            $0.protectionCrossing = crossing
+        }
     }
 
     /// A datagram on the main socket: a handshake message, or the

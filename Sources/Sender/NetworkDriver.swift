@@ -33,6 +33,8 @@ final class NetworkDriver: @unchecked Sendable {
     let rates = RateTimeline()
     /// Media packets per FlexFEC repair (0: no FEC), set by the protection policy.
     let protectionGroup = Atomic<Int>(0)
+    /// Whether each media packet is also protected across the groups.
+    let protectionCrossing = Atomic<Bool>(false)
     /// The encoder's bitrate (kbit/s), for the timeline.
     let encoderKbps = Atomic<Int>(0)
     /// The quantizer of the last picture coded (0: none yet), for the rate timeline.

@@ -162,6 +162,8 @@ public struct SenderStatistics: Sendable, Codable, Equatable {
     public var fecPackets = 0
     /// Media packets per FlexFEC repair now (0: no FEC).
     public var protectionGroup = 0
+    /// Whether FEC also protects across the groups (a long round trip).
+    public var protectionCrossing = false
     /// Packets the pacer dropped (waited too long, or its queue was full).
     public var pacerDrops = 0
     /// How long a packet waits in the pacer now, in milliseconds.

@@ -80,6 +80,7 @@ final class StatisticsGatherer: Sendable {
             s.mediaSuperseded = driver.pacer.mediaSuperseded
             s.fecPackets = streamStats.fecPackets
             s.protectionGroup = network.protectionGroup.load(ordering: .relaxed)
+            s.protectionCrossing = network.protectionCrossing.load(ordering: .relaxed)
             s.keyframeRequests = streamStats.keyframeRequests
             s.receiversJoined = streamStats.receiversJoined
             s.plainKeyframeRequests = streamStats.plainKeyframeRequests

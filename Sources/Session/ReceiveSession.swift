@@ -280,8 +280,13 @@ public final class ReceiveSession {
     private func recovered(_ bytes: [UInt8], now: MonotonicTime, emit: (ArraySlice<UInt8>) -> Void) -> [ReceiveEvent] {
         guard let packet = try? RTPPacket(parsing: bytes), packet.ssrc == heard.videoSSRC,
               packet.payloadType == heard.videoPayloadType else { return [] }
-        statistics.fecRecovered += 1
-        return video(packet, isRepair: true, now: now, emit: emit)
+        // Counted when it was missing: a repair that arrived before the
+        // decoder kept media (the first group) "rebuilds" packets already here.
+        let before = heard.assembler.counters
+        let events = video(packet, isRepair: true, now: now, emit: emit)
+        let after = heard.assembler.counters
+        if after.duplicates == before.duplicates, after.late == before.late { statistics.fecRecovered += 1 }
+        return events
     }
 
     /// A video packet, original or rebuilt from a repair, into NACK

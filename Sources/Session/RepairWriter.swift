@@ -9,14 +9,17 @@ struct RepairWriter: Sendable {
     private var retransmission: RTPPacketizer?
     private let fec: (ssrc: UInt32, payloadType: UInt8)?
     private var fecSequence = RTPSequence.randomStart()
-    private var group: [UInt16] = []
+    private var groups = FECGroups()
 
     /// Media packets per FEC packet; nil sends no FEC.
     var protectionGroup: Int? {
-        didSet {
-            if let size = protectionGroup { protectionGroup = min(max(size, 2), FlexFEC.maxProtected) }
-            if protectionGroup == nil { group.removeAll() }
-        }
+        get { groups.size }
+        set { groups.size = newValue }
+    }
+    /// Whether each packet is also protected across the rows (`FECGroups`).
+    var protectionCrossing: Bool {
+        get { groups.crossing }
+        set { groups.crossing = newValue }
     }
 
     init(mediaSSRC: UInt32, clockRate: UInt32, retransmission: (ssrc: UInt32, payloadType: UInt8)?,
@@ -77,27 +80,28 @@ struct RepairWriter: Sendable {
         return true
     }
 
-    /// Notes a media packet just sent. When it closes a group (full, or the
-    /// frame's last packet, so a frame's repair leaves right behind it),
-    /// writes the FlexFEC packet for the group into `buffer` (RFC 8627 §4.1:
-    /// its own SSRC, the protected stream's SSRC as its one CSRC).
-    mutating func mediaSent(_ sequence: UInt16, endsFrame: Bool, timestamp: UInt32, history: RetransmissionHistory,
-                            into buffer: inout PacketBuffer) -> Bool {
-        guard let size = protectionGroup, let fec else { return false }
-        group.append(sequence)
-        guard group.count >= size || endsFrame else { return false }
-        defer { group.removeAll(keepingCapacity: true) }
-        let packets = group.compactMap { history.packet($0) }
-        guard packets.count == group.count, let payload = FlexFEC.repairPayload(protecting: packets) else { return false }
-        buffer.removeAll()
-        buffer.append(2 << 6 | 1)  // V=2, CC=1
-        buffer.append(fec.payloadType & 0x7F)
-        buffer.appendUInt16(fecSequence)
-        buffer.appendUInt32(timestamp)
-        buffer.appendUInt32(fec.ssrc)
-        buffer.appendUInt32(mediaSSRC)
-        guard buffer.append(contentsOf: payload) else { return false }
-        fecSequence &+= 1
-        return true
+    /// Notes a media packet just sent. For each group it closes (`FECGroups`:
+    /// a row full or ended by the frame's last packet, so a frame's repair
+    /// leaves right behind it; columns across the rows), writes the FlexFEC
+    /// packet into `buffer` and hands it to `emit` (RFC 8627 §4.1: its own
+    /// SSRC, the protected stream's SSRC as its one CSRC).
+    mutating func mediaSent<E: Error>(_ sequence: UInt16, endsFrame: Bool, timestamp: UInt32,
+                                      history: RetransmissionHistory, into buffer: inout PacketBuffer,
+                                      emit: (inout PacketBuffer) throws(E) -> Void) throws(E) {
+        guard let fec else { return }
+        for group in groups.sent(sequence, endsFrame: endsFrame) {
+            let packets = group.compactMap { history.packet($0) }
+            guard packets.count == group.count, let payload = FlexFEC.repairPayload(protecting: packets) else { continue }
+            buffer.removeAll()
+            buffer.append(2 << 6 | 1)  // V=2, CC=1
+            buffer.append(fec.payloadType & 0x7F)
+            buffer.appendUInt16(fecSequence)
+            buffer.appendUInt32(timestamp)
+            buffer.appendUInt32(fec.ssrc)
+            buffer.appendUInt32(mediaSSRC)
+            guard buffer.append(contentsOf: payload) else { continue }
+            fecSequence &+= 1
+            try emit(&buffer)
+        }
     }
 }

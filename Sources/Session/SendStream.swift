@@ -21,6 +21,12 @@ public final class SendStream {
         get { repairs.protectionGroup }
         set { repairs.protectionGroup = newValue }
     }
+    /// Whether each media packet is also protected by a repair across the
+    /// groups (two losses in one group are rebuilt too; `FECGroups`).
+    public var protectionCrossing: Bool {
+        get { repairs.protectionCrossing }
+        set { repairs.protectionCrossing = newValue }
+    }
     private var payloader: H264Payloader
     var history: RetransmissionHistory
     private var buffer: PacketBuffer
@@ -122,12 +128,12 @@ public final class SendStream {
             let headerSize = buffer.count
             payloader.writePayload(index, of: part, into: &buffer)
             try finishPacket(sequence: sequence, payloadSize: buffer.count - headerSize, emit: emit)
-            if repairs.mediaSent(sequence, endsFrame: last, timestamp: rtpTimestamp, history: history,
-                                 into: &repairBuffer) {
-                try srtp.protect(&repairBuffer)
+            try repairs.mediaSent(sequence, endsFrame: last, timestamp: rtpTimestamp, history: history,
+                                  into: &repairBuffer) { (repair: inout PacketBuffer) throws(SRTPError) in
+                try srtp.protect(&repair)
                 statistics.fecPackets += 1
-                statistics.bytes += repairBuffer.count
-                emit(repairBuffer.bytes)
+                statistics.bytes += repair.count
+                emit(repair.bytes)
             }
         }
         clockAnchor = (rtpTimestamp, captureTime, now)

@@ -109,6 +109,32 @@ struct ImpairmentTests {
         #expect(feed(0.0, rtt: 100, seconds: 10) == nil, "off after five quiet seconds")
     }
 
+    /// On a path whose round trip a viewer would see as a freeze, repairs
+    /// also cross the groups (two losses in one group rebuilt), costing
+    /// their share of the video's bitrate; the crossing stops when the
+    /// round trip falls well back, or protection ends.
+    @Test func protectionCrossesTheGroupsWhereARoundTripIsAFreeze() {
+        var policy = ProtectionPolicy()
+        var now = MonotonicTime.zero
+        func feed(_ loss: Double, rtt: Int, seconds: Double = 2) -> (group: Int?, crossing: Bool) {
+            var group: Int?
+            for _ in 0..<Int(seconds * 4) {
+                group = policy.update(lossFraction: loss, roundTrip: .milliseconds(Int64(rtt)), now: now)
+                now = now + .milliseconds(250)
+            }
+            return (group, policy.crossing)
+        }
+        #expect(feed(0.01, rtt: 65, seconds: 4) == (5, false), "65 ms: a NACK's repair comes before a freeze shows")
+        #expect(ProtectionPolicy.overhead(group: 5) == 1.0 / 6)
+        #expect(feed(0.01, rtt: 400) == (5, true), "400 ms: a second repair per group, across them")
+        #expect(policy.overhead == 2.0 / 7)
+        #expect(feed(0.01, rtt: 100) == (5, true), "100 ms: a repair a round trip later comes as a freeze shows")
+        #expect(feed(0.01, rtt: 80) == (5, true), "kept between the marks")
+        #expect(feed(0.01, rtt: 65) == (5, false), "stopped under the lower mark")
+        _ = feed(0.01, rtt: 400)
+        #expect(feed(0.0, rtt: 400, seconds: 10) == (nil, false), "ended with the protection")
+    }
+
     /// Heavy loss is protected on a fast path too (NACK alone keeps few
     /// frames whole), sized to the loss; moderate loss on a fast path is
     /// not, and protection there ends once loss falls well under the mark.

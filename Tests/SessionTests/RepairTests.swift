@@ -166,6 +166,31 @@ struct RepairTests {
         #expect(link.sender.statistics.fecPackets >= 3)
     }
 
+    /// Protected across its groups, a frame that lost two packets of one
+    /// group is rebuilt from the columns' repairs a few frames later, its
+    /// retransmissions lost too: what a long round trip would have waited for.
+    @Test func flexFECAcrossGroupsRebuildsTwoLossesInOneGroup() throws {
+        let link = try Self.repairing()
+        try link.send(0, size: 8000, keyframe: true)
+        link.deliver()
+        link.sender.protectionGroup = 4
+        link.sender.protectionCrossing = true
+        try link.send(1, size: 12_000)
+        // The second and third media packets, of the first group.
+        link.deliver { index, _ in index == 1 || index == 2 }
+        #expect(link.frames.count == 1, "not whole yet")
+        for n in 2...4 {
+            link.advance(.milliseconds(33))
+            try link.send(n, size: 3000)
+            // Retransmissions lost: only FEC can rebuild.
+            link.deliver { _, bytes in bytes.count >= 12 && ssrc(of: bytes) == 0xCCCC }
+        }
+        #expect(link.frames.count == 5, "every frame, in order")
+        let rebuilt = link.frames.count > 1 && link.frames[1].data == accessUnit(1, size: 12_000, keyframe: false)
+        #expect(rebuilt, "the frame that lost two packets, whole")
+        #expect(link.receiver.statistics.fecRecovered == 2)
+    }
+
     @Test func feedbackReporterReportsLatePacketsAgain() {
         var reporter = FeedbackReporter()
         var now = MonotonicTime(nanoseconds: 5_000_000_000)
