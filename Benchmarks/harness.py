@@ -840,7 +840,8 @@ def run_network(name, scene_name, size, args, key, work):
         "mean_sent_kbps": statistics.mean([r["sentKbps"] for r in rate]) if rate else None,
         "seconds_to_under_cap": under, "relay": relayed,
         "rate": [{k: r.get(k) for k in ("seconds", "targetKbps", "sentKbps", "encoderKbps", "queueDelayMilliseconds",
-                                                 "bottleneckKbps", "delayVerdict", "limitedBy", "quantizer", "protectionGroup")}
+                                        "bottleneckKbps", "delayVerdict", "limitedBy", "quantizer", "protectionGroup",
+                                        "protectionCrossing", "roundTripMilliseconds")}
                  for r in rate],
         "caps": caps,
     }

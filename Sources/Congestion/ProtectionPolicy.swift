@@ -109,10 +109,11 @@ public struct ProtectionPolicy: Sendable {
         return group
     }
 
-    /// Crosses the groups while protecting a path slower than `crossAbove`.
+    /// Crosses the groups while protecting a path slower than `crossAbove`
+    /// that was seen to lose (not one protected only until its loss is known).
     private mutating func cross(roundTrip: Duration) {
         guard group != nil else { return }
-        if roundTrip >= crossAbove { crossing = true } else if roundTrip < crossBelow { crossing = false }
+        if roundTrip >= crossAbove, loss > startLoss { crossing = true } else if roundTrip < crossBelow { crossing = false }
     }
 
     /// The share of video bitrate the repairs take.

@@ -145,6 +145,7 @@ final class FeedbackLoop {
                              encoderKbps: network.encoderKbps.load(ordering: .relaxed),
                              quantizer: network.encoderQuantizer.load(ordering: .relaxed),
                              protectionGroup: network.protectionGroup.load(ordering: .relaxed),
+                             protectionCrossing: network.protectionCrossing.load(ordering: .relaxed),
                              framesEncoded: context.stats.withLock { $0.framesEncoded })
     }
 

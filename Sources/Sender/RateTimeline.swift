@@ -57,7 +57,7 @@ final class RateTimeline: Sendable {
     /// its delay verdict over the interval (overusing if any report since
     /// the last sample said so, else underusing if any said that).
     func record(at now: MonotonicTime, bytesSent: Int, controller: ControllerState, encoderKbps: Int, quantizer: Int,
-                protectionGroup: Int, framesEncoded: Int) {
+                protectionGroup: Int, protectionCrossing: Bool, framesEncoded: Int) {
         let estimate = controller.estimate
         let seconds = now.since(began).seconds
         state.withLock { s in
@@ -72,6 +72,7 @@ final class RateTimeline: Sendable {
             sample.framesEncoded = framesEncoded
             sample.quantizer = quantizer > 0 ? quantizer : nil
             sample.protectionGroup = protectionGroup > 0 ? protectionGroup : nil
+            sample.protectionCrossing = protectionGroup > 0 && protectionCrossing ? true : nil
             sample.bottleneckKbps = estimate.bottleneck?.kilobitsPerSecond
             sample.pacingKbps = controller.pacing.kilobitsPerSecond
             sample.limitedBy = controller.limit.rawValue

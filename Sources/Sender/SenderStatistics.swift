@@ -226,6 +226,8 @@ public struct RateSample: Sendable, Codable, Equatable {
     public var quantizer: Int?
     /// Media packets per FlexFEC repair packet at the sample (nil: no FEC).
     public var protectionGroup: Int?
+    /// Whether the repairs also crossed the groups at the sample (nil: no).
+    public var protectionCrossing: Bool?
     /// How fast the pacer may send at the sample (kbit/s): 2.5x the target,
     /// or less under a measured bottleneck or after the path's queue
     /// overflowed, never under 1.1x the target; half the link's rate

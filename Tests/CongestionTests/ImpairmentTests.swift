@@ -133,6 +133,9 @@ struct ImpairmentTests {
         #expect(feed(0.01, rtt: 65) == (5, false), "stopped under the lower mark")
         _ = feed(0.01, rtt: 400)
         #expect(feed(0.0, rtt: 400, seconds: 10) == (nil, false), "ended with the protection")
+        var unproven = ProtectionPolicy()
+        #expect(unproven.update(lossFraction: 0, roundTrip: .milliseconds(400), now: now) == unproven.unprovenGroup)
+        #expect(!unproven.crossing, "a path protected before its loss is known does not cross")
     }
 
     /// Heavy loss is protected on a fast path too (NACK alone keeps few

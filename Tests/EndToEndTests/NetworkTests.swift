@@ -156,10 +156,13 @@ struct NetworkTests {
     }
 
     /// 100 ms round trip with 1% loss: NACK repairs would arrive after a
-    /// freeze, so FEC rebuilds the losses at once.
+    /// freeze, so FEC rebuilds the losses at once, across its groups too
+    /// once the loss is seen (two losses in one group).
     @Test func hidesLossOnALongRoundTripWithFEC() throws {
         let run = try Self.run(network: "rtt100", seconds: 15)
         #expect(run.received("fecRecovered") > 0, "FEC rebuilt losses; \(run.summary)")
+        let crossing = run.rate.map { ($0["protectionCrossing"] as? NSNumber)?.boolValue == true }
+        #expect(crossing.suffix(20).allSatisfy { $0 }, "crossing the groups by the end: \(crossing)")
         #expect(run.shown(after: 3) >= 0.97, "shown \(run.shown(after: 3)); \(run.summary)")
         #expect(run.frozen(after: 3, of: 15) < 0.03, "frozen \(run.frozen(after: 3, of: 15)); \(run.summary)")
         let rtt = (run.received["roundTripMilliseconds"] as? NSNumber)?.doubleValue ?? 0
@@ -189,6 +192,7 @@ struct NetworkTests {
         #expect(!late.isEmpty && late.allSatisfy { value($0, "protectionGroup") == nil },
                 "off after five seconds without loss: \(run.rate.map { value($0, "protectionGroup") ?? 0 })")
         #expect(run.received("fecPacketsReceived") > 0 && run.received("fecRecovered") == 0, "\(run.summary)")
+        #expect(run.rate.allSatisfy { $0["protectionCrossing"] == nil }, "no loss seen: one repair per group")
         // One repair per group of at most 11 packets, a group closing early
         // at each frame's end so the frame's repair leaves right behind it:
         // no more repairs than that while protected. (Against all packets
