@@ -64,26 +64,29 @@ struct FECGroups: Sendable {
         }
         if columns.count < size { columns += Array(repeating: Column(), count: size - columns.count) }
         nextColumn %= size
-        var column = columns[nextColumn]
-        // A flexible mask reaches `maxProtected` packets past its first.
-        if let first = column.members.first, Int(sequence &- first) >= FlexFEC.maxProtected {
-            if column.members.count > 1 { closed.append(column.members) }
-            column = Column()
-        }
-        column.members.append(sequence)
-        columns[nextColumn] = column
+        let index = nextColumn
         nextColumn += 1
+        // A flexible mask reaches `maxProtected` packets past its first.
+        if let first = columns[index].members.first, Int(sequence &- first) >= FlexFEC.maxProtected {
+            close(index, into: &closed)
+        }
+        columns[index].members.append(sequence)
+        if columns[index].members.count >= size { close(index, into: &closed) }
+        guard endsFrame else { return closed }
         for index in columns.indices where !columns[index].members.isEmpty {
-            if endsFrame { columns[index].framesEnded += 1 }
-            let full = columns[index].members.count >= size
-            guard full || columns[index].framesEnded >= Self.columnFrames else { continue }
-            // A column of one packet is left out (it would be a copy): its
-            // row is rebuilt through the other columns, unless two of its
-            // packets sat alone (frames far smaller than a row).
-            if columns[index].members.count > 1 { closed.append(columns[index].members) }
-            columns[index] = Column()
+            columns[index].framesEnded += 1
+            if columns[index].framesEnded >= Self.columnFrames { close(index, into: &closed) }
         }
         return closed
+    }
+
+    /// Ends column `index`, its repair going into `closed`; but a column of
+    /// one packet is left out (it would be a copy): its row is rebuilt
+    /// through the other columns, unless two of its packets sat alone
+    /// (frames far smaller than a row).
+    private mutating func close(_ index: Int, into closed: inout [[UInt16]]) {
+        if columns[index].members.count > 1 { closed.append(columns[index].members) }
+        columns[index] = Column()
     }
 
     private mutating func reset() {

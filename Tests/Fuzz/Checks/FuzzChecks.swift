@@ -395,8 +395,9 @@ public enum FuzzChecks {
 
     /// Congestion control: whatever feedback arrives (any RTCP, with
     /// RFC 8888 reports about packets we did or did not send), the target
-    /// stays within its bounds and the pacer's rate above the target, but
-    /// while the queue a fall left full drains: then under it, and not nil.
+    /// stays within its bounds and the pacer's rate at or above the target,
+    /// but while the queue a fall left full drains: then over zero and at
+    /// most the target.
     public static func congestion(_ bytes: [UInt8]) {
         var controller = CongestionController(configuration: .init(start: .kilobitsPerSecond(2000), minimum: .kilobitsPerSecond(200),
                                                                              maximum: .kilobitsPerSecond(4000)))
