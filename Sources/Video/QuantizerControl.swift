@@ -26,9 +26,10 @@ internal import Glibc
 /// new quantizer (a still screen sharpens that way), so a lower quantizer
 /// costs more than the changes, and staying put costs least. It goes down
 /// by at most 4 a picture (x264's own step), and told what changed, by 4
-/// only when the whole picture coded again would fit, else by one or two;
-/// further only when even four times what the model says would fit (a
-/// plain screen sharpens at once). A still screen (told nothing changed)
+/// only when the whole picture coded again would fit, else by one or two
+/// when what they code again is paid for (priced as the last such step
+/// took), or not at all; further only when even four times what the model
+/// says would fit (a plain screen sharpens at once). A still screen (told nothing changed)
 /// sharpens further, to `finestStill`, by as many steps at once as its
 /// target pays for at what the steps before cost (`sharpeningStep`).
 /// Sans-IO: times are given.
@@ -183,7 +184,7 @@ public struct QuantizerControl: Sendable {
     /// grow with the steps, hardly with how fine the quantizer already is
     /// (a page of small text, from the coarsest to `finestStill`). So a
     /// still picture goes down as many steps as its target pays for, and
-    /// at least the one or two a picture told its changes takes: a few
+    /// at least one (two when far off): a few
     /// large steps where small ones, each coding the whole screen again,
     /// took twice the time to sharpen (`Benchmarks/quality.py --scenes
     /// still-text`).
@@ -246,11 +247,37 @@ public struct QuantizerControl: Sendable {
         }
         // Told what changed, a lower quantizer also codes old macroblocks
         // again: that far when the whole picture coded intra would fit,
-        // else a step at a time (two when far off).
+        // else a step at a time (two when far off), and only as many as
+        // the target pays for, the old macroblocks priced as a step was
+        // seen to cost them; none when not even one is paid for.
         let recoded = bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue]
-        let stepped = max(last - Self.step, min(quantizer(recoded, target), last - (last - spare > 4 ? 2 : 1)))
+        let perStep = Double(macroblocks - coded(kind, changed: changed)) * recodePrice
+        let paid = (1...(last - spare > 4 ? 2 : 1)).last { steps in
+            predictedBits(kind, changed: changed, quantizer: last - steps) + Double(steps) * perStep <= target
+        } ?? 0
+        let stepped = max(last - Self.step, min(quantizer(recoded, target), last - paid))
         return max(spare, min(stepped, quantizer(recoded * 4, target)))
     }
+
+    /// Bits a step down takes for each macroblock a picture told its
+    /// changes leaves alone: x264 codes it again where it was coded coarser
+    /// than the new quantizer. A region of video beside the changes takes
+    /// about the bits of a whole picture for each step, so a narrow change
+    /// after wide ones, coded a step or two finer, came out as large as
+    /// several pictures and filled a deep queue for a second
+    /// (`Benchmarks/harness.py --network deepq --scenes video`). Priced as
+    /// the last such step took, and never above what the recent pictures
+    /// took for each macroblock: what they coded is at most what there is
+    /// to code again, and content that got cheaper (the video closed) is
+    /// let down to where its steps are seen to cost less.
+    private var recodePrice: Double {
+        let recent = recentBits / Double(macroblocks)
+        return recodeStep.map { min($0, recent) } ?? recent
+    }
+    /// What a step down was seen to cost for each macroblock left alone.
+    private var recodeStep: Double?
+    /// The bits of the pictures before, smoothed (fast when dearer).
+    private var recentBits = 0.0
 
     /// What the picture took: into the bucket, and into the model unless it
     /// was told its changes and coded finer than the one before (then it
@@ -267,6 +294,15 @@ public struct QuantizerControl: Sendable {
             let observed = Double(bits) / Double(last - quantizer)
             sharpeningStep = stepCost.map { Self.learned($0, observed) } ?? observed
         }
+        let unchanged = macroblocks - coded(kind, changed: changed)
+        // Only where most of the screen was left alone: there what the
+        // changes took beside it is no more than a guess's error.
+        if kind == .changes, changed > 0, quantizer < last, unchanged * 2 >= macroblocks {
+            let beside = Double(bits) - predictedBits(kind, changed: changed, quantizer: quantizer)
+            let observed = max(0, beside) / Double((last - quantizer) * unchanged)
+            recodeStep = recodeStep.map { Self.learned($0, observed) } ?? observed
+        }
+        recentBits = Self.learned(recentBits, Double(bits))
         guard kind != .changes || quantizer >= last else { return }
         let observed = Double(bits) / Double(coded(kind, changed: changed)) / Self.scale(quantizer)
         let model = model(kind, changed: changed)

@@ -25,14 +25,20 @@ private struct ModelEncoder {
     /// scrolling text (`Benchmarks/quality.py`'s text scene, coded at one
     /// quantizer after another: least at 46, more at 51 than at 22), where
     /// a coarse reference leaves every picture more to correct.
+    /// With `recode`, a picture coded finer than the one before also takes
+    /// that many bits for each macroblock it left alone and each step: x264
+    /// coding them again (a region of video, about a whole picture's bits
+    /// a step; the video scene's deep-queue runs, traced).
     @discardableResult
-    mutating func picture(_ kind: QuantizerControl.Kind = .changes, changed: Int, cost: Double, floor: Int? = nil) -> Int {
+    mutating func picture(_ kind: QuantizerControl.Kind = .changes, changed: Int, cost: Double, floor: Int? = nil,
+                          recode: Double = 0) -> Int {
         let q = control.quantizer(for: kind, changed: changed, at: time)
         let coded = kind == .changes ? min(macroblocks, changed + refresh) : macroblocks
         let priced = floor.map { q > $0 ? $0 - 5 * (q - $0) : q } ?? q
         var bits = Int(Double(coded) * cost * exp2(Double(QuantizerControl.reference - priced) / 6))
         // There, the first pictures after coarser ones also pay to sharpen the reference.
         if floor != nil, let before = log.last?.quantizer, before > q { bits *= 3 }
+        if let before = log.last?.quantizer, before > q { bits += Int(Double((macroblocks - coded) * (before - q)) * recode) }
         control.encoded(kind, changed: changed, quantizer: q, bits: bits, at: time)
         log.append((time, q, bits))
         time += 1_000_000_000 / UInt64(fps)
@@ -188,6 +194,29 @@ struct QuantizerControlTests {
         let bits = encoder.picture(changed: 3600, cost: 150)
         #expect(Double(bits) <= room, "\(bits) bits into \(Int(room)) of room")
         #expect(encoder.log.last!.quantizer > QuantizerControl.finest, "coarser for the whole screen")
+    }
+
+    /// Wide changes of a screen of video at about 1.3 Mbit/s, then a narrow
+    /// one (a grab taken half drawn): coded a step or two finer, it would
+    /// code the whole video region again, as large as several pictures.
+    /// It stays at the quantizer before and fits; once a cheap screen
+    /// follows, the quantizer comes down to the finest all the same.
+    @Test func aNarrowChangeAmongWideOnesDoesNotCodeTheScreenAgain() {
+        var encoder = ModelEncoder(kbps: 1300)
+        encoder.picture(.keyframe, changed: 3600, cost: 14)
+        for _ in 0..<89 { encoder.picture(changed: 3600, cost: 14, recode: 14) }
+        let wide = encoder.log.last!.quantizer
+        for changed in [260, 3600, 3600, 1500, 260, 3600] {
+            // The room once a picture's time has drained.
+            let room = encoder.control.buffer - max(0, encoder.control.fullness - 1300_000 / 30)
+            let before = encoder.log.last!.quantizer
+            let bits = encoder.picture(changed: changed, cost: 14, recode: 14)
+            #expect(Double(bits) <= room * 0.9, "\(changed) changed: \(bits) bits into \(Int(room)) (q\(before) to q\(encoder.log.last!.quantizer))")
+        }
+        #expect(encoder.log.suffix(6).allSatisfy { abs($0.quantizer - wide) <= 2 }, "\(wide): \(encoder.log.suffix(6).map(\.quantizer))")
+        // The video closes: small changes of text, cheap to code again.
+        for _ in 0..<60 { encoder.picture(changed: 60, cost: 150, recode: 1) }
+        #expect(encoder.log.last!.quantizer == QuantizerControl.finest, "\(encoder.log.suffix(60).map(\.quantizer))")
     }
 
     /// A whole screen of new content, after small changes of a screen that
