@@ -112,6 +112,8 @@ public struct CongestionController: Sendable {
         loss = LossBasedEstimator(start: configuration.start, minimum: configuration.minimum,
                                   maximum: configuration.maximum)
         target = configuration.start
+        // Started under the ceiling: the path is unproven, and probes seek it.
+        if configuration.start < configuration.maximum { probes = ProbeController(seeking: configuration.maximum) }
     }
 
     /// Records a packet as it leaves.

@@ -64,14 +64,37 @@ public struct ProbeController: Sendable {
     /// Clusters the path carried.
     public private(set) var carried = 0
 
-    /// A controller that has seen no drop.
-    public init() {}
+    /// A controller that has seen no drop; with `goal`, one that seeks it
+    /// from the first feedback on, as after a drop from it: a start under
+    /// the ceiling, on a path not proven yet (libwebrtc probes at its
+    /// start too). The first probe that falls short of it tells the slower
+    /// path's rate, and the goal, never carried, is given up: sought on,
+    /// every probe set the target at the link's rate again, and content
+    /// that fills it overflowed a shallow queue each time
+    /// (`Benchmarks/harness.py --network wifi --scenes video`).
+    public init(seeking goal: Bitrate? = nil) {
+        startGoal = goal
+    }
+    /// The rate sought from the first observation on.
+    private var startGoal: Bitrate?
+    /// Whether what is sought is the start's goal, not a rate the path carried.
+    private var seekingStart = false
+
+    /// Seeks the start's goal from now on, once: from the first feedback
+    /// (a probe sent with the first packets shares the link with the first
+    /// keyframe, and arrives at a fraction of its rate).
+    private mutating func seekStartGoal(now: MonotonicTime) {
+        guard let goal = startGoal else { return }
+        beforeDrop = (goal, now)
+        (startGoal, seekingStart) = (nil, true)
+    }
 
     /// Follows the target and what the receiver was seen to get (`carried`,
     /// the acknowledged peak): notes a large drop, and forgets it once the
     /// target is back or it is old. What is sought after a drop is what the
     /// path carried before it, not a target it never proved (a start at the
-    /// configured maximum, say): probing to that would overshoot the link.
+    /// configured maximum, say): probing to that would overshoot the link
+    /// again and again. (A start under it seeks it: `init(seeking:)`.)
     /// `used` is what the stream gets through now (the acknowledged rate):
     /// well under the target, the stream is application-limited.
     public mutating func observe(target: Bitrate, carried: Bitrate? = nil, used: Bitrate? = nil, now: MonotonicTime) {
@@ -81,13 +104,14 @@ public struct ProbeController: Sendable {
         default: idleSince = nil
         }
         self.used = used ?? .zero
+        seekStartGoal(now: now)
         recent.append((now, target, carried))
         while let first = recent.first, now.since(first.at) > highWindow { recent.removeFirst() }
         let high = recent.map(\.target).max() ?? target
         if target < high * Self.dropShare, high > beforeDrop?.rate ?? .zero {
             let shown = recent.compactMap(\.carried).max()
             beforeDrop = (shown.map { min($0, high) } ?? high, now)
-            shortfalls = 0
+            (shortfalls, seekingStart) = (0, false)
         }
         if let before = beforeDrop, target >= before.rate * Self.recoveredShare || now.since(before.at) > memory {
             beforeDrop = nil
@@ -149,6 +173,7 @@ public struct ProbeController: Sendable {
             return rate + (mediaBeside ?? .zero)
         case .fellShort(let received):
             shortfalls += 1
+            if seekingStart { (beforeDrop, seekingStart) = (nil, false) }
             // What arrived spread out arrived at the link's rate: a little
             // under it is what the path carries (libwebrtc takes 95%).
             return received.map { $0 * 0.95 }

@@ -67,6 +67,15 @@ struct SenderPlan {
     /// be kept readable at any size the ladder offers.
     static let floorFraction = 0.05
     static let floorRate = Bitrate.kilobitsPerSecond(100)
+    /// Where the controller starts, as a share of its ceiling, when a
+    /// retransmission stream can carry probes: the path is unproven, and a
+    /// start at the ceiling over a slower link (a wifi hop) overflowed its
+    /// queue in the first half second, lost frames and froze the picture
+    /// while a keyframe was asked for (`Benchmarks/harness.py --network
+    /// wifi`). The controller's first probe seeks the ceiling a round trip
+    /// after the first feedback (as libwebrtc's initial probes do), so a
+    /// path that carries it is at the ceiling within a few round trips.
+    static let startShare = 0.5
     /// The audio stream's own headers and repairs beside its Opus bitrate.
     static let audioOverhead = Bitrate.kilobitsPerSecond(16)
 
@@ -130,10 +139,13 @@ struct SenderPlan {
     }
 
     /// The congestion controller's bounds: it works on everything sent,
-    /// the video with its headers and room for repairs, plus the audio.
+    /// the video with its headers and room for repairs, plus the audio. It
+    /// starts under the ceiling only where probes can prove the path (they
+    /// travel on the retransmission stream): without them it would climb
+    /// at the rate control's pace alone.
     func congestion(audio: Bitrate) -> CongestionController.Configuration {
         let ceiling = baseBitrate * Self.overheadFactor + audio
-        return CongestionController.Configuration(start: ceiling,
+        return CongestionController.Configuration(start: ssrcs.retransmission == nil ? ceiling : ceiling * Self.startShare,
                                                   minimum: max(baseBitrate * Self.floorFraction, Self.floorRate) + audio,
                                                   maximum: ceiling)
     }

@@ -240,6 +240,31 @@ struct ProbeTests {
         #expect(unprobed.meanTarget(from: 27, to: 30) < .kilobitsPerSecond(2200), "without probes: \(unprobed.target(at: 29))")
     }
 
+    /// A start at half the ceiling, on a wifi hop slower than the ceiling
+    /// (2.5 of 3.2 Mbit/s, a 60 ms queue): no packet is lost to its queue,
+    /// where a start at the ceiling overflows it within the first second,
+    /// and the first probe finds the hop's rate within two seconds; none
+    /// follows it (each would set the target at the hop's rate again). A
+    /// path that carries the ceiling is there within half a second.
+    @Test func aStartUnderTheCeilingFindsThePathWithoutOverflowingIt() {
+        let wifi = "rate=2500kbit,queue=60ms,delay=15ms"
+        func run(_ path: String, start: Double, seconds: Int = 3) -> NetworkSimulation {
+            var sim = NetworkSimulation(link: try! ImpairmentProfile(parsing: path), start: .kilobitsPerSecond(start),
+                                        maximum: .kilobitsPerSecond(3200), returnDelay: .milliseconds(15))
+            sim.run(for: .seconds(seconds))
+            return sim
+        }
+        let low = run(wifi, start: 1600, seconds: 10)
+        #expect(low.forward.counters.queueDrops == 0, "\(low.forward.counters.queueDrops) lost to the queue")
+        #expect(low.target(at: 2) > .kilobitsPerSecond(2000) && low.maxTarget(from: 0, to: 10) < .kilobitsPerSecond(2700),
+                "\(low.targets.map { Int($0.rate.kilobitsPerSecond) })")
+        #expect(low.clusters.count == 1, "\(low.clusters.count) probes")
+        let high = run(wifi, start: 3200)
+        #expect(high.forward.counters.queueDrops > 0, "at the ceiling the queue overflows")
+        let open = run("delay=15ms", start: 1600, seconds: 1)
+        #expect(open.target(at: 0.5) >= .kilobitsPerSecond(3000), "\(open.targets.map { Int($0.rate.kilobitsPerSecond) })")
+    }
+
     /// Probing must not disturb a path that never fell: no probe is sent
     /// on an open path, nor on one whose cap is steady.
     @Test func aSteadyPathIsNotProbed() {
