@@ -5,6 +5,13 @@ public import ShareBase
 /// ladder trades frame rate first, then picture size, for the bitrate the
 /// path allows, with hysteresis (down after `downDelay` below a rung's
 /// floor, up after `upDelay` comfortably above the next rung's), sans-IO.
+/// The floors are for content that needs the whole bitrate; what the
+/// pictures take is told too (`Content`), as libwebrtc's quality scaler
+/// reads the quantizer: content that keeps to a fine quantizer with room
+/// to spare under the target (a terminal, a document) stays, or goes back
+/// up, whatever the floor says. A simple screen on a 1.5 Mbit/s link went
+/// to half its frame rate at a sixth of the link and never came back
+/// (`Benchmarks/harness.py --network deepq`).
 /// A target a bandwidth probe has just shown the path to carry needs no
 /// wait: the ladder goes up at once to the rung it fits. A target under
 /// half the rung's floor (the path's rate fell to a fraction) needs none
@@ -48,10 +55,39 @@ public struct QualityLadder: Sendable {
 
     public var current: Rung { rungs[index] }
 
+    /// What the pictures took at the current rung lately.
+    public struct Content: Sendable, Equatable {
+        /// The bitrate they came to.
+        public var bitrate: Bitrate
+        /// Whether the rate control kept them at a fine quantizer: they
+        /// took what they needed, not what the target allowed.
+        public var fine: Bool
+
+        public init(bitrate: Bitrate, fine: Bool) {
+            self.bitrate = bitrate
+            self.fine = fine
+        }
+    }
+
+    /// At most this share of the target is content that fits at a rung.
+    public var contentShare = 0.8
+
+    /// Whether `content`, taken at the current rung, would fit under
+    /// `target` at rung `rung` (its frame rate and area scale the bits).
+    private func fits(_ content: Content?, at rung: Int, under target: Bitrate) -> Bool {
+        guard let content, content.fine else { return false }
+        let (from, to) = (rungs[index], rungs[rung])
+        let lines = Double(to.height) / Double(max(from.height, 1))
+        let scale = Double(to.fps) / Double(max(from.fps, 1)) * lines * lines
+        return content.bitrate * scale <= target * contentShare
+    }
+
     /// Follows the target; returns true when the rung changed. `proven`
-    /// says a probe has just shown the path carries the target.
-    public mutating func update(target: Bitrate, now: MonotonicTime, proven: Bool = false) -> Bool {
-        if index + 1 < rungs.count, target < rungs[index].floor {
+    /// says a probe has just shown the path carries the target; `content`
+    /// what the pictures took at this rung lately.
+    public mutating func update(target: Bitrate, now: MonotonicTime, proven: Bool = false, content: Content? = nil) -> Bool {
+        let stays = fits(content, at: index, under: target) && target >= rungs[index].floor * 0.5
+        if index + 1 < rungs.count, target < rungs[index].floor, !stays {
             aboveSince = nil
             let since = belowSince ?? now
             belowSince = since
@@ -69,7 +105,7 @@ public struct QualityLadder: Sendable {
             aboveSince = nil
             return true
         }
-        if index > 0, target > rungs[index - 1].floor * upMargin {
+        if index > 0, target > rungs[index - 1].floor * upMargin || fits(content, at: index - 1, under: target) {
             let since = aboveSince ?? now
             aboveSince = since
             let wait = rungs[index - 1].height != rungs[index].height ? sizeUpDelay : upDelay

@@ -96,6 +96,8 @@ final class EncodeWork {
     private var ladder: QualityLadder
     /// Probes the path carried, as last seen: a new one lets the ladder go up at once.
     private var probesSeen = 0
+    /// What the pictures took lately, for the ladder.
+    private var meter = ContentMeter()
     /// The size pictures are encoded at before any step down: the
     /// configured size, else the captured picture's (which follows a
     /// resized window).
@@ -271,6 +273,7 @@ final class EncodeWork {
     /// latencies and the counters.
     private func account(_ frame: EncodedFrame, info: EncodedFrameInfo, _ context: SenderContext) {
         network.encoderQuantizer.store(Int(info.quantizer), ordering: .relaxed)
+        meter.picture(bytes: info.size, quantizer: info.quantizer, at: frame.encoded)
         let sharpening = encoder.rate.sharpening
         if feed.sharpening.exchange(sharpening, ordering: .relaxed) != sharpening, sharpening {
             context.captureWakeup.signal()
@@ -327,7 +330,8 @@ final class EncodeWork {
         let carried = network.probesCarried.load(ordering: .relaxed)
         defer { probesSeen = carried }
         let before = ladder.index
-        guard ladder.update(target: video, now: now, proven: carried != probesSeen) else { return nil }
+        guard ladder.update(target: video, now: now, proven: carried != probesSeen, content: meter.content) else { return nil }
+        meter.restart()
         context.stats.withLock { $0.qualitySteps += 1 }
         return before
     }

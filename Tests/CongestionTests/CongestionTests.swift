@@ -475,6 +475,30 @@ struct CongestionTests {
         #expect(hold(2_500_000, 8) == 1)
         #expect(hold(2_500_000, 4) == 0, "a higher frame rate 3 s")
     }
+
+    /// The floors are for content that needs the whole bitrate: a simple
+    /// screen that takes a sixth of a target under the floor, at a fine
+    /// quantizer, keeps its frame rate; content that needs the target (a
+    /// coarse quantizer) does not; at half the frame rate, content that
+    /// would fit at the full rate goes back up after the usual wait; and a
+    /// fall to a fraction steps down at once whatever the content.
+    @Test func theLadderKeepsTheFrameRateOfContentThatFits() {
+        var ladder = QualityLadder(fps: 30, height: 720, bitrate: .kilobitsPerSecond(2800))
+        var now = MonotonicTime.zero
+        func hold(_ kbps: Double, _ seconds: Int, _ content: Double, fine: Bool = true) -> Int {
+            for _ in 0..<(seconds * 10) {
+                let taken = QualityLadder.Content(bitrate: .kilobitsPerSecond(content), fine: fine)
+                _ = ladder.update(target: .kilobitsPerSecond(kbps), now: now, content: taken)
+                now = now + .milliseconds(100)
+            }
+            return ladder.index
+        }
+        #expect(hold(1100, 5, 450) == 0, "a simple screen under the floor")
+        #expect(hold(1100, 2, 1000, fine: false) == 1, "content that needs the target")
+        #expect(hold(1100, 2, 600) == 1, "twice 600 kbit/s would not fit")
+        #expect(hold(1300, 4, 450) == 0, "twice 450 kbit/s would: back up after 3 s")
+        #expect(hold(500, 1, 300) == 2, "a fall to a fraction")
+    }
 }
 
 extension UInt64 {
