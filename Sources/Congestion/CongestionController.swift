@@ -111,7 +111,11 @@ public struct CongestionController: Sendable {
         rate = RateControl(start: configuration.start, minimum: configuration.minimum, maximum: configuration.maximum)
         loss = LossBasedEstimator(start: configuration.start, minimum: configuration.minimum,
                                   maximum: configuration.maximum)
-        target = configuration.start
+        // Until the first feedback report the target is the ceiling: a
+        // receiver that never sends feedback (a plain one, given an SDP)
+        // gets the configured bitrate. The estimates start at `start`, and
+        // the first report brings the target down to them.
+        target = configuration.maximum
         // Started under the ceiling: the path is unproven, and probes seek it.
         if configuration.start < configuration.maximum { probes = ProbeController(seeking: configuration.maximum) }
     }

@@ -72,14 +72,20 @@ struct SenderPlanTests {
 
     /// The controller's ceiling is the video with headers and room for
     /// repairs, plus the audio; its floor a small share of the video (at
-    /// least 100 kbit/s), plus the audio.
+    /// least 100 kbit/s), plus the audio. It starts at `startShare` of the
+    /// ceiling where a retransmission stream can carry the probes that
+    /// seek the ceiling, at the ceiling where none can.
     @Test func congestionBoundsCoverEverythingSent() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
                               captureBuffers: .zero, ssrcs: ssrcs)
         let audio = SenderPlan.audioBitrate([96_000])
         #expect(audio == .kilobitsPerSecond(96 + 16))
         let bounds = plan.congestion(audio: audio)
-        #expect(bounds.maximum == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor + audio && bounds.start == bounds.maximum)
+        #expect(bounds.maximum == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor + audio)
+        #expect(bounds.start == bounds.maximum * SenderPlan.startShare)
+        let unprobed = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
+                                  captureBuffers: .zero, ssrcs: .init(video: 0x1111, retransmission: nil, forwardErrorCorrection: nil))
+        #expect(unprobed.congestion(audio: audio).start == bounds.maximum)
         #expect(bounds.minimum == .kilobitsPerSecond(200) + audio)
         let low = SenderPlan(configuration: configuration { $0.bitrateKbps = 500 }, source: VideoSize(width: 640, height: 360),
                              captureBuffers: .zero, ssrcs: ssrcs)
