@@ -123,7 +123,7 @@ public struct CongestionController: Sendable {
     /// Records a packet as it leaves.
     public mutating func sent(_ packet: SentPacket) {
         history.sent(packet)
-        if packet.isProbe { probes.sent(packet) }
+        probes.sent(packet)
         lastSend = packet.sendTime
     }
 

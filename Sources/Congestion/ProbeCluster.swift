@@ -77,6 +77,21 @@ struct ProbeMeasurement: Sendable {
         packets.append((packet.ssrc, packet.sequence, packet.size, packet.sendTime, nil, false))
     }
 
+    /// Bytes of media and repairs that left while the cluster did.
+    private var bytesBeside = 0
+
+    /// A packet not of the cluster, as it leaves: counted while the cluster leaves.
+    mutating func sentBeside(_ packet: SentPacket) {
+        guard !packets.isEmpty, !allSent else { return }
+        bytesBeside += packet.size
+    }
+
+    /// The rate of what left beside the cluster, over the cluster's own span.
+    var rateBeside: Bitrate {
+        guard let first = packets.first?.sent, let last = packets.last?.sent, last > first else { return .zero }
+        return ByteCount(bytes: bytesBeside) / last.since(first)
+    }
+
     /// Takes the results for this cluster's packets; the outcome once every
     /// packet is reported.
     mutating func update(_ results: [PacketResult]) -> Outcome? {

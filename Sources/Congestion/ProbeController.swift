@@ -22,7 +22,12 @@ public import ShareBase
 /// `busyShare`, a probe every `idleInterval` for twice the target (at
 /// most the ceiling). The media keeps flowing beside the padding, so the
 /// padding makes up the rest, and a cluster the path carries shows that
-/// it carries both.
+/// it carries both: the padding and the media that left while it did. Not
+/// the media's mean rate: a frame's packets leave in a burst, and a
+/// cluster between two frames carried the padding alone. Counted at the
+/// mean, a jittery wifi hop was taken to carry its ceiling, the encoder
+/// was told the path is open and coded finer than the hop takes, and the
+/// hop's queue overflowed (`Benchmarks/harness.py --network wifi`).
 public struct ProbeController: Sendable {
     /// A target below this share of the recent high is a large drop.
     public static let dropShare = 0.6
@@ -150,9 +155,9 @@ public struct ProbeController: Sendable {
         return cluster
     }
 
-    /// A probe packet as it leaves.
+    /// A packet as it leaves: the cluster's own, or one sent beside it.
     public mutating func sent(_ packet: SentPacket) {
-        measurement?.sent(packet)
+        if packet.isProbe { measurement?.sent(packet) } else { measurement?.sentBeside(packet) }
     }
 
     /// Takes feedback on probe packets; returns a rate the path was seen to
@@ -170,7 +175,7 @@ public struct ProbeController: Sendable {
             shortfalls = 0
             // The next cluster may follow at once.
             lastCluster = nil
-            return rate + (mediaBeside ?? .zero)
+            return rate + (mediaBeside == nil ? .zero : current.rateBeside)
         case .fellShort(let received):
             shortfalls += 1
             if seekingStart { (beforeDrop, seekingStart) = (nil, false) }

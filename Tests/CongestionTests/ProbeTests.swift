@@ -10,12 +10,17 @@ struct ProbeTests {
     /// Sends `cluster`'s packets from `start` (sequence numbers from
     /// `firstSequence`), telling `probes`, and reports each as received at
     /// `arrival(index)`.
-    func send(_ cluster: ProbeCluster, at start: MonotonicTime, firstSequence: Int = 0, to probes: inout ProbeController,
-              arrival: (Int) -> Duration) -> [PacketResult] {
+    /// Sends `cluster` from `start` (and, with `beside`, a media packet of
+    /// that many bytes after its first packet); the results of its packets.
+    func send(_ cluster: ProbeCluster, at start: MonotonicTime, firstSequence: Int = 0, beside: Int = 0,
+              to probes: inout ProbeController, arrival: (Int) -> Duration) -> [PacketResult] {
         (0..<cluster.packets).map { index in
             let sent = SentPacket(ssrc: 5, sequence: UInt16(firstSequence + index), size: cluster.packetSize,
                                   sendTime: start + cluster.spacing * index, isProbe: true)
             probes.sent(sent)
+            if index == 0, beside > 0 {
+                probes.sent(SentPacket(ssrc: 1, sequence: 9, size: beside, sendTime: start + cluster.spacing / 2))
+            }
             return PacketResult(packet: sent, received: true, arrival: arrival(index))
         }
     }
@@ -196,12 +201,21 @@ struct ProbeTests {
         #expect(probes.next(now: at(15_000), target: raised, calm: true, ceiling: ceiling) == nil, "an interval apart")
         let second = probes.next(now: at(16_100), target: raised, calm: true, ceiling: ceiling)
         #expect(second?.rate == .kilobitsPerSecond(3000), "at most the ceiling: \(second?.rate.description ?? "none")")
-        // This one arrives as fast as it left: the path carries it and the media.
+        // This one arrives as fast as it left: the path carries it and the
+        // media that left beside it, not the media's mean rate (a cluster
+        // between two frames' bursts carries the padding alone).
         let reaching = try #require(second)
-        let carried = probes.handle(send(reaching, at: at(16_100), firstSequence: 100, to: &probes) {
+        var alone = probes
+        let carried = probes.handle(send(reaching, at: at(16_100), firstSequence: 100, beside: 900, to: &probes) {
             .seconds(17) + reaching.spacing * $0
         })
-        #expect(carried.map { abs($0.kilobitsPerSecond - 3500) < 150 } ?? false, "\(carried?.description ?? "none")")
+        let beside = ByteCount(bytes: 900) / (reaching.spacing * (reaching.packets - 1))
+        #expect(carried.map { abs($0.kilobitsPerSecond - 3000 - beside.kilobitsPerSecond) < 150 } ?? false,
+                "\(carried?.description ?? "none") with \(beside) beside")
+        let bare = alone.handle(send(reaching, at: at(16_100), firstSequence: 100, to: &alone) {
+            .seconds(17) + reaching.spacing * $0
+        })
+        #expect(bare.map { abs($0.kilobitsPerSecond - 3000) < 150 } ?? false, "the padding alone: \(bare?.description ?? "none")")
         // Near the ceiling there is nothing to find.
         var near = ProbeController()
         for ms in stride(from: 0, through: 6000, by: 100) {
