@@ -53,9 +53,10 @@ public struct ProbeController: Sendable {
     private var idleSince: MonotonicTime?
     /// What the stream gets through now, as last observed.
     private var used: Bitrate = .zero
-    /// The media rate beside the padding of the cluster in flight, when it
-    /// probes over an application-limited stream (nil: after a drop).
-    private var mediaBeside: Bitrate?
+    /// Whether the cluster in flight probes over an application-limited
+    /// stream, its media beside the padding (not after a drop): what it
+    /// carried is then the padding and the media that left with it.
+    private var overMedia = false
 
     private var recent: [(at: MonotonicTime, target: Bitrate, carried: Bitrate?)] = []
     /// The rate before the last large drop (the most the path was seen to
@@ -148,7 +149,7 @@ public struct ProbeController: Sendable {
         // one may seek less, to reach the ceiling from near it.
         guard rate > target * (beside == nil ? 1.2 : 1.1) else { return nil }
         let cluster = ProbeCluster(rate: rate - (beside ?? .zero))
-        mediaBeside = beside
+        overMedia = beside != nil
         clusters += 1
         lastCluster = now
         measurement = ProbeMeasurement(cluster)
@@ -175,7 +176,7 @@ public struct ProbeController: Sendable {
             shortfalls = 0
             // The next cluster may follow at once.
             lastCluster = nil
-            return rate + (mediaBeside == nil ? .zero : current.rateBeside)
+            return rate + (overMedia ? current.rateBeside : .zero)
         case .fellShort(let received):
             shortfalls += 1
             if seekingStart { (beforeDrop, seekingStart) = (nil, false) }

@@ -29,9 +29,10 @@ internal import Glibc
 /// only when the whole picture coded again would fit, else by one or two
 /// when what they code again is paid for (priced as the last such step
 /// took), or not at all; further only when even four times what the model
-/// says would fit (a plain screen sharpens at once). A still screen (told nothing changed)
-/// sharpens further, to `finestStill`, by as many steps at once as its
-/// target pays for at what the steps before cost (`sharpeningStep`).
+/// says would fit (a plain screen sharpens at once). A still screen (told
+/// nothing changed) sharpens further, to `finestStill`, by as many steps
+/// at once as its target pays for at what the steps before cost
+/// (`sharpeningStep`).
 /// Sans-IO: times are given.
 ///
 /// Coarser is not always cheaper: past a point, x264 codes scrolling text
@@ -152,6 +153,10 @@ public struct QuantizerControl: Sendable {
         kind == .changes ? min(macroblocks, changed + refreshMacroblocks) : macroblocks
     }
 
+    /// Macroblocks such a picture leaves alone (x264 skips them, unless
+    /// the quantizer went finer than they were coded at).
+    func untouched(_ kind: Kind, changed: Int) -> Int { macroblocks - coded(kind, changed: changed) }
+
     /// The bits a picture of `kind` is expected to take at `quantizer`.
     public func predictedBits(_ kind: Kind, changed: Int, quantizer: Int) -> Double {
         atReference(kind, changed: changed) * Self.scale(quantizer)
@@ -251,7 +256,7 @@ public struct QuantizerControl: Sendable {
         // the target pays for, the old macroblocks priced as a step was
         // seen to cost them; none when not even one is paid for.
         let recoded = bits + Double(macroblocks) * complexity[Kind.keyframe.rawValue]
-        let perStep = Double(macroblocks - coded(kind, changed: changed)) * recodePrice
+        let perStep = Double(untouched(kind, changed: changed)) * recodePrice
         let paid = (1...(last - spare > 4 ? 2 : 1)).last { steps in
             predictedBits(kind, changed: changed, quantizer: last - steps) + Double(steps) * perStep <= target
         } ?? 0
@@ -294,7 +299,7 @@ public struct QuantizerControl: Sendable {
             let observed = Double(bits) / Double(last - quantizer)
             sharpeningStep = stepCost.map { Self.learned($0, observed) } ?? observed
         }
-        let unchanged = macroblocks - coded(kind, changed: changed)
+        let unchanged = untouched(kind, changed: changed)
         // Only where most of the screen was left alone: there what the
         // changes took beside it is no more than a guess's error.
         if kind == .changes, changed > 0, quantizer < last, unchanged * 2 >= macroblocks {
