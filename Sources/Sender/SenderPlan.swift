@@ -67,7 +67,7 @@ struct SenderPlan {
     /// be kept readable at any size the ladder offers.
     static let floorFraction = 0.05
     static let floorRate = Bitrate.kilobitsPerSecond(100)
-    /// Where the controller starts, as a share of its ceiling, when a
+    /// Where the controller starts, as a share of the video's ceiling, when a
     /// retransmission stream can carry probes: the path is unproven, and a
     /// start at the ceiling over a slower link (a wifi hop) overflowed its
     /// queue in the first half second, lost frames and froze the picture
@@ -144,8 +144,13 @@ struct SenderPlan {
     /// travel on the retransmission stream): without them it would climb
     /// at the rate control's pace alone.
     func congestion(audio: Bitrate) -> CongestionController.Configuration {
-        let ceiling = baseBitrate * Self.overheadFactor + audio
-        return CongestionController.Configuration(start: ssrcs.retransmission == nil ? ceiling : ceiling * Self.startShare,
+        let video = baseBitrate * Self.overheadFactor
+        let ceiling = video + audio
+        // The share is of the video: the sound takes its few kbit/s
+        // whatever the path, and halved with the rest it left a small
+        // picture's video under the ladder's floor until the probe came.
+        let start = ssrcs.retransmission == nil ? ceiling : video * Self.startShare + audio
+        return CongestionController.Configuration(start: start,
                                                   minimum: max(baseBitrate * Self.floorFraction, Self.floorRate) + audio,
                                                   maximum: ceiling)
     }

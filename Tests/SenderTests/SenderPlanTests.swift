@@ -73,7 +73,7 @@ struct SenderPlanTests {
     /// The controller's ceiling is the video with headers and room for
     /// repairs, plus the audio; its floor a small share of the video (at
     /// least 100 kbit/s), plus the audio. It starts at `startShare` of the
-    /// ceiling where a retransmission stream can carry the probes that
+    /// video's ceiling, plus the audio, where a retransmission stream can carry the probes that
     /// seek the ceiling, at the ceiling where none can.
     @Test func congestionBoundsCoverEverythingSent() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
@@ -82,7 +82,8 @@ struct SenderPlanTests {
         #expect(audio == .kilobitsPerSecond(96 + 16))
         let bounds = plan.congestion(audio: audio)
         #expect(bounds.maximum == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor + audio)
-        #expect(bounds.start == bounds.maximum * SenderPlan.startShare)
+        #expect(bounds.start == .kilobitsPerSecond(4000) * SenderPlan.overheadFactor * SenderPlan.startShare + audio,
+                "the video's share, the sound whole")
         let unprobed = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
                                   captureBuffers: .zero, ssrcs: .init(video: 0x1111, retransmission: nil, forwardErrorCorrection: nil))
         #expect(unprobed.congestion(audio: audio).start == bounds.maximum)
