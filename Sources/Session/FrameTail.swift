@@ -28,6 +28,10 @@ struct FrameTail: Sendable {
     /// Gaps longer than this are a sender that paused mid-frame, not spacing.
     static let longestGap: Duration = .milliseconds(200)
 
+    /// How far apart a frame's packets arrive, smoothed: what the path (or
+    /// the sender's pacer, if slower) takes to deliver one packet.
+    var spacing: Duration { .nanoseconds(Int64(gap ?? 0)) }
+
     /// How long after a frame's last packet heard the next one is overdue.
     var wait: Duration {
         guard let gap else { return Self.minimumWait }

@@ -10,7 +10,12 @@ public import ShareBase
 /// merely late is not requested), a repeat waits one round trip plus a
 /// margin (the repair may still be on its way), and a packet is given up
 /// by time, once the jitter buffer would no longer wait for it (`maxAge`),
-/// never by a count of attempts. Gaps wider than `maxGap` (a restart or a
+/// never by a count of attempts. Packets asked for together come back one
+/// after another at the rate the path delivers (a frame's packets' spacing,
+/// `FrameTail`): the k-th of a burst is waited for k spacings longer, both
+/// before it is asked for again and before it is given up, so a long burst
+/// on a slow link is neither asked for twice while its repairs are still
+/// queued on the way nor given up while they are. Gaps wider than `maxGap` (a restart or a
 /// forged sequence number) are not NACKed. A frame whose packets stopped
 /// before its marker is asked for its next packet without waiting for the
 /// next frame to show the gap (`FrameTail`). Sans-IO.
@@ -43,6 +48,9 @@ public struct NACKTracker: Sendable {
         var attempts = 0
         /// Asked for as a frame's overdue tail, before any gap showed.
         var tail = false
+        /// How long the repairs asked for ahead of it in the same NACK
+        /// take the path to deliver.
+        var behind: Duration = .zero
     }
 
     public init(maxAge: Duration = .milliseconds(200), maxGap: Int = 400) {
@@ -110,12 +118,12 @@ public struct NACKTracker: Sendable {
         let firstWait = reorderWait
         let retry = roundTrip + retryMargin
         for (sequence, entry) in missing {
-            if now.since(entry.firstSeen) > maxAge {
+            if now.since(entry.firstSeen) > maxAge + entry.behind {
                 missing[sequence] = nil
                 continue
             }
             if let last = entry.lastSent {
-                if now.since(last) < retry { continue }
+                if now.since(last) < retry + entry.behind { continue }
             } else if now.since(entry.firstSeen) < firstWait {
                 continue
             }
@@ -128,7 +136,25 @@ public struct NACKTracker: Sendable {
             tailRequests += 1
             result.append(overdue)
         }
-        return result.sorted().map { UInt16(truncatingIfNeeded: $0) }
+        result.sort()
+        queueBehind(result)
+        return result.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// The repairs of `batch` (asked for together, oldest first) leave the
+    /// sender together and reach here a packet's spacing apart.
+    private mutating func queueBehind(_ batch: [Int64]) {
+        let spacing = tail.spacing
+        for (index, sequence) in batch.enumerated() {
+            missing[sequence]?.behind = min(spacing * index, maxAge)
+        }
+    }
+
+    /// How much longer than `maxAge` the jitter buffer waits for the
+    /// repairs now on their way: the delivery time of the longest burst
+    /// asked for, at most `maxAge` again.
+    public var burstAllowance: Duration {
+        missing.values.lazy.map(\.behind).max() ?? .zero
     }
 
     /// When `due` may next have something to send, if anything is missing.
@@ -137,7 +163,7 @@ public struct NACKTracker: Sendable {
         var next = tail.deadline(extra: firstWait)
         let retry = roundTrip + retryMargin
         for entry in missing.values {
-            let at = entry.lastSent.map { $0 + retry } ?? entry.firstSeen + firstWait
+            let at = entry.lastSent.map { $0 + retry + entry.behind } ?? entry.firstSeen + firstWait
             next = min(next ?? at, at)
         }
         return next

@@ -317,6 +317,7 @@ public final class ReceiveSession {
         }
         if let ssrc = heard.videoSSRC, configuration.nack {
             let lost = heard.nack.due(now: now)
+            heard.assembler.burstAllowance = heard.nack.burstAllowance
             if !lost.isEmpty {
                 statistics.nacksSent += 1
                 statistics.nackedPackets += lost.count

@@ -109,6 +109,8 @@ public struct H264FrameAssembler: Sendable {
 
     /// How long a gap is waited for; the receiver tunes it to the path.
     public var maxDelay: Duration
+    /// Waited beyond `maxDelay` for a burst's repairs (`NACKTracker.burstAllowance`).
+    public var burstAllowance: Duration = .zero
     /// How long a gap is waited for when a whole keyframe has arrived
     /// behind it (decoding can start again there): past the path's
     /// reordering, it is a loss. Nil waits `maxDelay` whatever comes.
@@ -236,7 +238,7 @@ public struct H264FrameAssembler: Sendable {
             gapDeadline = nil
             return
         }
-        gapDeadline = oldest + maxDelay
+        gapDeadline = oldest + maxDelay + burstAllowance
         // A whole keyframe behind the hole: decoding starts again from it,
         // so once the hole is older than reordering explains, nothing before
         // the keyframe is worth waiting for (a sender that sent it no longer
