@@ -140,7 +140,9 @@ extension EndToEndTests {
 
             let fresh = try ShareBinary.start(["recv", "--port", "\(port)", "--key-file", key, "--no-window", "--no-audio",
                                                "--duration", "6", "--stats-json", dir.path("recv2.json")])
-            usleep(300_000)
+            // Replayed only once it listens: datagrams sent before are the
+            // kernel's to drop, not the receiver's to count.
+            #expect(fresh.waitForOutput("listening on UDP port", timeout: 10), "\(fresh.output)")
             let attacker = try UDPSocket(connectedTo: SocketAddress(host: "127.0.0.1", port: port))
             for datagram in recorded {
                 attacker.send(datagram[...])
