@@ -2,6 +2,9 @@ public import ShareCapture
 public import ShareHandshake
 public import ShareSRTP
 internal import ShareSession
+#if canImport(Glibc)
+internal import Glibc
+#endif
 internal import ShareVideo
 public import ShareWire
 public import ShareGovernor
@@ -91,10 +94,21 @@ public enum VideoInput: Sendable, Equatable {
 
 /// Everything a sender needs to start.
 public struct SenderConfiguration: Sendable {
-    /// The encoder thread count `encoderThreads == nil` means for a size and rate.
+    /// The encoder thread count `encoderThreads == nil` means for a size and
+    /// rate: one up to 720p30's pixel rate, two sliced threads (one on a
+    /// single core) up to 1080p30's, and x264's own choice above. Two
+    /// threads halve the picture between them, so its encode ends sooner,
+    /// and glass to glass too; above 720p30 that costs next to nothing
+    /// more CPU a frame, at 720p a few percent, which the sender's margin
+    /// against its peers cannot spare (`Benchmarks/harness.py --senders
+    /// 'share,share[--threads 2],ffmpeg,gstreamer'`).
     public static func defaultEncoderThreads(size: VideoSize, fps: Int) -> Int {
-        size.width * size.height * fps <= 1920 * 1080 * 30 ? 1 : 0
+        let pixelRate = size.width * size.height * fps
+        if pixelRate <= 1280 * 720 * 30 { return 1 }
+        return pixelRate <= 1920 * 1080 * 30 ? min(2, max(1, onlineCores)) : 0
     }
+
+    private static let onlineCores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
     /// The receiver's host name or address (IPv4 or IPv6).
     public var host: String
@@ -196,9 +210,8 @@ public struct SenderConfiguration: Sendable {
     /// encoder holds a lease only while converting it; every slot the
     /// process touches counts in its footprint (8 MB each at 1080p).
     public var captureSlots: Int = 2
-    /// x264 threads; nil picks one thread up to 1080p30's pixel rate (it
-    /// costs 10-20% less CPU per frame than sliced threads and adds under a
-    /// millisecond of latency there) and lets x264 choose above it.
+    /// x264 threads; nil picks one up to 720p30's pixel rate, two up to
+    /// 1080p30's, and lets x264 choose above (`defaultEncoderThreads`).
     public var encoderThreads: Int?
     /// While nothing on screen changes (XDamage), grab, convert and encode
     /// nothing, but still one picture every `stillRefresh` so a receiver sees

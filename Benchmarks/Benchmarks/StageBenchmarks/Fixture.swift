@@ -116,9 +116,9 @@ final class Fixture: @unchecked Sendable {
         } catch { fatalError("\(error)") }
     }()
 
-    /// An encoder with the sender's defaults for this size at 30 fps: one
-    /// x264 thread up to 1080p30 (SenderConfiguration.defaultEncoderThreads),
-    /// slices of four packets unless `sliced` is false.
+    /// An encoder with the sender's slices (four packets unless `sliced` is
+    /// false) on one x264 thread: a stage's CPU, not the sender's latency
+    /// (above 720p30 it takes two, SenderConfiguration.defaultEncoderThreads).
     static func encoder(width: Int, height: Int, sliced: Bool = true) -> H264Encoder {
         do {
             return try H264Encoder(.init(width: width, height: height, fps: 30, threads: 1,

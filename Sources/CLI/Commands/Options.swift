@@ -111,7 +111,7 @@ public struct SendPicture: ParsableArguments {
     @Option(parsing: .unconditional, help: "Frames per intra-refresh sweep, or between keyframes with --periodic-keyframes (default: none with a handshake, whose receiver asks for a keyframe when it needs one; 3 seconds' worth with a static key; with --sdp a quarter second, so a receiver that joins without asking has a picture within half a second).")
     public var keyint: Int?
     @Option(help: "Scale to this size before encoding, e.g. 1280x720.") public var size: String?
-    @Option(parsing: .unconditional, help: "Encoder threads (default: 1 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
+    @Option(parsing: .unconditional, help: "Encoder threads (default: 1 up to 720p30, 2 up to 1080p30, else x264 chooses; 0: x264 chooses).") public var threads: Int?
     @Flag(help: "Grab and encode every frame even while nothing on screen changes (default: a still screen costs one frame a second).")
     public var everyFrame = false
 
