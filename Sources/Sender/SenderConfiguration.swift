@@ -98,9 +98,9 @@ public struct SenderConfiguration: Sendable {
     /// rate: one up to 720p30's pixel rate, two sliced threads (one on a
     /// single core) up to 1080p30's, and x264's own choice above. Two
     /// threads halve the picture between them, so its encode ends sooner,
-    /// and glass to glass too; above 720p30 that costs next to nothing
-    /// more CPU a frame, at 720p a few percent, which the sender's margin
-    /// against its peers cannot spare (`Benchmarks/harness.py --senders
+    /// and glass to glass too, for a few percent more CPU a frame; at 720p
+    /// the share is larger, and the sender's CPU margin against its peers
+    /// there cannot spare it (`Benchmarks/harness.py --senders
     /// 'share,share[--threads 2],ffmpeg,gstreamer'`).
     public static func defaultEncoderThreads(size: VideoSize, fps: Int) -> Int {
         let pixelRate = size.width * size.height * fps

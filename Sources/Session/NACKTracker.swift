@@ -15,8 +15,8 @@ public import ShareBase
 /// `FrameTail`): the k-th of a burst is waited for k spacings longer, both
 /// before it is asked for again and before it is given up, so a long burst
 /// on a slow link is neither asked for twice while its repairs are still
-/// queued on the way nor given up while they are. Gaps wider than `maxGap` (a restart or a
-/// forged sequence number) are not NACKed. A frame whose packets stopped
+/// queued on the way nor given up while they are. Gaps wider than `maxGap`
+/// (a restart or a forged sequence number) are not NACKed. A frame whose packets stopped
 /// before its marker is asked for its next packet without waiting for the
 /// next frame to show the gap (`FrameTail`). Sans-IO.
 public struct NACKTracker: Sendable {
