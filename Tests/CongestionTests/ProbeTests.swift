@@ -8,10 +8,9 @@ struct ProbeTests {
     func at(_ milliseconds: Int) -> MonotonicTime { .zero + .milliseconds(milliseconds) }
 
     /// Sends `cluster`'s packets from `start` (sequence numbers from
-    /// `firstSequence`), telling `probes`, and reports each as received at
-    /// `arrival(index)`.
-    /// Sends `cluster` from `start` (and, with `beside`, a media packet of
-    /// that many bytes after its first packet); the results of its packets.
+    /// `firstSequence`; with `beside`, a media packet of that many bytes
+    /// after the first), telling `probes`, and reports each of the
+    /// cluster's as received at `arrival(index)`.
     func send(_ cluster: ProbeCluster, at start: MonotonicTime, firstSequence: Int = 0, beside: Int = 0,
               to probes: inout ProbeController, arrival: (Int) -> Duration) -> [PacketResult] {
         (0..<cluster.packets).map { index in

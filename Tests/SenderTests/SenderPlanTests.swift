@@ -73,8 +73,9 @@ struct SenderPlanTests {
     /// The controller's ceiling is the video with headers and room for
     /// repairs, plus the audio; its floor a small share of the video (at
     /// least 100 kbit/s), plus the audio. It starts at `startShare` of the
-    /// video's ceiling, plus the audio, where a retransmission stream can carry the probes that
-    /// seek the ceiling, at the ceiling where none can.
+    /// video's ceiling, plus the audio, where a retransmission stream can
+    /// carry the probes that seek the ceiling, and at the ceiling where
+    /// none can.
     @Test func congestionBoundsCoverEverythingSent() {
         let plan = SenderPlan(configuration: configuration { $0.bitrateKbps = 4000 }, source: VideoSize(width: 1280, height: 720),
                               captureBuffers: .zero, ssrcs: ssrcs)
